@@ -1,0 +1,83 @@
+import Synchronization
+
+/// Receives every activity and callout of every loop in the process: the one seam tracing plugs into.
+///
+/// RunLoopCore knows nothing of LTTng or trace files. A tracing backend subclasses this class and installs an
+/// instance with ``LoopEventSink/install(_:)``; each run picks up the installed sink when it starts, so with no
+/// sink an event costs the loop one predictable branch. Methods are called on the loop's thread, except
+/// ``sourceSignaled(sourceID:at:)``, which runs on the signalling thread. Timestamps are CLOCK_MONOTONIC ns.
+open class LoopEventSink: @unchecked Sendable {
+    public init() {}
+
+    /// The kind of a performed source, as `source_perform_begin` reports it.
+    public enum SourceKind: UInt8, Sendable, CustomStringConvertible {
+        case custom, descriptor, port
+        public var description: String {
+            switch self {
+            case .custom: return "custom"
+            case .descriptor: return "descriptor"
+            case .port: return "port"
+            }
+        }
+    }
+
+    /// What an item is, for ``itemLabeled(id:kind:label:)``.
+    public enum ItemKind: UInt8, Sendable, CustomStringConvertible {
+        case timer, source, descriptor, port, observer
+        public var description: String {
+            switch self {
+            case .timer: return "timer"
+            case .source: return "source"
+            case .descriptor: return "descriptor"
+            case .port: return "port"
+            case .observer: return "observer"
+            }
+        }
+    }
+
+    /// Where an event happened: the loop, the run's mode and nesting depth, and the iteration.
+    public struct Context {
+        public let loopID: UInt64
+        public let mode: Loop.Mode
+        /// The mode's name as a NUL-terminated C string that lives as long as the loop (for C tracers).
+        public let modeCString: UnsafePointer<CChar>
+        public let depth: UInt32
+        public let iteration: UInt64
+    }
+
+    open func loopCreated(loopID: UInt64, threadID: Int32, name: String) {}
+    open func itemLabeled(id: UInt64, kind: ItemKind, label: String) {}
+    open func activity(_ activity: Loop.Activity, _ context: Context) {}
+    open func runBegin(_ context: Context, timeoutNanoseconds: UInt64, returnAfterSourceHandled: Bool) {}
+    open func runEnd(_ context: Context, result: Loop.RunResult) {}
+    open func timerFireBegin(_ context: Context, timerID: UInt64, scheduled: UInt64, tolerance: UInt64, interval: UInt64, missed: UInt64) {}
+    open func timerFireEnd(_ context: Context, timerID: UInt64) {}
+    open func sourceSignaled(sourceID: UInt64, at time: UInt64) {}
+    open func sourcePerformBegin(_ context: Context, sourceID: UInt64, kind: SourceKind, order: Int, signaled: UInt64) {}
+    open func sourcePerformEnd(_ context: Context, sourceID: UInt64) {}
+    open func blockBegin(_ context: Context, blockID: UInt64, enqueued: UInt64) {}
+    open func blockEnd(_ context: Context, blockID: UInt64) {}
+    open func observerBegin(_ context: Context, observerID: UInt64, activity: Loop.Activity) {}
+    open func observerEnd(_ context: Context, observerID: UInt64) {}
+    open func wakeUp(_ context: Context, reason: Loop.WakeReason, slept: UInt64) {}
+
+    // ===== installation =====
+
+    private static let installed = Atomic<UInt>(0)
+
+    /// Installs `sink` for every loop (runs already in progress keep the sink they started with). The sink is
+    /// retained for the life of the process; pass nil to stop sending events.
+    public static func install(_ sink: LoopEventSink?) {
+        let bits = sink.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
+        // The previous sink is deliberately leaked: a run that started with it may still be calling it.
+        installed.store(bits, ordering: .releasing)
+    }
+
+    /// The installed sink, if any.
+    @inline(__always)
+    public static var current: LoopEventSink? {
+        let bits = installed.load(ordering: .acquiring)
+        guard bits != 0, let pointer = UnsafeRawPointer(bitPattern: bits) else { return nil }
+        return Unmanaged<LoopEventSink>.fromOpaque(pointer).takeUnretainedValue()
+    }
+}

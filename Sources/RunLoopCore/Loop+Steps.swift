@@ -1,0 +1,288 @@
+// The step functions of one iteration. Each takes the lock only to snapshot or update the mode's tables and
+// calls user code with the lock dropped, so callouts may add, remove, signal, perform and run nested loops.
+
+extension Loop {
+    // ===== steps 1, 2, 6, 8 and Entry/Exit: observers =====
+
+    /// Calls the mode's observers of `activity` in (order, insertion) order, over a snapshot.
+    func notifyObservers(_ activity: Activity, _ frame: RunFrame) {
+        frame.sink?.activity(activity, frame.context(loop: self))
+        let state = frame.state!
+        guard state.observedActivities.load(ordering: .acquiring) & activity.rawValue != 0 else { return }
+        lock.withLock {
+            for observer in state.observers where observer.activities.contains(activity) && !observer.isFiring {
+                frame.observers.append(observer)
+            }
+        }
+        for observer in frame.observers {
+            // Skipped when invalidated earlier in this pass, or already in its callout further out.
+            guard observer.isValid, !observer.isFiring else { continue }
+            observer.isFiring = true
+            frame.sink?.observerBegin(frame.context(loop: self), observerID: observer.id, activity: activity)
+            observer.handler(observer, activity)
+            frame.sink?.observerEnd(frame.context(loop: self), observerID: observer.id)
+            observer.isFiring = false
+            frame.unpublished.observerCallouts += 1
+            if !observer.repeats { observer.invalidate() }
+        }
+        frame.observers.removeAll(keepingCapacity: true)
+    }
+
+    // ===== steps 3, 4 and 9: blocks =====
+
+    /// Runs the queued blocks that may run in this mode, FIFO; the others keep their place in the queue.
+    /// Blocks queued meanwhile wait for the next pass.
+    @discardableResult
+    func doBlocks(_ frame: RunFrame) -> Bool {
+        lock.lock()
+        if blocks.isEmpty {
+            lock.unlock()
+            return false
+        }
+        swap(&blocks, &frame.blocks)
+        let modeIsCommon = commonModeSet.contains(frame.mode)
+        lock.unlock()
+
+        var ran = false
+        while let block = frame.blocks.popFirst() {
+            guard block.modes.admits(frame.mode, modeIsCommon: modeIsCommon) else {
+                frame.leftoverBlocks.append(block)
+                continue
+            }
+            if let sink = frame.sink {
+                sink.blockBegin(frame.context(loop: self), blockID: block.id, enqueued: block.enqueuedAt)
+                block.body()
+                sink.blockEnd(frame.context(loop: self), blockID: block.id)
+            } else {
+                block.body()
+            }
+            frame.unpublished.blocksRun += 1
+            ran = true
+        }
+        if !frame.leftoverBlocks.isEmpty {
+            lock.withLock {
+                for block in frame.leftoverBlocks.reversed() { blocks.prepend(block) }
+            }
+            frame.leftoverBlocks.removeAll(keepingCapacity: true)
+        }
+        return ran
+    }
+
+    // ===== step 4: custom sources =====
+
+    /// Performs the mode's signalled custom sources by (order, first-signal time); with
+    /// returnAfterSourceHandled only the first. Returns whether any ran.
+    func doCustomSources(_ frame: RunFrame) -> Bool {
+        let state = frame.state!
+        lock.withLock {
+            for source in state.sources {
+                let signaledAt = source.pendingSignalTime
+                if signaledAt != 0 { frame.sources.append((source, signaledAt)) }
+            }
+        }
+        guard !frame.sources.isEmpty else { return false }
+        if frame.sources.count > 1 {
+            frame.sources.sort { lhs, rhs in
+                if lhs.source.order != rhs.source.order { return lhs.source.order < rhs.source.order }
+                if lhs.signaledAt != rhs.signaledAt { return lhs.signaledAt < rhs.signaledAt }
+                return lhs.source.id < rhs.source.id
+            }
+        }
+        var handled = false
+        for (source, _) in frame.sources {
+            guard source.isValid else { continue }
+            // The signal is cleared just before the perform, so a re-signal from inside it runs next iteration.
+            let signaledAt = source.takeSignal()
+            guard signaledAt != 0 else { continue }
+            frame.sink?.sourcePerformBegin(frame.context(loop: self), sourceID: source.id, kind: .custom,
+                                           order: source.order, signaled: signaledAt)
+            source.perform()
+            frame.sink?.sourcePerformEnd(frame.context(loop: self), sourceID: source.id)
+            frame.unpublished.sourcesHandled += 1
+            handled = true
+            if frame.returnAfterSourceHandled { break }
+        }
+        frame.sources.removeAll(keepingCapacity: true)
+        return handled
+    }
+
+    // ===== step 7: wait =====
+
+    /// Sleeps until something happens (or only polls), then records what woke the loop.
+    func waitForWakeUp(_ frame: RunFrame, poll: Bool) {
+        let state = frame.state!
+        var sleptFrom: UInt64 = 0
+        if !poll {
+            lock.withLock {
+                selector.arm(deadline: wakeDeadline(for: state, runDeadline: frame.deadline))
+                sleepingIn = state
+                sleepingDeadline = frame.deadline
+            }
+            setWaiting(true)
+            sleptFrom = monotonicNanoseconds()
+        }
+        let ready = state.waitSet._blockingWaitForWork(poll: poll)
+        if !poll { setWaiting(false) }
+
+        var sawWakeUp = false
+        var sawTimer = false
+        for index in 0..<ready.count {
+            let (token, readiness) = ready[index]
+            switch token {
+            case SelectorToken.wakeUp: sawWakeUp = true
+            case SelectorToken.timer: sawTimer = true
+            default: frame.readyTokens.append((token, readiness))
+            }
+        }
+        if sawWakeUp {
+            selector.drainWakeUp()
+            wakePending.store(false, ordering: .releasing)
+        }
+        if sawTimer { selector.drainTimer() }
+
+        let reason: WakeReason? = poll ? nil : wakeReason(frame, sawTimer: sawTimer)
+        lock.withLock {
+            sleepingIn = nil
+            frame.unpublished.iterations += 1
+            if let reason {
+                counters.sleeps += 1
+                counters.wakeUps[reason, default: 0] += 1
+            }
+            publishCounters(frame)
+        }
+        if let reason, let sink = frame.sink {
+            sink.wakeUp(frame.context(loop: self), reason: reason, slept: monotonicNanoseconds() &- sleptFrom)
+        }
+    }
+
+    /// What ended a sleep, most specific first.
+    private func wakeReason(_ frame: RunFrame, sawTimer: Bool) -> WakeReason {
+        if frame.stopRequested.load(ordering: .acquiring) { return .stop }
+        if sawTimer { return monotonicNanoseconds() >= frame.deadline ? .timeout : .timer }
+        if !frame.readyTokens.isEmpty { return .descriptor }
+        return lock.withLock {
+            if frame.state.ports.contains(where: { $0.queuedCount > 0 }) { return .port }
+            if frame.state.sources.contains(where: { $0.isSignaled }) { return .source }
+            return .manual
+        }
+    }
+
+    // ===== step 9: what woke us =====
+
+    /// Fires due timers, handles ready descriptor and port sources, then runs blocks. Returns whether a source
+    /// was handled (timers and blocks do not count).
+    func handleWakeUp(_ frame: RunFrame) -> Bool {
+        doTimers(frame)
+        let handled = doReadySources(frame)
+        doBlocks(frame)
+        return handled
+    }
+
+    /// Fires the timers due now in fire-date order. The due set is collected first, so a timer added or
+    /// rescheduled by a callout does not fire in the same pass.
+    func doTimers(_ frame: RunFrame) {
+        let state = frame.state!
+        lock.withLock {
+            let now = monotonicNanoseconds()
+            for timer in state.timers {
+                if timer.fireDateNanoseconds > now { break }
+                if !timer.isFiring { frame.timers.append(timer) }
+            }
+        }
+        for timer in frame.timers { fire(timer, frame) }
+        frame.timers.removeAll(keepingCapacity: true)
+    }
+
+    private func fire(_ timer: LoopTimer, _ frame: RunFrame) {
+        lock.lock()
+        // An earlier callout of this pass may have invalidated, removed or rescheduled it.
+        guard timer.isValid, !timer.isFiring, timer.modes.contains(frame.mode),
+              timer.fireDateNanoseconds <= monotonicNanoseconds() else {
+            lock.unlock()
+            return
+        }
+        timer.isFiring = true
+        timer.fireDateSetDuringCallout = false
+        let scheduled = timer.fireDateNanoseconds
+        let missed = timer.missedSlots
+        timer.missedSlots = 0
+        lock.unlock()
+
+        frame.sink?.timerFireBegin(frame.context(loop: self), timerID: timer.id, scheduled: scheduled,
+                                   tolerance: timer.toleranceNanoseconds, interval: timer.intervalNanoseconds, missed: missed)
+        timer.handler(timer)
+        frame.sink?.timerFireEnd(frame.context(loop: self), timerID: timer.id)
+        frame.unpublished.timersFired += 1
+
+        lock.lock()
+        timer.isFiring = false
+        if timer.isValid && timer.binding.loop === self {
+            if timer.intervalNanoseconds == 0 {
+                // One-shot: invalidated after its callout, even if the callout moved its fire date.
+                timer.markInvalid()
+                _ = detach(timer)
+            } else if !timer.fireDateSetDuringCallout {
+                let next = LoopTimer.nextGridDate(after: scheduled, interval: timer.intervalNanoseconds,
+                                                  now: monotonicNanoseconds())
+                timer.missedSlots = next.skipped
+                reschedule(timer, to: next.date)
+            }
+        }
+        lock.unlock()
+    }
+
+    /// Handles ready descriptor sources and ports with messages, by (order, id); with returnAfterSourceHandled
+    /// only the first. Returns whether any was handled.
+    func doReadySources(_ frame: RunFrame) -> Bool {
+        let state = frame.state!
+        lock.withLock {
+            for (token, readiness) in frame.readyTokens {
+                if let source = state.descriptors[token] {
+                    frame.readySources.append(.descriptor(source, DescriptorSource.events(from: readiness)))
+                }
+            }
+            for port in state.ports where port.queuedCount > 0 {
+                frame.readySources.append(.port(port))
+            }
+        }
+        frame.readyTokens.removeAll(keepingCapacity: true)
+        guard !frame.readySources.isEmpty else { return false }
+        if frame.readySources.count > 1 {
+            frame.readySources.sort { ($0.order, $0.id) < ($1.order, $1.id) }
+        }
+        var handled = false
+        for ready in frame.readySources {
+            switch ready {
+            case .descriptor(let source, let events):
+                guard source.isValid else { continue }
+                frame.sink?.sourcePerformBegin(frame.context(loop: self), sourceID: source.id, kind: .descriptor,
+                                               order: source.order, signaled: 0)
+                source.handler(source, events)
+                frame.sink?.sourcePerformEnd(frame.context(loop: self), sourceID: source.id)
+                frame.unpublished.sourcesHandled += 1
+                handled = true
+            case .port(let port):
+                handled = deliverMessages(of: port, frame) || handled
+            }
+            if handled && frame.returnAfterSourceHandled { break }
+        }
+        frame.readySources.removeAll(keepingCapacity: true)
+        return handled
+    }
+
+    /// Delivers the messages queued on `port` now (one with returnAfterSourceHandled), in send order.
+    private func deliverMessages(of port: LoopPort, _ frame: RunFrame) -> Bool {
+        guard let handler = port.handler else { return false }
+        port.takeMessages(limit: frame.returnAfterSourceHandled ? 1 : Int.max, into: &frame.messages)
+        for (message, sentAt) in frame.messages {
+            frame.sink?.sourcePerformBegin(frame.context(loop: self), sourceID: port.id, kind: .port,
+                                           order: port.order, signaled: sentAt)
+            handler(port, message)
+            frame.sink?.sourcePerformEnd(frame.context(loop: self), sourceID: port.id)
+            frame.unpublished.sourcesHandled += 1
+        }
+        let delivered = !frame.messages.isEmpty
+        frame.messages.removeAll(keepingCapacity: true)
+        return delivered
+    }
+}

@@ -1,0 +1,41 @@
+import CRunLoopLinux
+import Glibc
+
+// One loop per thread: a pthread key holds each thread's loop and tears it down when the thread exits.
+// The main thread's loop is a process-wide object, never torn down.
+
+/// The main thread's loop; creating any loop creates it first.
+let mainLoop = Loop(isMain: true)
+
+private let threadLoopKey: pthread_key_t = {
+    var key = pthread_key_t()
+    let rc = pthread_key_create(&key) { pointer in
+        guard let pointer else { return }
+        Unmanaged<Loop>.fromOpaque(pointer).takeRetainedValue().threadDidExit()
+    }
+    precondition(rc == 0, "RunLoopCore: pthread_key_create failed (\(rc)); the process has run out of thread-specific keys")
+    return key
+}()
+
+func currentThreadLoop() -> Loop {
+    if currentThreadIsMain() { return mainLoop }
+    if let pointer = pthread_getspecific(threadLoopKey) {
+        return Unmanaged<Loop>.fromOpaque(pointer).takeUnretainedValue()
+    }
+    _ = mainLoop
+    let loop = Loop(isMain: false)
+    pthread_setspecific(threadLoopKey, Unmanaged.passRetained(loop).toOpaque())
+    LoopEventSink.current?.loopCreated(loopID: loop.id, threadID: loop.threadID, name: threadName())
+    return loop
+}
+
+private func threadName() -> String {
+    var buffer = [CChar](repeating: 0, count: 32)
+    guard crl_thread_name(&buffer, Int32(buffer.count)) == 0 else { return "" }
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+/// Whether `loop` is the calling (non-main) thread's loop.
+func isCurrentThreadLoop(_ loop: Loop) -> Bool {
+    pthread_getspecific(threadLoopKey) == Unmanaged.passUnretained(loop).toOpaque()
+}

@@ -1,0 +1,281 @@
+import CRunLoopLinux
+import DequeModule
+import Glibc
+import Synchronization
+
+/// A run loop: the event loop of one thread, with the semantics of Apple's CFRunLoop.
+///
+/// Every thread has at most one loop, created the first time ``current`` is asked for. Items — custom sources
+/// (``LoopSource``), descriptor sources (``DescriptorSource``), message ports (``LoopPort``), timers
+/// (``LoopTimer``) and observers (``LoopObserver``) — belong to named modes; a run is in exactly one mode and
+/// only that mode's items fire. Adding and removing items, signalling, waking, stopping and performing blocks
+/// are safe from any thread; running is for the loop's own thread.
+///
+/// One run, as observers see it:
+/// ```
+/// run(mode, timeout, returnAfterSourceHandled):
+///   mode empty or the common token    -> finished (no observers)
+///   Entry; if stop already requested  -> stopped
+///   loop:
+///     1 BeforeTimers
+///     2 BeforeSources
+///     3 blocks for this mode (FIFO)
+///     4 signalled custom sources, by (order, first-signal time); blocks again if any ran
+///     5 poll = (a source ran) or timeout == 0
+///     6 if !poll: BeforeWaiting (a mode that became empty returns finished here instead of sleeping)
+///     7 wait: a descriptor or port is ready, a timer is due, the timeout passes, wakeUp()/stop()
+///     8 if !poll: AfterWaiting
+///     9 due timers in fire-date order, ready descriptor and port sources by order, then blocks
+///    10 handledSource > timedOut > stopped > finished (mode empty), else go round again
+///   Exit
+/// ```
+/// The loop sleeps in one `epoll_wait` per iteration; the next timer and the run timeout share one timerfd,
+/// so there is no helper thread and an idle loop uses no CPU.
+public final class Loop: @unchecked Sendable {
+    /// A process-unique id, as trace events report it (`loop_id`).
+    public let id: UInt64
+    /// The kernel thread id of the loop's thread.
+    public let threadID: Int32
+    /// Whether this is the main thread's loop.
+    public let isMain: Bool
+
+    /// Guards everything marked "guarded by lock" below, and the scheduling state of items bound to this loop.
+    let lock = ConditionLock()
+    let selector: Selector
+
+    // Guarded by lock.
+    var modes: [Mode: ModeState] = [:]
+    var commonModeSet: Set<Mode> = [.default]
+    var commonItems: [any ModeItem] = []
+    var commonItemIDs: Set<ObjectIdentifier> = []
+    var blocks = Deque<PendingBlock>()
+    var runStack: [RunFrame] = []
+    var framePool: [RunFrame] = []
+    /// The mode the loop sleeps in, while it sleeps (step 7), so other threads can re-arm its timer.
+    var sleepingIn: ModeState?
+    /// The run deadline of the sleeping run, combined with timers when re-arming.
+    var sleepingDeadline: UInt64 = 0
+    var isTornDown = false
+    var counters = Statistics()
+
+    // Loop thread only.
+    var iteration: UInt64 = 0
+
+    private let waiting = Atomic<Bool>(false)
+    /// Set by the one thread whose wake-up writes the eventfd; cleared by the loop when it drains it, so
+    /// concurrent wake-ups cost one write per sleep.
+    let wakePending = Atomic<Bool>(false)
+    /// Keeps the eventfd open while a wake-up writes it (the loop's thread may be exiting).
+    private let descriptorsLock = ConditionLock()
+    private var descriptorsClosed = false
+
+    init(isMain: Bool) {
+        self.id = Sequence.next()
+        self.isMain = isMain
+        self.threadID = isMain ? getpid() : crl_gettid()
+        self.selector = Selector()
+    }
+
+    deinit {
+        closeDescriptors()
+    }
+
+    // ===== loops and threads =====
+
+    /// The calling thread's loop, created on first use.
+    public static var current: Loop { currentThreadLoop() }
+
+    /// The main thread's loop. It exists as soon as any loop does.
+    public static var main: Loop { mainLoop }
+
+    /// True when called on the loop's own thread.
+    public var isOwnedByCurrentThread: Bool {
+        // The thread's own slot, not a pthread_t comparison: pthread ids are reused after a thread exits, and a
+        // torn-down loop must belong to no thread.
+        isMain ? currentThreadIsMain() : isCurrentThreadLoop(self)
+    }
+
+    // ===== state =====
+
+    /// The mode of the innermost running run; nil when the loop is not running.
+    public var currentMode: Mode? {
+        lock.withLock { runStack.last?.mode }
+    }
+
+    /// How many runs are active (nested runs count each).
+    public var runDepth: Int {
+        lock.withLock { runStack.count }
+    }
+
+    /// True only while the loop is blocked waiting for something to happen (observers see false).
+    public var isWaiting: Bool { waiting.load(ordering: .acquiring) }
+
+    /// The modes that the common token stands for; starts as `[.default]`.
+    public var commonModes: Set<Mode> {
+        lock.withLock { commonModeSet }
+    }
+
+    /// Makes `mode` common: every item added with ``Mode/common`` is added to it, now and later.
+    /// A mode cannot be made un-common.
+    public func addCommonMode(_ mode: Mode) {
+        requireUsage(mode != .common, "Loop.addCommonMode: .common is the token for the common modes, not a mode")
+        var scheduled: [(LoopSource, Mode)] = []
+        lock.withLock {
+            guard !isTornDown, commonModeSet.insert(mode).inserted else { return }
+            let state = modeState(mode)
+            for item in commonItems where item.insert(into: state, loop: self) {
+                if let source = item as? LoopSource { scheduled.append((source, mode)) }
+            }
+            timersDidChange()
+        }
+        for (source, mode) in scheduled { source.schedule?(self, mode) }
+    }
+
+    /// Counters since the loop was created.
+    public var statistics: Statistics {
+        lock.withLock { counters }
+    }
+
+    /// The earliest date a timer of `mode` is due to fire, or nil when the mode has no valid timer.
+    public func nextTimerFireDate(forMode mode: Mode) -> Instant? {
+        lock.withLock {
+            guard mode != .common, let first = modes[mode]?.timers.first else { return nil }
+            return Instant(nanoseconds: first.fireDateNanoseconds)
+        }
+    }
+
+    // ===== waking and stopping =====
+
+    /// Makes a sleeping loop go round once. Many wake-ups before the loop wakes collapse into one.
+    public func wakeUp() {
+        // One load first: under contention most callers see the flag set and skip the read-modify-write.
+        guard !wakePending.load(ordering: .relaxed),
+              wakePending.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        descriptorsLock.withLock {
+            if !descriptorsClosed { selector.wakeUp() }
+        }
+    }
+
+    /// Ends the innermost running run (it returns ``RunResult/stopped``). Safe from any thread.
+    /// A stop while the loop is not running is ignored.
+    public func stop() {
+        let stopped: Bool = lock.withLock {
+            guard let frame = runStack.last else { return false }
+            frame.stopRequested.store(true, ordering: .releasing)
+            return true
+        }
+        if stopped { wakeUp() }
+    }
+
+    // ===== blocks =====
+
+    /// Queues a block to run on the loop's thread in the given modes (the common token allowed, resolved when it
+    /// runs). Blocks run in FIFO order; a pending block keeps its mode alive. This wakes the loop, so a block
+    /// never waits for an unrelated event.
+    public func perform(inModes modes: [Mode] = [.common], _ block: @escaping @Sendable () -> Void) {
+        requireUsage(!modes.isEmpty, "Loop.perform(inModes:): name at least one mode (or .common)")
+        // Ids and enqueue times cost a clock read, so only when a tracer is listening.
+        if LoopEventSink.current != nil {
+            enqueue(PendingBlock(modes: BlockModes(modes), body: block, id: Sequence.next(), enqueuedAt: monotonicNanoseconds()))
+        } else {
+            enqueue(PendingBlock(modes: BlockModes(modes), body: block))
+        }
+    }
+
+    /// Runs `block` after `delay` in the given modes, on top of a one-shot timer.
+    /// - Returns: the timer; invalidate it to cancel the perform.
+    @discardableResult
+    public func perform(after delay: Duration, inModes modes: [Mode] = [.default], label: String? = nil,
+                        _ block: @escaping () -> Void) -> LoopTimer {
+        requireUsage(delay >= .zero, "Loop.perform(after:): the delay must not be negative (got \(delay))")
+        let timer = LoopTimer(after: delay, label: label) { _ in block() }
+        for mode in modes { add(timer, forMode: mode) }
+        return timer
+    }
+
+    func enqueue(_ block: PendingBlock) {
+        let accepted: Bool = lock.withLock {
+            guard !isTornDown else { return false }
+            blocks.append(block)
+            return true
+        }
+        // Also from the loop's own thread: a block queued by a callout must not wait for an unrelated wake-up
+        // while the loop sleeps. wakeUp() is coalesced, so a burst of performs costs one eventfd write.
+        if accepted { wakeUp() }
+    }
+
+    /// Called by a port scheduled here when a message arrives.
+    func portDidReceive() {
+        wakeUp()
+    }
+
+    // ===== thread exit =====
+
+    /// Tears the loop down on its exiting thread: cancels scheduled sources, drops pending blocks, detaches
+    /// timers and every other item, and closes the kernel descriptors.
+    func threadDidExit() {
+        var cancels: [(LoopSource, Mode)] = []
+        var dropped = Deque<PendingBlock>()
+        lock.withLock {
+            isTornDown = true
+            for state in modes.values {
+                for source in state.sources { cancels.append((source, state.mode)) }
+            }
+            for state in modes.values {
+                for item in state.allItems { item.removeFromAllModes(loop: self) }
+            }
+            for item in commonItems { item.removeFromAllModes(loop: self) }
+            commonItems.removeAll()
+            commonItemIDs.removeAll()
+            swap(&dropped, &blocks)
+            for state in modes.values { state.waitSet.close() }
+            modes.removeAll()
+            framePool.removeAll()
+        }
+        closeDescriptors()
+        for (source, mode) in cancels { source.cancel?(self, mode) }
+        // Blocks are released here, on the loop's thread, after the lock is dropped (their captures may run deinit code).
+        dropped.removeAll()
+    }
+
+    private func closeDescriptors() {
+        descriptorsLock.withLock {
+            guard !descriptorsClosed else { return }
+            descriptorsClosed = true
+            selector.close()
+        }
+        if !modes.isEmpty {
+            for state in modes.values { state.waitSet.close() }
+            modes.removeAll()
+        }
+    }
+
+    func setWaiting(_ value: Bool) {
+        waiting.store(value, ordering: .releasing)
+    }
+}
+
+extension Loop {
+    /// Counters kept by the loop since it was created.
+    public struct Statistics: Sendable, Equatable {
+        /// Runs that got past the empty-mode check (each had Entry and Exit).
+        public var runs: UInt64 = 0
+        /// Iterations of all runs.
+        public var iterations: UInt64 = 0
+        /// Times the loop blocked waiting.
+        public var sleeps: UInt64 = 0
+        /// Wake-ups from a sleep, by what ended it.
+        public var wakeUps: [WakeReason: UInt64] = [:]
+        /// Timer callouts.
+        public var timersFired: UInt64 = 0
+        /// Custom source performs, descriptor callouts and port messages handled.
+        public var sourcesHandled: UInt64 = 0
+        /// Blocks run.
+        public var blocksRun: UInt64 = 0
+        /// Observer callouts.
+        public var observerCallouts: UInt64 = 0
+
+        /// Wake-ups counted for one reason.
+        public func wakeUps(_ reason: WakeReason) -> UInt64 { wakeUps[reason] ?? 0 }
+    }
+}

@@ -1,0 +1,87 @@
+import Glibc
+import Synchronization
+
+/// One mode's items in one loop. Guarded by the loop's lock, except where marked.
+final class ModeState {
+    let mode: Loop.Mode
+    /// The name as a C string for tracers; lives as long as the mode.
+    let cName: UnsafeMutablePointer<CChar>
+    /// Custom sources in the order they were added (performs are ordered at collection time).
+    var sources: [LoopSource] = []
+    /// Descriptor sources by their epoll token (their id).
+    var descriptors: [UInt64: DescriptorSource] = [:]
+    /// Ports in the order they were added.
+    var ports: [LoopPort] = []
+    /// Timers sorted by (fire date, sequence): the next to fire first.
+    var timers: [LoopTimer] = []
+    /// Observers sorted by (order, sequence).
+    var observers: [LoopObserver] = []
+    /// The union of the observers' activities, so an activity nobody watches costs one load, not a lock.
+    /// Written under the loop's lock, read without it.
+    let observedActivities = Atomic<UInt>(0)
+    /// This mode's epoll set; created with the mode.
+    let waitSet: WaitSet
+
+    init(mode: Loop.Mode, waitSet: WaitSet) {
+        self.mode = mode
+        self.waitSet = waitSet
+        self.cName = strdup(mode.name)!
+    }
+
+    deinit {
+        free(cName)
+    }
+
+    /// Holds no source, port or timer (blocks are checked by the loop; observers do not count).
+    var hasNoItems: Bool {
+        sources.isEmpty && descriptors.isEmpty && ports.isEmpty && timers.isEmpty
+    }
+
+    // ===== timers, kept sorted =====
+
+    /// Where a timer with this key sits (or would sit) in `timers`.
+    func timerIndex(fireDate: UInt64, sequence: UInt64) -> Int {
+        var low = 0
+        var high = timers.count
+        while low < high {
+            let mid = (low + high) / 2
+            let t = timers[mid]
+            if t.fireDateNanoseconds < fireDate || (t.fireDateNanoseconds == fireDate && t.sequence < sequence) {
+                low = mid + 1
+            } else {
+                high = mid
+            }
+        }
+        return low
+    }
+
+    func insertTimer(_ timer: LoopTimer) {
+        timers.insert(timer, at: timerIndex(fireDate: timer.fireDateNanoseconds, sequence: timer.sequence))
+    }
+
+    /// Removes a timer; its key must be the one it was inserted with.
+    func removeTimer(_ timer: LoopTimer) {
+        let index = timerIndex(fireDate: timer.fireDateNanoseconds, sequence: timer.sequence)
+        precondition(index < timers.count && timers[index] === timer,
+                     "BUG IN RunLoopCore (please report): timer \(timer.id) not at its sorted place in mode \(mode)")
+        timers.remove(at: index)
+    }
+
+    // ===== observers, kept sorted =====
+
+    func insertObserver(_ observer: LoopObserver) {
+        var index = observers.count
+        while index > 0 {
+            let previous = observers[index - 1]
+            if previous.order < observer.order || (previous.order == observer.order && previous.sequence < observer.sequence) { break }
+            index -= 1
+        }
+        observers.insert(observer, at: index)
+        observedActivities.store(observedActivities.load(ordering: .relaxed) | observer.activities.rawValue, ordering: .releasing)
+    }
+
+    func removeObserver(_ observer: LoopObserver) {
+        observers.removeAll { $0 === observer }
+        observedActivities.store(observers.reduce(0) { $0 | $1.activities.rawValue }, ordering: .releasing)
+    }
+}

@@ -1,0 +1,86 @@
+import Glibc
+import RunLoopCore
+import Testing
+
+/// Rulebook §8: blocks performed in modes.
+@Suite struct BlockTests {
+    @Test func blocksRunFIFOAndBlocksQueuedByABlockRunOnALaterPass() {
+        let (trace, elapsed) = onNewThread { () -> (String, Double) in
+            let loop = Loop.current
+            let log = TraceLog()
+            loop.add(traceObserver(log), forMode: .default)
+            loop.add(LoopSource {}, forMode: .default)
+            for index in 1...3 {
+                loop.perform(inModes: [.default]) {
+                    log.append("B\(index)")
+                    if index == 1 { loop.perform(inModes: [.default]) { log.append("B4"); loop.stop() } }
+                }
+            }
+            let start = Loop.Instant.now
+            loop.run(mode: .default, timeout: .seconds(10))
+            return (log.text, milliseconds(start, .now))
+        }
+        // B4 was queued during the step-3 pass: it runs on a later pass (step 9, the perform having woken the
+        // loop), not in step 3 and not only when the timeout passes.
+        #expect(trace == "Entry BT BS B1 B2 B3 BW AW B4 Exit")
+        #expect(elapsed < 1000)
+    }
+
+    @Test func blocksWaitForTheirModeAndKeepTheirOrder() {
+        let trace = onNewThread { () -> String in
+            let loop = Loop.current
+            let log = TraceLog()
+            let other: Loop.Mode = "other"
+            loop.add(LoopSource {}, forMode: .default)
+            loop.add(LoopSource {}, forMode: other)
+            loop.perform(inModes: [other]) { log.append("o1") }
+            loop.perform(inModes: [.default]) { log.append("d1") }
+            loop.perform(inModes: [other]) { log.append("o2") }
+            loop.perform(inModes: [.default, other]) { log.append("both") }
+            loop.run(mode: .default, timeout: .zero)
+            log.append("|")
+            loop.run(mode: other, timeout: .zero)
+            return log.text
+        }
+        #expect(trace == "d1 both | o1 o2")
+    }
+
+    @Test func theCommonTokenIsResolvedWhenTheBlockRuns() {
+        let trace = onNewThread { () -> String in
+            let loop = Loop.current
+            let log = TraceLog()
+            let ui: Loop.Mode = "ui"
+            loop.add(LoopSource {}, forMode: ui)
+            loop.perform { log.append("common") }          // default: the common token
+            loop.run(mode: ui, timeout: .zero)             // ui is not common yet
+            log.append("|")
+            loop.addCommonMode(ui)
+            loop.run(mode: ui, timeout: .zero)
+            return log.text
+        }
+        #expect(trace == "| common")
+    }
+
+    @Test func performingFromAnotherThreadWakesTheLoop() {
+        let background = BackgroundLoop()
+        defer { background.stop() }
+        #expect(eventually { background.loop.isWaiting })
+        let ranOn = Shared<Bool?>(nil)
+        let loop = background.loop
+        loop.perform { ranOn.value = Loop.current === loop }
+        #expect(eventually(timeout: .seconds(2)) { ranOn.value != nil })
+        #expect(ranOn.value == true)
+    }
+
+    @Test func manyWakeUpsCollapseIntoOne() {
+        let background = BackgroundLoop()
+        defer { background.stop() }
+        #expect(eventually { background.loop.isWaiting })
+        let before = background.loop.statistics.sleeps
+        // Rapid wake-ups while the loop is between sleeps are coalesced: far fewer iterations than calls.
+        for _ in 0..<10_000 { background.loop.wakeUp() }
+        #expect(eventually { background.loop.statistics.sleeps > before && background.loop.isWaiting })
+        let woke = background.loop.statistics.sleeps - before
+        #expect(woke >= 1 && woke < 10_000)
+    }
+}

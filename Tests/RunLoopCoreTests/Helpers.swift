@@ -1,0 +1,169 @@
+import Foundation
+import Glibc
+import Synchronization
+import RunLoopCore
+import Testing
+
+/// A thread-safe event log that tests compare against exact traces like "Entry BT BS BW AW T1 Exit".
+final class TraceLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entries: [String] = []
+
+    func append(_ entry: String) {
+        lock.lock()
+        entries.append(entry)
+        lock.unlock()
+    }
+
+    var events: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return entries
+    }
+
+    var text: String { events.joined(separator: " ") }
+
+    func clear() {
+        lock.lock()
+        entries.removeAll()
+        lock.unlock()
+    }
+}
+
+/// A mutable value shared between a test and its loop thread.
+final class Shared<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: Value
+
+    init(_ value: Value) { storage = value }
+
+    var value: Value {
+        get { lock.lock(); defer { lock.unlock() }; return storage }
+        set { lock.lock(); storage = newValue; lock.unlock() }
+    }
+
+    func mutate<T>(_ body: (inout Value) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&storage)
+    }
+}
+
+extension Loop.Activity {
+    /// The short names the rulebook's traces use.
+    var short: String {
+        switch self {
+        case .entry: return "Entry"
+        case .beforeTimers: return "BT"
+        case .beforeSources: return "BS"
+        case .beforeWaiting: return "BW"
+        case .afterWaiting: return "AW"
+        case .exit: return "Exit"
+        default: return "?"
+        }
+    }
+}
+
+/// An observer that logs every activity with its short name.
+func traceObserver(_ log: TraceLog, order: Int = 0) -> LoopObserver {
+    LoopObserver(activities: .all, order: order) { _, activity in log.append(activity.short) }
+}
+
+/// Runs `body` on a new thread (with its own loop) and returns its result once the thread has exited.
+func onNewThread<T>(name: String = "rl-test", _ body: @escaping @Sendable () -> T) -> T {
+    let box = Shared<T?>(nil)
+    let thread = LoopTestThread { box.value = body() }
+    thread.start(name: name)
+    thread.join()
+    return box.value!
+}
+
+/// A joinable pthread, so tests can wait for a thread's exit (and its loop's tear-down).
+final class LoopTestThread: @unchecked Sendable {
+    private let body: @Sendable () -> Void
+    private var thread = pthread_t()
+
+    init(_ body: @escaping @Sendable () -> Void) {
+        self.body = body
+    }
+
+    func start(name: String = "rl-test") {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&thread, nil, { raw in
+            let me = Unmanaged<LoopTestThread>.fromOpaque(raw!).takeRetainedValue()
+            me.body()
+            return nil
+        }, context)
+        precondition(rc == 0)
+    }
+
+    func join() {
+        pthread_join(thread, nil)
+    }
+}
+
+/// A loop running on its own thread until `stop()`, for cross-thread tests.
+final class BackgroundLoop: @unchecked Sendable {
+    private let ready = DispatchSemaphore(value: 0)
+    private let finished = Shared(false)
+    private let loopBox = Shared<Loop?>(nil)
+    private var thread: LoopTestThread!
+    /// Keeps the default mode alive while the loop idles.
+    let keepAlive = LoopSource {}
+
+    init(setup: @escaping @Sendable (Loop) -> Void = { _ in }) {
+        thread = LoopTestThread { [loopBox, ready, finished, keepAlive] in
+            let loop = Loop.current
+            loop.add(keepAlive, forMode: .default)
+            setup(loop)
+            loopBox.value = loop
+            ready.signal()
+            while !finished.value {
+                loop.run(mode: .default, timeout: .seconds(5))
+            }
+        }
+        thread.start(name: "rl-background")
+        ready.wait()
+    }
+
+    var loop: Loop { loopBox.value! }
+
+    /// Stops the loop and joins its thread.
+    func stop() {
+        finished.value = true
+        loop.stop()
+        loop.wakeUp()
+        thread.join()
+    }
+}
+
+/// Waits until `condition` holds, polling, for at most `timeout`.
+@discardableResult
+func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        usleep(200)
+    }
+    return condition()
+}
+
+/// Milliseconds between two loop instants.
+func milliseconds(_ from: Loop.Instant, _ to: Loop.Instant) -> Double {
+    Double(Int64(bitPattern: to.nanoseconds &- from.nanoseconds)) / 1e6
+}
+
+/// The number of open descriptors of this process.
+func openDescriptorCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
+
+/// An atomic integer that can live in arrays and be captured by closures.
+final class AtomicCounter: Sendable {
+    private let storage: Atomic<Int>
+    init(_ value: Int = 0) { storage = Atomic(value) }
+    func add(_ delta: Int = 1) { storage.add(delta, ordering: .relaxed) }
+    func exchange(_ value: Int) -> Int { storage.exchange(value, ordering: .relaxed) }
+    func store(_ value: Int) { storage.store(value, ordering: .relaxed) }
+    var value: Int { storage.load(ordering: .relaxed) }
+}

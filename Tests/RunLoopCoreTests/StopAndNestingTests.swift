@@ -1,0 +1,124 @@
+import Glibc
+import RunLoopCore
+import Testing
+
+/// Rulebook §9: stop, wake-up, nesting, run().
+@Suite struct StopAndNestingTests {
+    @Test func stopFromAnotherThreadEndsTheRun() {
+        let loopBox = Shared<Loop?>(nil)
+        let result = Shared<Loop.RunResult?>(nil)
+        let thread = LoopTestThread {
+            let loop = Loop.current
+            loop.add(LoopSource {}, forMode: .default)
+            loopBox.value = loop
+            result.value = loop.run(mode: .default, timeout: .seconds(30))
+        }
+        thread.start()
+        #expect(eventually { loopBox.value?.isWaiting == true })
+        loopBox.value!.stop()
+        thread.join()
+        #expect(result.value == .stopped)
+    }
+
+    @Test func aStopBeforeTheRunIsIgnored() {
+        let result = onNewThread { () -> Loop.RunResult in
+            let loop = Loop.current
+            loop.add(LoopSource {}, forMode: .default)
+            loop.stop()
+            return loop.run(mode: .default, timeout: .milliseconds(30))
+        }
+        #expect(result == .timedOut)
+    }
+
+    @Test func aStopInEntryEndsTheRunRightAfterEntry() {
+        let (trace, result) = onNewThread { () -> (String, Loop.RunResult) in
+            let loop = Loop.current
+            let log = TraceLog()
+            loop.add(LoopObserver(activities: .entry) { _, _ in loop.stop() }, forMode: .default)
+            loop.add(traceObserver(log, order: 1), forMode: .default)
+            loop.add(LoopSource {}, forMode: .default)
+            let result = loop.run(mode: .default, timeout: .seconds(5))
+            return (log.text, result)
+        }
+        #expect(trace == "Entry Exit")
+        #expect(result == .stopped)
+    }
+
+    @Test func nestedRunsHaveTheirOwnStop() {
+        let trace = onNewThread { () -> String in
+            let loop = Loop.current
+            let log = TraceLog()
+            let inner: Loop.Mode = "inner"
+            loop.add(LoopSource {}, forMode: .default)
+            loop.add(LoopSource {}, forMode: inner)
+            loop.add(LoopTimer(after: .milliseconds(5)) { _ in
+                loop.perform(inModes: [inner]) { loop.stop() }
+                let innerResult = loop.run(mode: inner, timeout: .seconds(5))
+                log.append("inner:\(innerResult) depth:\(loop.runDepth)")
+                loop.perform(inModes: [.default]) { loop.stop() }
+            }, forMode: .default)
+            let outer = loop.run(mode: .default, timeout: .seconds(5))
+            log.append("outer:\(outer) depth:\(loop.runDepth)")
+            return log.text
+        }
+        #expect(trace == "inner:stopped depth:1 outer:stopped depth:0")
+    }
+
+    @Test func timeoutsAreKeptWithoutAHelperThread() {
+        // The deadline is the wait's own (a timerfd), so the run's thread sees no other thread start.
+        let (result, elapsed, wakeUps) = onNewThread { () -> (Loop.RunResult, Double, UInt64) in
+            let loop = Loop.current
+            loop.add(LoopSource {}, forMode: .default)
+            let start = Loop.Instant.now
+            let result = loop.run(mode: .default, timeout: .milliseconds(50))
+            let elapsed = milliseconds(start, .now)
+            return (result, elapsed, loop.statistics.wakeUps(.timeout))
+        }
+        #expect(result == .timedOut)
+        #expect(elapsed >= 50 && elapsed < 500)
+        #expect(wakeUps == 1)
+    }
+
+    @Test func runWithoutArgumentsRepeatsUntilStopped() {
+        let count = onNewThread { () -> Int in
+            let loop = Loop.current
+            let count = Shared(0)
+            loop.add(LoopTimer(after: .zero, interval: .milliseconds(1)) { _ in
+                count.value += 1
+                if count.value == 5 { loop.stop() }
+            }, forMode: .default)
+            loop.run()
+            return count.value
+        }
+        #expect(count == 5)
+    }
+
+    @Test func runWithoutArgumentsReturnsWhenTheModeEmpties() {
+        let done = onNewThread { () -> Bool in
+            let loop = Loop.current
+            loop.add(LoopTimer(after: .milliseconds(2)) { _ in }, forMode: .default)
+            loop.run()
+            return true
+        }
+        #expect(done)
+    }
+
+    @Test func isWaitingIsTrueOnlyWhileBlocked() {
+        let background = BackgroundLoop()
+        defer { background.stop() }
+        #expect(eventually { background.loop.isWaiting })
+        let observed = Shared<Bool?>(nil)
+        background.loop.perform { observed.value = background.loop.isWaiting }
+        #expect(eventually { observed.value != nil })
+        #expect(observed.value == false)
+    }
+
+    @Test func currentIsPerThreadAndMainExists() {
+        let (same, differs, isMain) = onNewThread { () -> (Bool, Bool, Bool) in
+            (Loop.current === Loop.current, Loop.current !== Loop.main, Loop.current.isMain)
+        }
+        #expect(same && differs && !isMain)
+        #expect(Loop.main.isMain)
+    }
+}
+

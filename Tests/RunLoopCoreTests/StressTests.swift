@@ -1,0 +1,121 @@
+import Glibc
+import RunLoopCore
+import Synchronization
+import Testing
+
+/// Nothing is lost under contention: rulebook rules 16, 30-33 with 8 threads hammering one loop.
+@Suite struct StressTests {
+    static let threads = 8
+    static let perThread = 100_000
+
+    @Test func everySignalLeadsToAPerformAndCollapsedSignalsAreCounted() {
+        let background = BackgroundLoop()
+        defer { background.stop() }
+        let performs = (0..<Self.threads).map { _ in AtomicCounter(0) }
+        let sources = (0..<Self.threads).map { index in
+            LoopSource(order: index) { [performs] in performs[index].add() }
+        }
+        for source in sources { background.loop.add(source, forMode: .default) }
+        let accepted = (0..<Self.threads).map { _ in AtomicCounter(0) }
+        let loop = background.loop
+        let workers = (0..<Self.threads).map { index in
+            LoopTestThread { [accepted, sources] in
+                var newlyPending = 0
+                for _ in 0..<Self.perThread {
+                    if sources[index].signal() { newlyPending += 1 }
+                    loop.wakeUp()
+                }
+                accepted[index].store(newlyPending)
+            }
+        }
+        workers.forEach { $0.start() }
+        workers.forEach { $0.join() }
+        // Once every pending signal is performed, performs equal the signals that were not collapsed.
+        #expect(eventually(timeout: .seconds(30)) { sources.allSatisfy { !$0.isSignaled } })
+        loop.wakeUp()
+        #expect(eventually { loop.isWaiting })
+        for index in 0..<Self.threads {
+            let signals = accepted[index].value
+            #expect(signals >= 1)
+            #expect(performs[index].value == signals, "source \(index)")
+        }
+    }
+
+    @Test func everyPerformedBlockRunsExactlyOnce() {
+        let background = BackgroundLoop()
+        defer { background.stop() }
+        let loop = background.loop
+        let counts = (0..<Self.threads).map { _ in AtomicCounter(0) }
+        let lastSeen = (0..<Self.threads).map { _ in AtomicCounter(-1) }
+        let outOfOrder = AtomicCounter(0)
+        let workers = (0..<Self.threads).map { index in
+            LoopTestThread { [counts, lastSeen] in
+                for sequence in 0..<Self.perThread {
+                    loop.perform {
+                        counts[index].add()
+                        // FIFO per producer: each block sees its predecessor's number.
+                        if lastSeen[index].exchange(sequence) != sequence - 1 {
+                            outOfOrder.add()
+                        }
+                    }
+                }
+            }
+        }
+        workers.forEach { $0.start() }
+        workers.forEach { $0.join() }
+        #expect(eventually(timeout: .seconds(60)) { counts.allSatisfy { $0.value >= Self.perThread } })
+        usleep(50_000)
+        for index in 0..<Self.threads {
+            #expect(counts[index].value == Self.perThread, "producer \(index)")
+        }
+        #expect(outOfOrder.value == 0)
+    }
+
+    @Test func aGridOfATimerPerMillisecondFiresEachDueTimerExactlyOnce() {
+        let count = 1_000
+        let fires = onNewThread { () -> [Int] in
+            let loop = Loop.current
+            var fires = [Int](repeating: 0, count: count)
+            let start = Loop.Instant.now.advanced(by: .milliseconds(20))
+            // 1,000 one-shot timers, four per grid slot of 1 ms, added in a scrambled order.
+            for index in (0..<count).map({ ($0 * 389) % count }) {
+                let timer = LoopTimer(fireAt: start.advanced(by: .microseconds(250 * index)),
+                                      tolerance: .microseconds(100 * (index % 3))) { _ in fires[index] += 1 }
+                loop.add(timer, forMode: index % 2 == 0 ? .default : .common)
+            }
+            loop.run(mode: .default, timeout: .seconds(10))
+            return fires
+        }
+        #expect(fires.allSatisfy { $0 == 1 }, "timers fired \(Set(fires)) times")
+    }
+
+    @Test func concurrentAddRemoveAndRescheduleKeepTheTablesConsistent() {
+        let background = BackgroundLoop()
+        defer { background.stop() }
+        let loop = background.loop
+        let fired = AtomicCounter(0)
+        let workers = (0..<4).map { worker in
+            LoopTestThread { [fired] in
+                for round in 0..<2_000 {
+                    let timer = LoopTimer(after: .microseconds(round % 50), interval: round % 2 == 0 ? nil : .milliseconds(1)) { _ in
+                        fired.add()
+                    }
+                    let mode: Loop.Mode = round % 3 == 0 ? .common : (worker % 2 == 0 ? .default : "side")
+                    loop.add(timer, forMode: mode)
+                    timer.nextFireDate = .now.advanced(by: .microseconds(round % 100))
+                    timer.tolerance = .microseconds(round % 7)
+                    if round % 5 == 0 { loop.remove(timer, forMode: mode) }
+                    if round % 7 == 0 { timer.invalidate() }
+                    let source = LoopSource {}
+                    loop.add(source, forMode: mode)
+                    source.signalAndWakeUp()
+                    source.invalidate()
+                    if round % 4 == 3 { timer.invalidate() }
+                }
+            }
+        }
+        workers.forEach { $0.start() }
+        workers.forEach { $0.join() }
+        #expect(fired.value > 0)
+    }
+}

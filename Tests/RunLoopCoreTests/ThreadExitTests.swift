@@ -1,0 +1,84 @@
+import Glibc
+import RunLoopCore
+import Testing
+
+/// Rulebook §1 (rule 3): a thread's loop is torn down when the thread exits.
+@Suite(.serialized) struct ThreadExitTests {
+    @Test func exitCancelsSourcesDropsBlocksDetachesTimersAndClosesDescriptors() {
+        let cancels = TraceLog()
+        let blockRan = Shared(false)
+        let timerBox = Shared<LoopTimer?>(nil)
+        var pipeFDs: [Int32] = [0, 0]
+        #expect(pipe(&pipeFDs) == 0)
+        defer { close(pipeFDs[0]); close(pipeFDs[1]) }
+        let readEnd = pipeFDs[0]
+
+        let thread = LoopTestThread {
+            let loop = Loop.current
+            loop.addCommonMode("ui")
+            loop.add(LoopSource(cancel: { _, mode in cancels.append("cancel:\(mode)") }, perform: {}), forMode: .common)
+            loop.add(DescriptorSource(fileDescriptor: readEnd) { _, _ in }, forMode: "io")
+            let timer = LoopTimer(after: .seconds(60)) { _ in }
+            loop.add(timer, forMode: .default)
+            timerBox.value = timer
+            loop.add(LoopPort { _, _ in }, forMode: .default)
+            loop.perform { blockRan.value = true }
+            loop.run(mode: "io", timeout: .milliseconds(5))
+        }
+        thread.start()
+        thread.join()
+        #expect(cancels.events.sorted() == ["cancel:kCFRunLoopDefaultMode", "cancel:ui"])
+        #expect(!blockRan.value, "pending blocks are dropped, not run")
+        #expect(timerBox.value?.isValid == true, "timers are detached but not invalidated")
+        // The detached timer can join another loop.
+        let refired = onNewThread { () -> Bool in
+            let loop = Loop.current
+            guard let timer = timerBox.value else { return false }
+            loop.add(timer, forMode: .default)
+            defer { timer.invalidate() }
+            return loop.contains(timer, inMode: .default)
+        }
+        #expect(refired)
+        #expect(fcntl(readEnd, F_GETFD) != -1, "the user's descriptor stays open")
+    }
+
+    /// Counted in a child process: other tests open descriptors concurrently in this one.
+    @Test func exitedLoopThreadsLeakNoDescriptors() async {
+        await #expect(processExitsWith: .success) {
+            _ = onNewThread { Loop.current.id }   // the main loop's descriptors exist from here on
+            let before = openDescriptorCount()
+            var pipeFDs: [Int32] = [0, 0]
+            _ = pipe(&pipeFDs)
+            let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
+            for _ in 0..<50 {
+                _ = onNewThread { () -> Bool in
+                    let loop = Loop.current
+                    loop.addCommonMode("ui")
+                    loop.add(LoopTimer(after: .milliseconds(1)) { _ in }, forMode: .default)
+                    loop.add(LoopSource {}, forMode: "a")
+                    loop.add(DescriptorSource(fileDescriptor: readEnd) { _, _ in }, forMode: .common)
+                    loop.add(LoopPort { _, _ in }, forMode: "b")
+                    loop.run(mode: .default, timeout: .milliseconds(10))
+                    return true
+                }
+            }
+            close(readEnd)
+            close(writeEnd)
+            let after = openDescriptorCount()
+            if after != before {
+                print("descriptors before: \(before), after 50 loop threads exited: \(after)")
+                exit(1)
+            }
+        }
+    }
+
+    @Test func aLoopWhoseThreadExitedIgnoresNewWork() {
+        let loop = onNewThread { Loop.current }
+        loop.perform { Issue.record("a block ran on a torn-down loop") }
+        loop.wakeUp()
+        loop.stop()
+        let timer = LoopTimer(after: .zero) { _ in }
+        loop.add(timer, forMode: .default)
+        #expect(!loop.contains(timer, inMode: .default))
+    }
+}
