@@ -32,5 +32,6 @@ let package = Package(
             ]
         ),
         .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore"]),
+        .testTarget(name: "TracingTests", dependencies: ["Tracing", "RunLoopCore"]),
     ]
 )

@@ -1,0 +1,151 @@
+import RunLoopCore
+
+/// One event of a run-loop trace, whichever backend recorded it (the embedded recorder or LTTng).
+///
+/// The names and fields are the `runloop` provider's schema (`Sources/CRunLoopTracepoints/include/runloop_provider.h`):
+/// every reader produces these, and every analysis consumes only these.
+public struct TraceEvent: Sendable, Equatable {
+    /// CLOCK_MONOTONIC nanoseconds (LTTng's clock, and the loop's).
+    public var timestamp: UInt64
+    /// The kernel thread id that emitted the event (LTTng's `vtid` context).
+    public var threadID: Int32
+    public var payload: Payload
+
+    public init(timestamp: UInt64, threadID: Int32, payload: Payload) {
+        self.timestamp = timestamp
+        self.threadID = threadID
+        self.payload = payload
+    }
+
+    /// Where an activity happened.
+    public struct Place: Sendable, Equatable {
+        public var loopID: UInt64
+        public var mode: String
+        public var iteration: UInt64
+        /// Nesting level of the run (1 for the outermost).
+        public var depth: UInt32
+
+        public init(loopID: UInt64, mode: String, iteration: UInt64, depth: UInt32) {
+            self.loopID = loopID
+            self.mode = mode
+            self.iteration = iteration
+            self.depth = depth
+        }
+    }
+
+    public enum Payload: Sendable, Equatable {
+        /// `runloop:entry`, `before_timers`, `before_sources`, `before_waiting`, `after_waiting`, `exit`.
+        case activity(Loop.Activity, Place)
+        /// `runloop:run_begin`.
+        case runBegin(loopID: UInt64, mode: String, timeoutNanoseconds: UInt64, returnAfterSourceHandled: Bool)
+        /// `runloop:run_end`.
+        case runEnd(loopID: UInt64, mode: String, result: Loop.RunResult)
+        /// `runloop:timer_fire_begin`: `scheduled` is the fire date; `missed` counts skipped grid slots.
+        case timerFireBegin(loopID: UInt64, timerID: UInt64, scheduled: UInt64, tolerance: UInt64, interval: UInt64, missed: UInt64)
+        /// `runloop:timer_fire_end`.
+        case timerFireEnd(loopID: UInt64, timerID: UInt64)
+        /// `runloop:source_signal`, emitted on the signalling thread.
+        case sourceSignal(sourceID: UInt64)
+        /// `runloop:source_perform_begin`: `signaled` is the first-signal time (custom), send time (port) or 0.
+        case sourcePerformBegin(loopID: UInt64, sourceID: UInt64, kind: LoopEventSink.SourceKind, order: Int64, signaled: UInt64)
+        /// `runloop:source_perform_end`.
+        case sourcePerformEnd(loopID: UInt64, sourceID: UInt64)
+        /// `runloop:block_begin`: `enqueued` is when `perform` queued it.
+        case blockBegin(loopID: UInt64, blockID: UInt64, enqueued: UInt64)
+        /// `runloop:block_end`.
+        case blockEnd(loopID: UInt64, blockID: UInt64)
+        /// `runloop:observer_begin`.
+        case observerBegin(loopID: UInt64, observerID: UInt64, activity: Loop.Activity)
+        /// `runloop:observer_end`.
+        case observerEnd(loopID: UInt64, observerID: UInt64)
+        /// `runloop:wakeup`: what ended a sleep and how long it lasted.
+        case wakeUp(loopID: UInt64, reason: Loop.WakeReason, slept: UInt64)
+        /// `runloop:loop_create`.
+        case loopCreate(loopID: UInt64, threadID: Int32, name: String)
+        /// `runloop:item_label`: the user's name for a timer, source, port or observer.
+        case itemLabel(itemID: UInt64, kind: LoopEventSink.ItemKind, label: String)
+    }
+
+    /// The event's full name, as LTTng shows it (`runloop:before_waiting`).
+    public var name: String { "runloop:" + payload.eventName }
+}
+
+extension TraceEvent.Payload {
+    /// The event name without the provider (`before_waiting`).
+    public var eventName: String {
+        switch self {
+        case .activity(let activity, _): return activity.description
+        case .runBegin: return "run_begin"
+        case .runEnd: return "run_end"
+        case .timerFireBegin: return "timer_fire_begin"
+        case .timerFireEnd: return "timer_fire_end"
+        case .sourceSignal: return "source_signal"
+        case .sourcePerformBegin: return "source_perform_begin"
+        case .sourcePerformEnd: return "source_perform_end"
+        case .blockBegin: return "block_begin"
+        case .blockEnd: return "block_end"
+        case .observerBegin: return "observer_begin"
+        case .observerEnd: return "observer_end"
+        case .wakeUp: return "wakeup"
+        case .loopCreate: return "loop_create"
+        case .itemLabel: return "item_label"
+        }
+    }
+}
+
+/// What a reader knows about a trace's completeness: never hidden from a summary.
+public struct TraceHealth: Sendable, Equatable {
+    /// Events decoded.
+    public var eventsRead: UInt64 = 0
+    /// Events the tracer dropped (LTTng's discarded events; the recorder's full buffers).
+    public var eventsLost: UInt64 = 0
+    /// Whole packets lost (LTTng's discarded packets), when the tracer reports them.
+    public var packetsLost: UInt64 = 0
+    /// The windows where events were lost: per thread or stream, from the last good timestamp to the next.
+    public var lossWindows: [LossWindow] = []
+
+    public init() {}
+
+    public struct LossWindow: Sendable, Equatable {
+        public var stream: String
+        public var from: UInt64
+        public var to: UInt64
+        public var events: UInt64
+        public init(stream: String, from: UInt64, to: UInt64, events: UInt64) {
+            self.stream = stream
+            self.from = from
+            self.to = to
+            self.events = events
+        }
+    }
+
+    /// Whether anything was lost.
+    public var isComplete: Bool { eventsLost == 0 && packetsLost == 0 }
+}
+
+/// A source of trace events in timestamp order, read incrementally (constant memory whatever the trace size).
+public protocol TraceEventReader {
+    /// The next event in timestamp order, nil at the end.
+    /// - Throws: ``TraceReadError`` for a corrupt, truncated or unreadable trace.
+    mutating func next() throws(TraceReadError) -> TraceEvent?
+    /// Completeness so far (final once `next()` returned nil).
+    var health: TraceHealth { get }
+}
+
+/// Why a trace could not be read: names the file and byte offset when it is about the data.
+public struct TraceReadError: Error, CustomStringConvertible, Equatable {
+    public var path: String
+    public var offset: UInt64?
+    public var reason: String
+
+    public init(path: String, offset: UInt64? = nil, reason: String) {
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+    }
+
+    public var description: String {
+        if let offset { return "\(path): at byte \(offset): \(reason)" }
+        return "\(path): \(reason)"
+    }
+}
