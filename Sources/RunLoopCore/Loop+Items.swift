@@ -4,6 +4,9 @@
 /// What every item kind (timer, custom source, descriptor source, port, observer) does to join or leave a mode.
 protocol ModeItem: AnyObject {
     static var kindName: String { get }
+    static var traceKind: LoopEventSink.ItemKind { get }
+    var id: UInt64 { get }
+    var label: String? { get }
     var binding: Binding { get }
     var modes: Set<Loop.Mode> { get set }
     var isValid: Bool { get }
@@ -41,18 +44,21 @@ extension ModeItem {
 
 extension LoopTimer: ModeItem {
     static var kindName: String { "LoopTimer" }
+    static var traceKind: LoopEventSink.ItemKind { .timer }
     func attach(to state: ModeState, loop: Loop) { state.insertTimer(self) }
     func detach(from state: ModeState, loop: Loop) { state.removeTimer(self) }
 }
 
 extension LoopSource: ModeItem {
     static var kindName: String { "LoopSource" }
+    static var traceKind: LoopEventSink.ItemKind { .source }
     func attach(to state: ModeState, loop: Loop) { state.sources.append(self) }
     func detach(from state: ModeState, loop: Loop) { state.sources.removeAll { $0 === self } }
 }
 
 extension DescriptorSource: ModeItem {
     static var kindName: String { "DescriptorSource" }
+    static var traceKind: LoopEventSink.ItemKind { .descriptor }
 
     func attach(to state: ModeState, loop: Loop) {
         if let error = state.waitSet.watch(fileDescriptor, for: epollInterest, token: id) {
@@ -76,6 +82,7 @@ extension DescriptorSource: ModeItem {
 
 extension LoopPort: ModeItem {
     static var kindName: String { "LoopPort" }
+    static var traceKind: LoopEventSink.ItemKind { .port }
 
     func attach(to state: ModeState, loop: Loop) {
         if modes.count == 1 { setDeliveringLoop(loop) }
@@ -90,6 +97,7 @@ extension LoopPort: ModeItem {
 
 extension LoopObserver: ModeItem {
     static var kindName: String { "LoopObserver" }
+    static var traceKind: LoopEventSink.ItemKind { .observer }
     func attach(to state: ModeState, loop: Loop) { state.insertObserver(self) }
     func detach(from state: ModeState, loop: Loop) { state.removeObserver(self) }
 }
@@ -184,6 +192,9 @@ extension Loop {
         }
         if Item.self == LoopTimer.self { timersDidChange() }
         lock.unlock()
+        if firstBinding, let label = item.label, let sink = LoopEventSink.current {
+            sink.itemLabeled(id: item.id, kind: Item.traceKind, label: label)
+        }
         if let source = item as? LoopSource, let schedule = source.schedule {
             for mode in joined { schedule(self, mode) }
         }

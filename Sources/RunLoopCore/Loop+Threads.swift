@@ -25,11 +25,10 @@ func currentThreadLoop() -> Loop {
     _ = mainLoop
     let loop = Loop(isMain: false)
     pthread_setspecific(threadLoopKey, Unmanaged.passRetained(loop).toOpaque())
-    LoopEventSink.current?.loopCreated(loopID: loop.id, threadID: loop.threadID, name: threadName())
     return loop
 }
 
-private func threadName() -> String {
+func currentThreadName() -> String {
     var buffer = [CChar](repeating: 0, count: 32)
     guard crl_thread_name(&buffer, Int32(buffer.count)) == 0 else { return "" }
     return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -74,6 +74,7 @@ public final class Loop: @unchecked Sendable {
         self.isMain = isMain
         self.threadID = isMain ? getpid() : crl_gettid()
         self.selector = Selector()
+        LoopEventSink.current?.loopCreated(loopID: id, threadID: threadID, name: isMain ? "main" : currentThreadName())
     }
 
     deinit {

@@ -50,8 +50,13 @@ public final class LoopSource: @unchecked Sendable {
     @discardableResult
     public func signal() -> Bool {
         guard isValid else { return false }
-        if signaledAt.load(ordering: .relaxed) != 0 { return false }
+        let sink = LoopEventSink.current
+        if signaledAt.load(ordering: .relaxed) != 0 {
+            sink?.sourceSignaled(sourceID: id, at: monotonicNanoseconds())
+            return false
+        }
         let now = max(monotonicNanoseconds(), 1)
+        sink?.sourceSignaled(sourceID: id, at: now)
         return signaledAt.compareExchange(expected: 0, desired: now, ordering: .acquiringAndReleasing).exchanged
     }
 

@@ -1,0 +1,78 @@
+// The embedded recorder's hot path: per-thread buffers of CTF packets, written without locks or allocation.
+//
+// Each emitting thread gets `sub_buffer_count` sub-buffers of `sub_buffer_size` bytes on its first event. A
+// sub-buffer is one CTF packet in the making (layout: Sources/Tracing/Recorder/TraceSchema.swift). The thread
+// fills one at a time; a full one is handed to the consumer (the writer thread), which writes it to the thread's
+// stream file and gives it back. In discard mode a thread that finds no free sub-buffer drops events and counts
+// them; in overwrite mode (flight recorder) it takes back its oldest sub-buffer and counts what it overwrote.
+#ifndef CRECORDER_H
+#define CRECORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "CSignals.h"
+
+typedef struct {
+    uint32_t sub_buffer_size;   // bytes, at least 4096
+    uint32_t sub_buffer_count;  // at least 2
+    int overwrite;              // 1: flight recorder (keep the newest data), 0: discard new events when full
+    uint8_t uuid[16];
+} rlrec_config;
+
+/// Starts a recording. Returns 0, or -1 when one is already running.
+int rlrec_start(const rlrec_config *config);
+/// Stops recording: later events are ignored, events in progress finish, and every thread's partly filled
+/// sub-buffer is handed to the consumer. Call from one thread, once per start.
+void rlrec_stop(void);
+/// 1 while recording.
+int rlrec_is_recording(void);
+
+// ===== consumer side (one thread at a time) =====
+
+typedef struct {
+    const uint8_t *data;   // the packet, header included
+    uint32_t size;         // bytes
+    int32_t tid;
+    uint32_t buffer;       // which thread buffer (for rlrec_release)
+    uint32_t sub_buffer;
+} rlrec_packet;
+
+/// Takes the next packet ready to be written, oldest first per thread. Returns 1 with *packet set, or 0.
+int rlrec_take(rlrec_packet *packet);
+/// After rlrec_stop and once rlrec_take finds nothing more: a header-only packet per thread whose last events
+/// were dropped after its last packet, so the trace reports every drop. Returns 1 with *packet set, or 0.
+/// Release it like any packet.
+int rlrec_take_final(rlrec_packet *packet);
+/// Gives a taken packet's sub-buffer back to its thread.
+void rlrec_release(const rlrec_packet *packet);
+/// Frees the stopped recording's buffers, after every packet was taken and released.
+void rlrec_reset(void);
+
+typedef struct {
+    uint64_t events_recorded;   // events written into packets
+    uint64_t events_discarded;  // events dropped or overwritten, all threads
+    uint64_t threads;           // threads that emitted
+    uint64_t threads_without_buffer; // events dropped because a thread's buffer could not be allocated
+} rlrec_stats;
+
+/// Totals so far (exact after rlrec_stop).
+rlrec_stats rlrec_statistics(void);
+
+// ===== events (any thread; a no-op unless recording) =====
+
+void rlrec_activity(uint8_t event_id, uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth);
+void rlrec_run_begin(uint64_t loop_id, const char *mode, uint64_t timeout_ns, uint8_t return_after_source_handled);
+void rlrec_run_end(uint64_t loop_id, const char *mode, uint8_t result);
+void rlrec_timer_fire_begin(uint64_t loop_id, uint64_t timer_id, uint64_t scheduled_ns, uint64_t tolerance_ns,
+                            uint64_t interval_ns, uint64_t missed);
+void rlrec_id_pair(uint8_t event_id, uint64_t loop_id, uint64_t item_id);   // the *_end events
+void rlrec_source_signal(uint64_t source_id);
+void rlrec_source_perform_begin(uint64_t loop_id, uint64_t source_id, uint8_t kind, int64_t order, uint64_t signaled_ns);
+void rlrec_block_begin(uint64_t loop_id, uint64_t block_id, uint64_t enqueued_ns);
+void rlrec_observer_begin(uint64_t loop_id, uint64_t observer_id, uint8_t activity);
+void rlrec_wakeup(uint64_t loop_id, uint8_t reason, uint64_t slept_ns);
+void rlrec_loop_create(uint64_t loop_id, int32_t tid, const char *name);
+void rlrec_item_label(uint64_t item_id, uint8_t kind, const char *label);
+
+#endif

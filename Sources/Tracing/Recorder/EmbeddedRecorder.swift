@@ -1,0 +1,309 @@
+import CRecorder
+import Foundation
+import Glibc
+import RunLoopCore
+
+/// Records every loop event in-process into a trace folder (format: ``TraceSchema``), with no tracer installed.
+///
+/// Events go into per-thread buffers with no lock and no allocation on the hot path; a writer thread moves full
+/// packets to the thread's stream file. In ``Mode-swift.enum/discard`` mode a thread whose buffers are all full
+/// drops new events and counts them; in ``Mode-swift.enum/overwrite`` mode (a flight recorder) it overwrites its
+/// oldest packet instead, and everything is written when the recording stops. Either way every lost event is
+/// counted in the trace (each packet's `events_discarded`) and in ``Summary``.
+///
+/// One recording runs at a time in a process. Install the recorder as the ``LoopEventSink`` to feed it:
+/// ```swift
+/// let recorder = try EmbeddedRecorder(directory: "run.rltrace")
+/// try recorder.start()
+/// LoopEventSink.install(recorder)
+/// // … run loops …
+/// LoopEventSink.install(nil)
+/// let summary = try recorder.stop()
+/// ```
+public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
+    public enum Mode: String, Sendable, CaseIterable {
+        /// Drop new events when a thread's buffers are full (the default).
+        case discard
+        /// Keep the newest events: overwrite the oldest packet (a flight recorder).
+        case overwrite
+    }
+
+    public struct Options: Sendable {
+        /// Bytes per packet (sub-buffer).
+        public var packetSize: Int = 256 * 1024
+        /// Packets per thread buffer.
+        public var packetsPerThread: Int = 16
+        public var mode: Mode = .discard
+        /// How often the writer thread moves full packets to disk (discard mode).
+        public var flushInterval: Duration = .milliseconds(20)
+
+        public init() {}
+    }
+
+    /// What a stopped recording wrote.
+    public struct Summary: Sendable, Equatable {
+        public var directory: String
+        public var eventsRecorded: UInt64
+        /// Events dropped (full buffers) or overwritten (flight recorder), plus events of threads whose buffer
+        /// could not be allocated.
+        public var eventsLost: UInt64
+        public var threads: Int
+        public var bytesWritten: UInt64
+    }
+
+    public let directory: String
+    public let options: Options
+    private let uuid: [UInt8]
+    private var writer: WriterThread?
+    private var streams: [Int32: Int32] = [:]       // tid -> fd, writer thread only (then stop)
+    private var writeError: String?
+    private var bytesWritten: UInt64 = 0
+    private var state: State = .idle
+
+    private enum State { case idle, recording, stopped }
+
+    /// Prepares a recording into `directory` (created if needed; must not already hold a trace).
+    public init(directory: String, options: Options = Options()) throws {
+        guard options.packetSize >= 4096, options.packetSize <= 64 << 20 else {
+            throw RecorderError("packet size must be between 4 KiB and 64 MiB (got \(options.packetSize) bytes)")
+        }
+        guard options.packetsPerThread >= 2, options.packetsPerThread <= 4096 else {
+            throw RecorderError("packets per thread must be between 2 and 4096 (got \(options.packetsPerThread))")
+        }
+        self.directory = directory
+        self.options = options
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40   // version 4
+        bytes[8] = (bytes[8] & 0x3F) | 0x80   // RFC 4122 variant
+        self.uuid = bytes
+        super.init()
+        try prepareDirectory()
+    }
+
+    private func prepareDirectory() throws {
+        let fm = FileManager.default
+        var isDirectory: ObjCBool = false
+        if fm.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw RecorderError("\(directory) exists and is not a folder") }
+            if fm.fileExists(atPath: directory + "/metadata") {
+                throw RecorderError("\(directory) already holds a trace; choose another folder or delete it")
+            }
+        } else {
+            do { try fm.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
+                throw RecorderError("cannot create \(directory): \(error.localizedDescription)")
+            }
+        }
+        var realtime = timespec()
+        clock_gettime(CLOCK_REALTIME, &realtime)
+        let offset = Int64(realtime.tv_sec) * 1_000_000_000 + Int64(realtime.tv_nsec) - Int64(bitPattern: Loop.Instant.now.nanoseconds)
+        let metadata = TraceSchema.metadata(uuid: uuid, clockOffsetNanoseconds: offset, hostname: ProcessInfo.processInfo.hostName)
+        do { try metadata.write(toFile: directory + "/metadata", atomically: true, encoding: .utf8) } catch {
+            throw RecorderError("cannot write \(directory)/metadata: \(error.localizedDescription)")
+        }
+    }
+
+    /// Starts recording events from every thread.
+    public func start() throws {
+        guard state == .idle else { throw RecorderError("this recorder was already started") }
+        var config = rlrec_config()
+        config.sub_buffer_size = UInt32(options.packetSize)
+        config.sub_buffer_count = UInt32(options.packetsPerThread)
+        config.overwrite = options.mode == .overwrite ? 1 : 0
+        withUnsafeMutableBytes(of: &config.uuid) { raw in
+            for (index, byte) in uuid.enumerated() { raw[index] = byte }
+        }
+        guard rlrec_start(&config) == 0 else {
+            throw RecorderError("another embedded recording is running in this process")
+        }
+        state = .recording
+        if options.mode == .discard {
+            // Overwrite mode writes only at stop: the producers may take back any unwritten packet until then.
+            writer = WriterThread(interval: options.flushInterval) { [unowned self] in self.drain() }
+        }
+    }
+
+    /// Whether the recording is running.
+    public var isRecording: Bool { state == .recording }
+
+    /// Events recorded and lost so far (exact once stopped).
+    public var progress: (recorded: UInt64, lost: UInt64) {
+        let stats = rlrec_statistics()
+        return (stats.events_recorded, stats.events_discarded + stats.threads_without_buffer)
+    }
+
+    /// Stops recording, writes every remaining packet and closes the stream files. Safe to call from a thread
+    /// that handles SIGINT/SIGTERM: the trace is complete and readable when it returns.
+    @discardableResult
+    public func stop() throws -> Summary {
+        guard state == .recording else { throw RecorderError("this recorder is not recording") }
+        state = .stopped
+        rlrec_stop()
+        writer?.finish()
+        writer = nil
+        drain()
+        var packet = rlrec_packet()
+        while rlrec_take_final(&packet) == 1 {
+            write(packet)
+            rlrec_release(&packet)
+        }
+        let stats = rlrec_statistics()
+        rlrec_reset()
+        for fd in streams.values {
+            if fsync(fd) != 0 && writeError == nil { writeError = "fsync: \(String(cString: strerror(errno)))" }
+            close(fd)
+        }
+        streams.removeAll()
+        if let writeError { throw RecorderError("the trace in \(directory) is incomplete: \(writeError)") }
+        return Summary(directory: directory, eventsRecorded: stats.events_recorded,
+                       eventsLost: stats.events_discarded + stats.threads_without_buffer,
+                       threads: Int(stats.threads), bytesWritten: bytesWritten)
+    }
+
+    /// Moves every ready packet to its stream file (writer thread, or the stopping thread after it joined).
+    private func drain() {
+        var packet = rlrec_packet()
+        while rlrec_take(&packet) == 1 {
+            write(packet)
+            rlrec_release(&packet)
+        }
+    }
+
+    private func write(_ packet: rlrec_packet) {
+        guard writeError == nil else { return }
+        let fd: Int32
+        if let open = streams[packet.tid] {
+            fd = open
+        } else {
+            fd = Glibc.open(directory + "/stream-\(packet.tid)", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                writeError = "cannot create stream-\(packet.tid): \(String(cString: strerror(errno)))"
+                return
+            }
+            streams[packet.tid] = fd
+        }
+        var offset = 0
+        let size = Int(packet.size)
+        while offset < size {
+            let n = Glibc.write(fd, packet.data + offset, size - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                writeError = "writing stream-\(packet.tid): \(String(cString: strerror(errno)))"
+                return
+            }
+            offset += n
+        }
+        bytesWritten += UInt64(size)
+    }
+
+    // ===== the events =====
+
+    public override func loopCreated(loopID: UInt64, threadID: Int32, name: String) {
+        rlrec_loop_create(loopID, threadID, name)
+    }
+
+    public override func itemLabeled(id: UInt64, kind: ItemKind, label: String) {
+        rlrec_item_label(id, kind.rawValue, label)
+    }
+
+    public override func activity(_ activity: Loop.Activity, _ context: Context) {
+        rlrec_activity(TraceSchema.EventID.activity(activity).rawValue, context.loopID, context.modeCString,
+                       context.iteration, context.depth)
+    }
+
+    public override func runBegin(_ context: Context, timeoutNanoseconds: UInt64, returnAfterSourceHandled: Bool) {
+        rlrec_run_begin(context.loopID, context.modeCString, timeoutNanoseconds, returnAfterSourceHandled ? 1 : 0)
+    }
+
+    public override func runEnd(_ context: Context, result: Loop.RunResult) {
+        rlrec_run_end(context.loopID, context.modeCString, UInt8(result.traceValue))
+    }
+
+    public override func timerFireBegin(_ context: Context, timerID: UInt64, scheduled: UInt64, tolerance: UInt64,
+                                        interval: UInt64, missed: UInt64) {
+        rlrec_timer_fire_begin(context.loopID, timerID, scheduled, tolerance, interval, missed)
+    }
+
+    public override func timerFireEnd(_ context: Context, timerID: UInt64) {
+        rlrec_id_pair(TraceSchema.EventID.timerFireEnd.rawValue, context.loopID, timerID)
+    }
+
+    public override func sourceSignaled(sourceID: UInt64, at time: UInt64) {
+        rlrec_source_signal(sourceID)
+    }
+
+    public override func sourcePerformBegin(_ context: Context, sourceID: UInt64, kind: SourceKind, order: Int, signaled: UInt64) {
+        rlrec_source_perform_begin(context.loopID, sourceID, kind.rawValue, Int64(order), signaled)
+    }
+
+    public override func sourcePerformEnd(_ context: Context, sourceID: UInt64) {
+        rlrec_id_pair(TraceSchema.EventID.sourcePerformEnd.rawValue, context.loopID, sourceID)
+    }
+
+    public override func blockBegin(_ context: Context, blockID: UInt64, enqueued: UInt64) {
+        rlrec_block_begin(context.loopID, blockID, enqueued)
+    }
+
+    public override func blockEnd(_ context: Context, blockID: UInt64) {
+        rlrec_id_pair(TraceSchema.EventID.blockEnd.rawValue, context.loopID, blockID)
+    }
+
+    public override func observerBegin(_ context: Context, observerID: UInt64, activity: Loop.Activity) {
+        rlrec_observer_begin(context.loopID, observerID, UInt8(truncatingIfNeeded: activity.rawValue))
+    }
+
+    public override func observerEnd(_ context: Context, observerID: UInt64) {
+        rlrec_id_pair(TraceSchema.EventID.observerEnd.rawValue, context.loopID, observerID)
+    }
+
+    public override func wakeUp(_ context: Context, reason: Loop.WakeReason, slept: UInt64) {
+        rlrec_wakeup(context.loopID, reason.rawValue, slept)
+    }
+}
+
+/// A recorder set-up or I/O problem, in one line.
+public struct RecorderError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The thread that periodically moves full packets to disk.
+private final class WriterThread: @unchecked Sendable {
+    private var thread = pthread_t()
+    private let lock = NSCondition()
+    private var finishing = false
+    private let interval: Duration
+    private let body: () -> Void
+
+    init(interval: Duration, body: @escaping () -> Void) {
+        self.interval = interval
+        self.body = body
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&thread, nil, { raw in
+            let me = Unmanaged<WriterThread>.fromOpaque(raw!).takeRetainedValue()
+            me.loop()
+            return nil
+        }, context)
+        precondition(rc == 0, "EmbeddedRecorder: cannot start its writer thread (pthread_create: \(rc))")
+    }
+
+    private func loop() {
+        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        while true {
+            body()
+            lock.lock()
+            if !finishing { _ = lock.wait(until: Date(timeIntervalSinceNow: seconds)) }
+            let done = finishing
+            lock.unlock()
+            if done { return }
+        }
+    }
+
+    func finish() {
+        lock.lock()
+        finishing = true
+        lock.signal()
+        lock.unlock()
+        pthread_join(thread, nil)
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import Glibc
+import RunLoopCore
+import Testing
+import Tracing
+
+/// A truncated or corrupt trace gives a clear error naming the file and offset, never a crash.
+@Suite(.serialized) struct EmbeddedReaderCorruptionTests {
+    /// A small real trace: a loop with a timer, a source and blocks, two threads.
+    static let sample: (folder: String, events: Int) = {
+        let (folder, summary) = try! record("corruption-sample") {
+            onThread {
+                let loop = Loop.current
+                var count = 0
+                let timer = LoopTimer(after: .zero, interval: .microseconds(200), label: "grid") { timer in
+                    count += 1
+                    if count == 50 { timer.invalidate() }
+                }
+                loop.add(timer, forMode: .default)
+                let source = LoopSource(label: "s") {}
+                loop.add(source, forMode: .default)
+                onThread { for _ in 0..<100 { source.signal(); loop.perform {} } }
+                loop.run(mode: .default, timeout: .milliseconds(30))
+                source.invalidate()
+            }
+        }
+        return (folder, Int(summary.eventsRecorded))
+    }()
+
+    private func streamFile(of folder: String) -> String {
+        let names = try! FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix("stream-") }.sorted()
+        return folder + "/" + names.max { size(folder + "/" + $0) < size(folder + "/" + $1) }!
+    }
+
+    private func size(_ path: String) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    }
+
+    private func copy(_ folder: String, to name: String) -> String {
+        let target = temporaryFolder(name)
+        try! FileManager.default.copyItem(atPath: folder, toPath: target)
+        return target
+    }
+
+    @Test func theSampleReadsCleanly() throws {
+        var reader = try EmbeddedTraceReader(path: Self.sample.folder)
+        let (events, error) = readAll(&reader)
+        #expect(error == nil)
+        #expect(events.count == Self.sample.events)
+    }
+
+    @Test func aMissingPathOrEmptyFolderIsAClearError() {
+        #expect(throws: TraceReadError.self) { _ = try EmbeddedTraceReader(path: "/nonexistent/trace") }
+        do {
+            _ = try EmbeddedTraceReader(path: "/nonexistent/trace")
+        } catch {
+            #expect(error.description.contains("/nonexistent/trace") && error.description.contains("does not exist"))
+        }
+        let empty = temporaryFolder("empty")
+        try? FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+        do {
+            _ = try EmbeddedTraceReader(path: empty)
+            Issue.record("an empty folder was accepted")
+        } catch {
+            #expect(error.description.contains("metadata"))
+        }
+    }
+
+    @Test func aTruncatedStreamNamesTheFileAndOffset() throws {
+        let folder = copy(Self.sample.folder, to: "truncated")
+        let stream = streamFile(of: folder)
+        let full = size(stream)
+        #expect(truncate(stream, off_t(full - 5)) == 0)
+        // The error may come while priming the streams (init) or later (next): either names the place.
+        var failure: TraceReadError?
+        do {
+            var reader = try EmbeddedTraceReader(path: folder)
+            let (events, error) = readAll(&reader)
+            #expect(events.count < Self.sample.events)
+            failure = error
+        } catch {
+            failure = error
+        }
+        let message = try #require(failure).description
+        #expect(message.contains(stream) && message.contains("at byte") && message.contains("truncated"))
+    }
+
+    @Test func truncationAtEveryPointNeverCrashes() throws {
+        let folder = copy(Self.sample.folder, to: "truncate-all")
+        let stream = streamFile(of: folder)
+        let original = try Data(contentsOf: URL(fileURLWithPath: stream))
+        var errors = 0
+        for cut in stride(from: 0, to: original.count, by: max(1, original.count / 300)) {
+            try original.prefix(cut).write(to: URL(fileURLWithPath: stream))
+            guard var reader = try? EmbeddedTraceReader(path: folder) else { errors += 1; continue }
+            let (events, error) = readAll(&reader)
+            #expect(events.count <= Self.sample.events)
+            if error != nil { errors += 1 }
+        }
+        #expect(errors > 0)
+    }
+
+    @Test func randomByteMutationsNeverCrash() throws {
+        let folder = copy(Self.sample.folder, to: "mutate")
+        let stream = streamFile(of: folder)
+        let original = try Data(contentsOf: URL(fileURLWithPath: stream))
+        var generator = SplitMix(seed: 0x5eed)
+        var outcomes = (clean: 0, failed: 0)
+        for round in 0..<400 {
+            var bytes = [UInt8](original)
+            for _ in 0..<(1 + round % 8) {
+                let index = Int(generator.next() % UInt64(bytes.count))
+                bytes[index] = round % 3 == 0 ? 0xFF : UInt8(truncatingIfNeeded: generator.next())
+            }
+            try Data(bytes).write(to: URL(fileURLWithPath: stream))
+            do {
+                var reader = try EmbeddedTraceReader(path: folder)
+                while try reader.next() != nil {}
+                outcomes.clean += 1
+            } catch {
+                #expect(error.path.hasPrefix(folder))
+                outcomes.failed += 1
+            }
+        }
+        #expect(outcomes.failed > 0)
+    }
+
+    @Test func corruptMetadataIsRefused() throws {
+        let folder = copy(Self.sample.folder, to: "metadata")
+        try "garbage".write(toFile: folder + "/metadata", atomically: true, encoding: .utf8)
+        #expect(throws: TraceReadError.self) { _ = try EmbeddedTraceReader(path: folder) }
+        let text = try String(contentsOfFile: Self.sample.folder + "/metadata", encoding: .utf8)
+        try text.replacingOccurrences(of: "rlctl_trace_format = 1", with: "rlctl_trace_format = 99")
+            .write(toFile: folder + "/metadata", atomically: true, encoding: .utf8)
+        do {
+            _ = try EmbeddedTraceReader(path: folder)
+            Issue.record("a future format version was accepted")
+        } catch {
+            #expect(error.description.contains("version 99 is not supported"))
+        }
+    }
+}
+
+/// A small deterministic generator, so a failing mutation can be reproduced.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import Glibc
+import RunLoopCore
+import Testing
+import Tracing
+
+/// The embedded recorder: what goes in comes back out, in order, with every loss counted.
+@Suite(.serialized) struct RecorderTests {
+    @Test func aRecordedRunReadsBackWithEveryEventTypeAndField() throws {
+        let loopID = Shared<UInt64>(0)
+        let ids = Shared<[String: UInt64]>([:])
+        let (folder, summary) = try record("roundtrip") {
+            onThread {
+                let loop = Loop.current
+                loopID.value = loop.id
+                let timer = LoopTimer(after: .milliseconds(2), tolerance: .microseconds(100), label: "tick") { _ in loop.stop() }
+                let source = LoopSource(order: 3, label: "work") {}
+                let observer = LoopObserver(activities: .beforeWaiting, label: "watch") { _, _ in }
+                loop.add(timer, forMode: .default)
+                loop.add(source, forMode: .default)
+                loop.add(observer, forMode: .default)
+                ids.value = ["timer": timer.id, "source": source.id, "observer": observer.id]
+                source.signal()
+                loop.perform { }
+                loop.run(mode: .default, timeout: .seconds(1))
+                source.invalidate()
+                observer.invalidate()
+            }
+        }
+        #expect(summary.eventsLost == 0)
+        var reader = try EmbeddedTraceReader(path: folder)
+        let (events, error) = readAll(&reader)
+        #expect(error == nil)
+        #expect(UInt64(events.count) == summary.eventsRecorded)
+        #expect(reader.health.eventsRead == summary.eventsRecorded)
+        #expect(reader.health.isComplete)
+
+        let loop = loopID.value
+        let mine = events.filter {
+            switch $0.payload {
+            case .sourceSignal, .itemLabel: return true
+            case .loopCreate(let id, _, _): return id == loop
+            default: return true
+            }
+        }
+        let names = mine.map(\.short)
+        // The loop's run, in CFRunLoop's order: the block and source poll first, then the sleep, the timer.
+        let run = names.drop { $0 != "run_begin" }
+        #expect(Array(run.prefix(9)) == ["run_begin", "entry", "before_timers", "before_sources",
+                                         "block_begin", "block_end", "source_perform_begin", "source_perform_end",
+                                         "before_timers"])
+        #expect(names.contains("observer_begin") && names.contains("wakeup") && names.contains("timer_fire_begin"))
+        #expect(names.last == "run_end")
+
+        for event in events {
+            switch event.payload {
+            case .activity(_, let place):
+                #expect(place.loopID == loop && place.mode == Loop.Mode.default.name && place.depth == 1)
+            case .runBegin(let id, let mode, let timeout, let rash):
+                #expect(id == loop && mode == Loop.Mode.default.name && timeout == 1_000_000_000 && !rash)
+            case .runEnd(_, _, let result):
+                #expect(result == .stopped)
+            case .timerFireBegin(let id, let timer, let scheduled, let tolerance, let interval, let missed):
+                #expect(id == loop && timer == ids.value["timer"] && tolerance == 100_000 && interval == 0 && missed == 0)
+                #expect(event.timestamp >= scheduled)
+            case .sourcePerformBegin(_, let source, let kind, let order, let signaled):
+                #expect(source == ids.value["source"] && kind == .custom && order == 3 && signaled > 0 && signaled <= event.timestamp)
+            case .blockBegin(_, let block, let enqueued):
+                #expect(block > 0 && enqueued > 0 && enqueued <= event.timestamp)
+            case .observerBegin(_, let observer, let activity):
+                #expect(observer == ids.value["observer"] && activity == .beforeWaiting)
+            case .wakeUp(_, let reason, let slept):
+                #expect(reason == .timer && slept > 0)
+            case .itemLabel(let item, let kind, let label):
+                #expect((kind == .timer && label == "tick" && item == ids.value["timer"]) ||
+                        (kind == .source && label == "work" && item == ids.value["source"]) ||
+                        (kind == .observer && label == "watch" && item == ids.value["observer"]))
+            case .sourceSignal(let source):
+                #expect(source == ids.value["source"])
+            case .loopCreate(let id, let tid, _):
+                if id == loop { #expect(tid == event.threadID) }
+            default:
+                break
+            }
+        }
+        // Iterations increase, timestamps never go backwards.
+        let iterations = events.compactMap { if case .activity(.beforeTimers, let p) = $0.payload { return p.iteration } else { return nil } }
+        #expect(iterations == iterations.sorted() && Set(iterations).count == iterations.count)
+        #expect(zip(events, events.dropFirst()).allSatisfy { $0.timestamp <= $1.timestamp })
+    }
+
+    @Test func eventsOfManyThreadsMergeInTimestampOrder() throws {
+        let threads = 6, perThread = 20_000
+        let (folder, summary) = try record("merge") {
+            let done = DispatchGroup()
+            for _ in 0..<threads {
+                done.enter()
+                Thread {
+                    for n in 0..<perThread { LoopSource {}.signal(); if n % 1000 == 0 { usleep(100) } }
+                    done.leave()
+                }.start()
+            }
+            done.wait()
+        }
+        #expect(summary.eventsLost == 0)
+        #expect(summary.eventsRecorded == UInt64(threads * perThread))
+        var reader = try EmbeddedTraceReader(path: folder)
+        let (events, error) = readAll(&reader)
+        #expect(error == nil)
+        #expect(events.count == threads * perThread)
+        #expect(zip(events, events.dropFirst()).allSatisfy { $0.timestamp <= $1.timestamp })
+        #expect(Set(events.map(\.threadID)).count == threads)
+    }
+
+    @Test func fullBuffersDropEventsAndEveryDropIsCounted() throws {
+        var options = EmbeddedRecorder.Options()
+        options.packetSize = 4096
+        options.packetsPerThread = 2
+        options.flushInterval = .seconds(10)      // the writer never catches up during the burst
+        let emitted = 50_000
+        let (folder, summary) = try record("discard", options: options) {
+            onThread { for _ in 0..<emitted { LoopSource {}.signal() } }
+        }
+        #expect(summary.eventsLost > 0)
+        #expect(summary.eventsRecorded + summary.eventsLost == UInt64(emitted))
+        var reader = try EmbeddedTraceReader(path: folder)
+        let (events, error) = readAll(&reader)
+        #expect(error == nil)
+        #expect(UInt64(events.count) == summary.eventsRecorded)
+        #expect(reader.health.eventsLost == summary.eventsLost)
+        #expect(!reader.health.lossWindows.isEmpty)
+    }
+
+    @Test func theFlightRecorderKeepsTheNewestEventsAndCountsTheOverwritten() throws {
+        var options = EmbeddedRecorder.Options()
+        options.packetSize = 4096
+        options.packetsPerThread = 4
+        options.mode = .overwrite
+        let emitted = 20_000
+        let lastID = Shared<UInt64>(0)
+        let (folder, summary) = try record("overwrite", options: options) {
+            onThread {
+                var last: UInt64 = 0
+                for _ in 0..<emitted { let s = LoopSource {}; s.signal(); last = s.id }
+                lastID.value = last
+            }
+        }
+        #expect(summary.eventsLost > 0)
+        #expect(summary.eventsRecorded + summary.eventsLost == UInt64(emitted))
+        var reader = try EmbeddedTraceReader(path: folder)
+        let (events, error) = readAll(&reader)
+        #expect(error == nil)
+        #expect(UInt64(events.count) == summary.eventsRecorded)
+        if case .sourceSignal(let id) = events.last?.payload { #expect(id == lastID.value) } else { Issue.record("no last event") }
+        #expect(reader.health.eventsLost + reader.health.packetsLost > 0)
+    }
+
+    @Test func babeltrace2ReadsTheRecordersTrace() throws {
+        guard let babeltrace = which("babeltrace2") else {
+            if ProcessInfo.processInfo.environment["CI"] == "true" {
+                Issue.record("babeltrace2 is not installed, but CI installs it (scripts/install-deps.sh)")
+            }
+            return
+        }
+        let (folder, summary) = try record("babeltrace") {
+            onThread {
+                let loop = Loop.current
+                loop.add(LoopTimer(after: .milliseconds(1), label: "t") { _ in }, forMode: .default)
+                loop.run(mode: .default, timeout: .seconds(1))
+            }
+        }
+        let output = try run(babeltrace, [folder])
+        let lines = output.split(separator: "\n")
+        #expect(UInt64(lines.count) == summary.eventsRecorded, "babeltrace2 printed:\n\(output.prefix(2000))")
+        #expect(output.contains("runloop:before_waiting"))
+        #expect(output.contains("runloop:timer_fire_begin"))
+        #expect(output.contains("reason = ( \"timer\" : container = 0 )"))
+    }
+}
+
+func which(_ tool: String) -> String? {
+    for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
+        let path = "\(dir)/\(tool)"
+        if access(path, X_OK) == 0 { return path }
+    }
+    return nil
+}
+
+func run(_ executable: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// A mutable value shared with closures that run on other threads.
+final class Shared<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: Value
+    init(_ value: Value) { storage = value }
+    var value: Value {
+        get { lock.lock(); defer { lock.unlock() }; return storage }
+        set { lock.lock(); storage = newValue; lock.unlock() }
+    }
+}
