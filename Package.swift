@@ -1,5 +1,44 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
+
+// ===== optional system libraries (docs/lttng.md) =====
+// LTTng-UST (the `runloop` tracepoint provider) and libbabeltrace2 (the CTF reader) are used when their
+// development files are installed, and left out otherwise: the C targets then build stubs, and `swift build`
+// and `swift test` still work. RLCTL_DISABLE_LTTNG=1 / RLCTL_DISABLE_BABELTRACE2=1 force them out.
+let buildEnvironment = ProcessInfo.processInfo.environment
+
+func optionDisabled(_ name: String) -> Bool {
+    guard let value = buildEnvironment[name]?.lowercased() else { return false }
+    return !["", "0", "false", "no", "off"].contains(value)
+}
+
+/// Directories to look in: the usual prefixes and their Debian multiarch subfolders (x86_64-linux-gnu, …).
+func systemDirectories(_ bases: [String]) -> [String] {
+    var directories: [String] = []
+    for base in bases {
+        directories.append(base)
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
+        directories += entries.filter { $0.contains("-linux-") }.sorted().map { base + "/" + $0 }
+    }
+    return directories
+}
+
+/// Whether a C library is installed for building: its header and its linkable lib<name>.so or .a.
+func systemLibraryInstalled(header: String, library: String) -> Bool {
+    let includes = systemDirectories(["/usr/include", "/usr/local/include"])
+    let libraries = systemDirectories(["/usr/lib", "/usr/lib64", "/usr/local/lib", "/lib"])
+    let fileManager = FileManager.default
+    return includes.contains { fileManager.fileExists(atPath: $0 + "/" + header) }
+        && libraries.contains { directory in
+            ["so", "a"].contains { fileManager.fileExists(atPath: "\(directory)/lib\(library).\($0)") }
+        }
+}
+
+let haveLTTng = !optionDisabled("RLCTL_DISABLE_LTTNG")
+    && systemLibraryInstalled(header: "lttng/tracepoint.h", library: "lttng-ust")
+let haveBabeltrace2 = !optionDisabled("RLCTL_DISABLE_BABELTRACE2")
+    && systemLibraryInstalled(header: "babeltrace2/babeltrace.h", library: "babeltrace2")
 
 let package = Package(
     name: "rlctl",
@@ -12,6 +51,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // epoll, eventfd, timerfd and the monotonic clock, for RunLoopCore/Platform only.
@@ -23,7 +63,26 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
-        .target(name: "Tracing", dependencies: ["RunLoopCore"]),
+        // The embedded recorder's lock-free per-thread buffers (the event hot path).
+        .target(name: "CRecorder"),
+        // The `runloop` LTTng-UST tracepoint provider and the rl_trace_* functions (stubs without LTTng).
+        .target(
+            name: "CRunLoopTracepoints",
+            cSettings: haveLTTng ? [.define("RLCTL_HAVE_LTTNG")] : [],
+            linkerSettings: haveLTTng ? [.linkedLibrary("lttng-ust"), .linkedLibrary("dl")] : []
+        ),
+        // The CTF reader's libbabeltrace2 graph and sink component (a stub without libbabeltrace2).
+        .target(
+            name: "CBabeltrace2",
+            cSettings: haveBabeltrace2 ? [.define("RLCTL_HAVE_BABELTRACE2")] : [],
+            linkerSettings: haveBabeltrace2 ? [.linkedLibrary("babeltrace2")] : []
+        ),
+        .target(name: "Tracing", dependencies: ["RunLoopCore", "CRecorder", "CRunLoopTracepoints", "CBabeltrace2"]),
+        // Summaries computed from any trace: latency, timer drift, stalls, budgets.
+        .target(
+            name: "Analysis",
+            dependencies: ["Tracing", "RunLoopCore", .product(name: "Histogram", package: "hdrhistogram-swift")]
+        ),
         .executableTarget(
             name: "rlctl",
             dependencies: [
@@ -33,5 +92,6 @@ let package = Package(
         ),
         .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing", "RunLoopCore"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Tracing", "RunLoopCore"]),
     ]
 )
