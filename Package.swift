@@ -52,6 +52,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
     ],
     targets: [
         // epoll, eventfd, timerfd and the monotonic clock, for RunLoopCore/Platform only.
@@ -83,15 +84,20 @@ let package = Package(
             name: "Analysis",
             dependencies: ["Tracing", "RunLoopCore", .product(name: "Histogram", package: "hdrhistogram-swift")]
         ),
+        // The workloads `rlctl run` drives: built-in presets and workload files.
+        .target(name: "Workloads", dependencies: ["RunLoopCore"]),
         .executableTarget(
             name: "rlctl",
             dependencies: [
-                "RunLoopCore", "Tracing",
+                "RunLoopCore", "Tracing", "Analysis", "Workloads",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing", "RunLoopCore"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Tracing", "RunLoopCore"]),
+        // End to end: runs the built rlctl binary.
+        .testTarget(name: "rlctlTests", dependencies: ["rlctl"]),
     ]
 )

@@ -1,10 +1,53 @@
 import ArgumentParser
+import Foundation
 
 @main
 struct RLCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rlctl",
-        abstract: "Make run-loop behaviour visible: run workloads on RunLoopCore and measure their timers and latency.",
-        subcommands: [Run.self, List.self]
+        abstract: "Make run-loop behaviour visible: why timers drift, where latency goes, whether a change made it slower.",
+        discussion: """
+        Exit status: 0 success; 1 a budget violation or a regression; 2 a usage or input error; 3 the data is \
+        incomplete (lost events) and the budget forbids that.
+        """,
+        subcommands: [Run.self, Summarize.self, Export.self, Check.self, Compare.self, List.self]
     )
+
+    /// Every failure ends as one line on stderr and a documented exit status; never a stack trace.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let failure as Failure {
+            FileHandle.standardError.write(Data("rlctl: \(failure.message)\n".utf8))
+            Foundation.exit(failure.status.rawValue)
+        } catch let exit as ExitCode {
+            Foundation.exit(exit.rawValue)
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success {
+                print(fullMessage(for: error))
+                Foundation.exit(0)
+            }
+            let message = self.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            FileHandle.standardError.write(Data("rlctl: \(message)\n".utf8))
+            Foundation.exit(Status.usage.rawValue)
+        }
+    }
+}
+
+/// The documented exit statuses.
+enum Status: Int32 {
+    case success = 0
+    case violation = 1
+    case usage = 2
+    case incomplete = 3
+}
+
+/// A failure with its one-line message and exit status.
+struct Failure: Error {
+    let message: String
+    let status: Status
+
+    static func input(_ message: String) -> Failure { Failure(message: message, status: .usage) }
 }

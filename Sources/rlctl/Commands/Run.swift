@@ -1,55 +1,189 @@
+import Analysis
 import ArgumentParser
+import Foundation
 import RunLoopCore
 import Tracing
+import Workloads
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a built-in workload on RunLoopCore and print what its loop did.",
-        discussion: "Timer lateness is the actual callout time minus the scheduled fire date, on CLOCK_MONOTONIC."
+        abstract: "Run a workload on RunLoopCore, trace it, and print what its loop did.",
+        discussion: """
+        Traces with the embedded recorder by default (no tracer needed); --tracer lttng records into a real LTTng \
+        session, --tracer none runs untraced (to measure tracing's own overhead). Ctrl-C ends the run early and \
+        still summarizes a complete trace.
+
+        Examples:
+          rlctl run timers --count 50 --interval 1ms --duration 5s
+          rlctl run jank --every 5 --cost 30ms --trace jank.rltrace
+          rlctl run mixed --repeat 5 --output baseline.json
+          rlctl run --file workload.yaml
+        """
     )
 
-    @Argument(help: "The workload to run (see `rlctl list`).")
-    var workload: WorkloadKind
+    @Argument(help: "A built-in workload (rlctl list describes them); omit with --file.")
+    var workload: BuiltInWorkload?
 
-    @Option(help: "How long to run, e.g. 2s or 500ms.")
-    var duration = DurationArgument(argument: "2s")!
+    @Option(help: "A workload file (JSON or YAML) instead of a built-in workload.")
+    var file: String?
 
-    @Option(help: "How many repeating timers (timers workload).")
-    var timers = 10
+    @Option(help: "How long each repetition runs, e.g. 3s.")
+    var duration: DurationValue = .seconds(3)
 
-    @Option(help: "The timers' interval, e.g. 1ms.")
-    var interval = DurationArgument(argument: "1ms")!
+    @Option(help: "timers: how many timers.") var count: Int?
+    @Option(help: "timers, jank, modes: the interval, e.g. 1ms.") var interval: DurationValue?
+    @Option(help: "timers: the tolerance, e.g. 200us.") var tolerance: DurationValue?
+    @Option(help: "CPU time each handler burns, e.g. 50us.") var handlerCost: DurationValue?
+    @Option(help: "sources, ports, io, blocks: producer threads.") var threads: Int?
+    @Option(help: "sources, ports, io, blocks: events per second per thread (0 = as fast as possible).") var rate: Double?
+    @Option(help: "ports, io: bytes per message.") var bytes: Int?
+    @Option(help: "jank: every how many frames a callout burns CPU.") var every: Int?
+    @Option(help: "jank: how much CPU that callout burns, e.g. 25ms.") var cost: DurationValue?
 
-    @Option(help: "The timers' tolerance, e.g. 0ms or 200us.")
-    var tolerance = DurationArgument(argument: "0ms")!
+    @Option(help: "embedded (default), lttng, or none.")
+    var tracer: TracerChoice = .embedded
 
-    @Option(help: "CPU time each callout burns, e.g. 50us (to see drift).")
-    var handlerCost = DurationArgument(argument: "0us")!
+    @Option(help: "Keep the trace in this folder (with --repeat, one subfolder per repetition).")
+    var trace: String?
 
-    @Option(help: "Producer threads (blocks workload).")
-    var threads = 2
+    @Option(help: "How many times to run; every repetition is kept for rlctl compare.")
+    var `repeat`: Int = 1
+
+    @Option(help: "Write every repetition's summary (a run report, JSON) to this file.")
+    var output: String?
+
+    @Flag(help: "Embedded recorder: keep only the newest events (flight recorder) instead of dropping new ones.")
+    var flightRecorder = false
+
+    @Option(help: "Embedded recorder: buffer per thread, in KiB.")
+    var bufferKib = 4096
+
+    @Option(help: "Output format: text, json or markdown.")
+    var format: SummaryFormat = .text
+
+    @OptionGroup var analysis: AnalysisOptions
 
     func validate() throws {
-        guard duration.duration > .zero else { throw ValidationError("--duration must be greater than zero (got \(duration))") }
-        guard interval.duration > .zero else { throw ValidationError("--interval must be greater than zero (got \(interval))") }
-        guard (1...100_000).contains(timers) else { throw ValidationError("--timers must be between 1 and 100000 (got \(timers))") }
-        guard (1...64).contains(threads) else { throw ValidationError("--threads must be between 1 and 64 (got \(threads))") }
+        if workload == nil && file == nil { throw ValidationError("name a workload (rlctl list) or give --file") }
+        if workload != nil && file != nil { throw ValidationError("give a workload or --file, not both") }
+        guard duration.nanoseconds > 0 else { throw ValidationError("--duration must be greater than zero") }
+        guard (1...1000).contains(`repeat`) else { throw ValidationError("--repeat must be 1 to 1000 (got \(`repeat`))") }
+        guard (64...1_048_576).contains(bufferKib) else { throw ValidationError("--buffer-kib must be 64 to 1048576 (got \(bufferKib))") }
+        if tracer == .none && trace != nil { throw ValidationError("--trace needs a tracer (not --tracer none)") }
     }
 
     func run() throws {
-        let recorder = CalloutLatencyRecorder()
-        LoopEventSink.install(recorder)
-        defer { LoopEventSink.install(nil) }
-        let report: String
-        switch workload {
-        case .timers:
-            report = TimersWorkload(timers: timers, interval: interval.duration, tolerance: tolerance.duration,
-                                    handlerCost: handlerCost.duration, duration: duration.duration)
-                .run(recorder: recorder)
-        case .blocks:
-            report = BlocksWorkload(threads: threads, duration: duration.duration, handlerCost: handlerCost.duration)
-                .run(recorder: recorder)
+        let spec = try workloadSpec()
+        let name = workload?.rawValue ?? file!
+        var summaries: [TraceSummary] = []
+        for repetition in 1...`repeat` {
+            let title = "\(name) — \(describe(spec))" + (`repeat` > 1 ? " — repetition \(repetition)/\(`repeat`)" : "")
+            let result = try runOnce(spec, repetition: repetition)
+            if let summaryResult = result {
+                summaries.append(summaryResult)
+                if `repeat` == 1 || format == .text {
+                    print(format.render(summaryResult, title: format == .json ? nil : title))
+                }
+            }
         }
-        print(report)
+        if let output {
+            let report = RunReport(workload: name, tracer: tracer.rawValue, repetitions: summaries)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try write(String(decoding: try encoder.encode(report), as: UTF8.self), to: output)
+        }
+    }
+
+    private func workloadSpec() throws -> WorkloadSpec {
+        let spec: WorkloadSpec
+        if let file {
+            spec = try WorkloadFile.load(file)
+        } else {
+            var o = BuiltInWorkload.Overrides()
+            o.count = count; o.interval = interval; o.tolerance = tolerance; o.handlerCost = handlerCost
+            o.threads = threads; o.rate = rate; o.bytes = bytes; o.every = every; o.cost = cost
+            spec = workload!.spec(duration: duration, o)
+        }
+        do { try spec.validate() } catch { throw Failure.input(error.description) }
+        return spec
+    }
+
+    private func describe(_ spec: WorkloadSpec) -> String {
+        "\(spec.elements.count) element\(spec.elements.count == 1 ? "" : "s") for \(spec.duration), tracer \(tracer.rawValue)"
+    }
+
+    /// One repetition: trace it with the chosen tracer and summarize; nil with --tracer none.
+    private func runOnce(_ spec: WorkloadSpec, repetition: Int) throws -> TraceSummary? {
+        let runner = WorkloadRunner(spec: spec)
+        let interrupted = InterruptFlag()
+        try? TerminationSignals.watch { signo in
+            if interrupted.set() { runner.cancel() } else { TerminationSignals.exit(reraising: signo) }
+        }
+        switch tracer {
+        case .none:
+            let progress = ProgressLine(total: spec.duration.duration, enabled: true) { "running untraced…" }
+            let outcome = runner.run()
+            progress.finish()
+            print("untraced: \(outcome.loopStatistics.iterations) iterations, \(outcome.loopStatistics.sleeps) sleeps, \(outcome.loopStatistics.timersFired) timer callouts, \(outcome.loopStatistics.sourcesHandled) sources, \(outcome.loopStatistics.blocksRun) blocks, \(outcome.produced) produced in \(outcome.elapsed)")
+            return nil
+        case .embedded:
+            let folder = traceFolder(repetition: repetition)
+            var options = EmbeddedRecorder.Options()
+            options.packetSize = 256 * 1024
+            options.packetsPerThread = max(2, bufferKib / 256)
+            options.mode = flightRecorder ? .overwrite : .discard
+            let recorder: EmbeddedRecorder
+            do {
+                recorder = try EmbeddedRecorder(directory: folder, options: options)
+                try recorder.start()
+            } catch let error as RecorderError {
+                throw Failure.input(error.description)
+            }
+            LoopEventSink.install(recorder)
+            let start = Loop.Instant.now
+            let progress = ProgressLine(total: spec.duration.duration, enabled: true) {
+                let p = recorder.progress
+                return "running… \(formatNanoseconds(UInt64(start.duration(to: .now).nanosecondsValue))) of \(spec.duration), \(p.recorded) events, \(p.lost) lost"
+            }
+            _ = runner.run()
+            progress.finish()
+            LoopEventSink.install(nil)
+            do { try recorder.stop() } catch let error as RecorderError { throw Failure.input(error.description) }
+            defer { if trace == nil { try? FileManager.default.removeItem(atPath: folder) } }
+            return try summarizeTrace(at: folder, options: analysis.summarizerOptions)
+        case .lttng:
+            return try LTTngRun.run(runner: runner, spec: spec, folder: traceFolder(repetition: repetition), keep: trace != nil,
+                                    options: analysis.summarizerOptions)
+        }
+    }
+
+    private func traceFolder(repetition: Int) -> String {
+        if let trace { return `repeat` > 1 ? "\(trace)/rep-\(repetition)" : trace }
+        return NSTemporaryDirectory() + "rlctl-run-\(getpid())-\(repetition)"
+    }
+}
+
+/// The tracer a run uses.
+enum TracerChoice: String, ExpressibleByArgument, CaseIterable {
+    case embedded, lttng, none
+}
+
+/// Set once by the first SIGINT/SIGTERM; a second one ends the process at once.
+final class InterruptFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var isSet = false
+    /// Returns true the first time.
+    func set() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if isSet { return false }
+        isSet = true
+        return true
+    }
+}
+
+extension Duration {
+    var nanosecondsValue: Int64 {
+        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
     }
 }

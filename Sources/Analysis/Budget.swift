@@ -1,0 +1,124 @@
+import Foundation
+
+/// A CI budget: one rule per line, `metric OP limit`, e.g. `timer.lateness.p99 <= 2ms`, `loop.utilization <= 0.8`,
+/// `stalls.count == 0`, `trace.lost == 0`. `#` starts a comment. Durations need a unit (ns, us, ms, s); ratios
+/// take `0.8` or `80%`; counts are whole numbers.
+public struct Budget: Sendable {
+    public struct Rule: Sendable, Equatable {
+        public var metric: String
+        public var comparison: Comparison
+        /// In the metric's base unit (ns for durations).
+        public var limit: Double
+        public var text: String
+        public var line: Int
+    }
+
+    public enum Comparison: String, Sendable, CaseIterable {
+        case lessOrEqual = "<=", less = "<", greaterOrEqual = ">=", greater = ">", equal = "==", notEqual = "!="
+
+        public func holds(_ value: Double, _ limit: Double) -> Bool {
+            switch self {
+            case .lessOrEqual: return value <= limit
+            case .less: return value < limit
+            case .greaterOrEqual: return value >= limit
+            case .greater: return value > limit
+            case .equal: return value == limit
+            case .notEqual: return value != limit
+            }
+        }
+    }
+
+    public var rules: [Rule]
+
+    /// Parses a budget; errors name the file and line.
+    public init(text: String, file: String) throws(BudgetError) {
+        rules = []
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { continue }
+            let at = "\(file):\(index + 1)"
+            guard let comparison = Comparison.allCases.sorted(by: { $0.rawValue.count > $1.rawValue.count })
+                    .first(where: { trimmed.contains($0.rawValue) }),
+                  let range = trimmed.range(of: comparison.rawValue) else {
+                throw BudgetError("\(at): expected `metric <= limit` (or <, >=, >, ==, !=), got \"\(trimmed)\"")
+            }
+            let name = trimmed[..<range.lowerBound].trimmingCharacters(in: .whitespaces)
+            let limitText = trimmed[range.upperBound...].trimmingCharacters(in: .whitespaces)
+            guard let metric = Metric.named(name) else {
+                throw BudgetError("\(at): unknown metric \"\(name)\" (rlctl check --list-metrics lists them)")
+            }
+            let limit = try Self.parseLimit(limitText, for: metric, at: at)
+            try Self.checkPossible(metric: metric, comparison: comparison, limit: limit, text: limitText, at: at)
+            rules.append(Rule(metric: name, comparison: comparison, limit: limit, text: trimmed, line: index + 1))
+        }
+        guard !rules.isEmpty else { throw BudgetError("\(file): the budget has no rules") }
+    }
+
+    static func parseLimit(_ text: String, for metric: Metric.Definition, at: String) throws(BudgetError) -> Double {
+        switch metric.unit {
+        case .duration, .rate:
+            let body = metric.unit == .rate && text.hasSuffix("/s") ? String(text.dropLast(2)) : text
+            if Double(body) != nil {
+                throw BudgetError("\(at): the limit \"\(text)\" for \(metric.name) has no unit (write e.g. \(body)ms or \(body)us)")
+            }
+            guard let value = parseDuration(body) else {
+                throw BudgetError("\(at): \"\(text)\" is not a duration (write a number and a unit: 500us, 2ms, 1s)")
+            }
+            return value
+        case .ratio:
+            if text.hasSuffix("%"), let percent = Double(text.dropLast()), percent.isFinite { return percent / 100 }
+            guard let value = Double(text), value.isFinite else { throw BudgetError("\(at): \"\(text)\" is not a ratio (write 0.8 or 80%)") }
+            return value
+        case .count:
+            guard let value = Double(text), value.isFinite, value == value.rounded() else {
+                throw BudgetError("\(at): \"\(text)\" is not a whole number (\(metric.name) is a count)")
+            }
+            return value
+        }
+    }
+
+    /// Rejects limits no measurement could meet or fail (negative durations, ratios outside 0…1, `< 0` counts).
+    static func checkPossible(metric: Metric.Definition, comparison: Comparison, limit: Double, text: String, at: String) throws(BudgetError) {
+        switch metric.unit {
+        case .duration, .count:
+            if limit < 0 { throw BudgetError("\(at): impossible limit \(text): \(metric.name) is never negative") }
+            if limit == 0 && comparison == .less { throw BudgetError("\(at): impossible rule: \(metric.name) < 0 can never hold") }
+        case .ratio:
+            if limit < 0 || limit > 1 { throw BudgetError("\(at): impossible limit \(text): \(metric.name) is between 0 and 1") }
+        case .rate:
+            if limit < 0 { throw BudgetError("\(at): impossible limit \(text): \(metric.name) is a magnitude, never negative") }
+        }
+    }
+
+    /// Checks a summary against every rule.
+    public func check(_ summary: TraceSummary) -> [Outcome] {
+        rules.map { rule in
+            let value = Metric.named(rule.metric)!.value(in: summary)
+            return Outcome(rule: rule, value: value, passed: rule.comparison.holds(value, rule.limit))
+        }
+    }
+
+    public struct Outcome: Sendable {
+        public var rule: Rule
+        public var value: Double
+        public var passed: Bool
+    }
+
+    /// Whether the budget constrains lost events (then incomplete data is its own verdict: exit 3).
+    public var constrainsLoss: Bool { rules.contains { $0.metric == "trace.lost" || $0.metric == "trace.packets_lost" } }
+}
+
+public struct BudgetError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Parses `500us`, `2ms`, `1.5s`, `10ns` into nanoseconds.
+public func parseDuration(_ text: String) -> Double? {
+    let units: [(String, Double)] = [("ns", 1), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9)]
+    for (suffix, scale) in units where text.hasSuffix(suffix) {
+        if let value = Double(text.dropLast(suffix.count)), value.isFinite { return value * scale }
+    }
+    return nil
+}

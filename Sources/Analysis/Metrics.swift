@@ -1,0 +1,87 @@
+/// The metric names budgets and comparisons use, and how to read each from a summary.
+public enum Metric {
+    /// What a metric's number means, which decides how thresholds are written and checked.
+    public enum Unit: String, Sendable {
+        /// Nanoseconds: thresholds need a unit (`2ms`).
+        case duration
+        /// A fraction from 0 to 1 (`0.8` or `80%`).
+        case ratio
+        /// A count (a plain whole number).
+        case count
+        /// Nanoseconds of lateness gained per second of run (drift); thresholds need a unit, read per second.
+        case rate
+    }
+
+    public struct Definition: Sendable {
+        public let name: String
+        public let unit: Unit
+        public let help: String
+        /// Whether a bigger value is worse (for comparisons).
+        public let higherIsWorse: Bool
+        let read: @Sendable (TraceSummary) -> Double
+    }
+
+    static let statistics = ["min", "p50", "p90", "p99", "p99.9", "max", "mean"]
+
+    private static func distribution(_ prefix: String, _ help: String, _ path: @escaping @Sendable (TraceSummary) -> DistributionSummary) -> [Definition] {
+        statistics.map { stat in
+            Definition(name: "\(prefix).\(stat)", unit: .duration, help: "\(help) (\(stat))", higherIsWorse: true) {
+                path($0).value(of: stat) ?? 0
+            }
+        }
+    }
+
+    private static func count(_ name: String, _ help: String, _ read: @escaping @Sendable (TraceSummary) -> UInt64) -> Definition {
+        Definition(name: name, unit: .count, help: help, higherIsWorse: true) { Double(read($0)) }
+    }
+
+    /// Every metric, in a stable order.
+    public static let all: [Definition] = {
+        var list: [Definition] = [
+            Definition(name: "loop.utilization", unit: .ratio, help: "busy time ÷ wall time of all loops", higherIsWorse: true) { $0.overall.utilization },
+            count("loop.iterations", "iterations of all runs") { $0.overall.iterations },
+            count("loop.runs", "runs") { $0.overall.runs },
+        ]
+        list += distribution("loop.busy_per_iteration", "busy time of one iteration") { $0.overall.busyPerIteration }
+        list += distribution("loop.sleep", "one sleep of the loop") { $0.overall.sleep }
+        list += distribution("wake.timer", "timer due → callout start") { $0.overall.wakeLatency.timer }
+        list += distribution("wake.source", "source first signal → perform") { $0.overall.wakeLatency.source }
+        list += distribution("wake.block", "block enqueue → run") { $0.overall.wakeLatency.block }
+        list += distribution("wake.port", "port send → handler") { $0.overall.wakeLatency.port }
+        list += distribution("timer.lateness", "timer lateness: actual − scheduled fire date") { $0.overall.timerLateness }
+        list += distribution("timer.beyond_tolerance", "timer lateness beyond its tolerance window") { $0.overall.timerBeyondTolerance }
+        list += [
+            count("timer.firings", "timer callouts") { $0.overall.timerFirings },
+            count("timer.missed", "grid slots skipped by repeating timers") { $0.overall.timerMissed },
+            count("timer.late_firings", "firings later than tolerance + the late threshold") { $0.overall.timerLateFirings },
+            Definition(name: "timer.within_tolerance", unit: .ratio, help: "share of firings within their tolerance window", higherIsWorse: false) { $0.overall.timerWithinTolerance },
+            Definition(name: "timer.drift.max", unit: .rate, help: "largest lateness trend of any timer (per second of run)", higherIsWorse: true) {
+                $0.timers.map { abs($0.driftNanosecondsPerSecond) }.max() ?? 0
+            },
+        ]
+        list += distribution("backlog", "work pending at a wake-up (a count, not a duration)") { $0.overall.backlogAtWakeUp }.map {
+            Definition(name: $0.name, unit: .count, help: $0.help, higherIsWorse: true, read: $0.read)
+        }
+        for kind in ["timer", "source", "descriptor", "port", "block", "observer"] {
+            list += distribution("callout.\(kind)", "duration of one \(kind) callout") { $0.overall.calloutDurations[kind] ?? DistributionSummary() }
+        }
+        list += [
+            count("stalls.count", "iterations busier than the stall threshold") { $0.overall.stalls },
+            Definition(name: "stalls.worst", unit: .duration, help: "busy time of the worst stall", higherIsWorse: true) {
+                Double($0.overall.worstStalls.first?.busyNanoseconds ?? 0)
+            },
+            count("trace.lost", "events lost by the tracer (never hidden)") { $0.health.eventsLost },
+            count("trace.packets_lost", "whole packets lost by the tracer") { $0.health.packetsLost },
+            count("trace.events", "events read") { $0.health.eventsRead },
+        ]
+        return list
+    }()
+
+    private static let byName: [String: Definition] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+
+    public static func named(_ name: String) -> Definition? { byName[name] }
+}
+
+extension Metric.Definition {
+    public func value(in summary: TraceSummary) -> Double { read(summary) }
+}

@@ -1,0 +1,98 @@
+import RunLoopCore
+
+/// Chrome trace-event JSON (the format Perfetto UI and chrome://tracing open): one track per loop thread, a
+/// slice per callout and per sleep, an instant per activity, and a utilization counter per loop.
+struct ChromeTraceWriter {
+    let out: BufferedFile
+    private var first = true
+    private var namedThreads: Set<Int32> = []
+    private var labels: [UInt64: String] = [:]
+    /// Per loop: the start of the current utilization window and the sleep inside it.
+    private var windows: [UInt64: (start: UInt64, slept: UInt64)] = [:]
+    private var origin: UInt64?
+    private static let window: UInt64 = 100_000_000   // 100 ms utilization samples
+
+    init(out: BufferedFile) {
+        self.out = out
+        out.write("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")
+    }
+
+    private mutating func emit(_ json: String) {
+        out.write(first ? json : ",\n" + json)
+        first = false
+    }
+
+    /// Microseconds since the first event, with nanosecond precision.
+    private mutating func micros(_ ns: UInt64) -> String {
+        let base = origin ?? ns
+        if origin == nil { origin = ns }
+        let delta = ns >= base ? ns - base : 0
+        return "\(delta / 1000).\(String(delta % 1000).leftPadded(3))"
+    }
+
+    mutating func write(_ event: TraceEvent) {
+        let tid = event.threadID
+        if namedThreads.insert(tid).inserted {
+            emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":\(tid),\"args\":{\"name\":\"thread \(tid)\"}}")
+        }
+        let ts = micros(event.timestamp)
+        func slice(_ phase: String, _ name: String, _ args: String = "") -> String {
+            "{\"ph\":\"\(phase)\",\"name\":\(jsonString(name)),\"cat\":\"callout\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts)\(args.isEmpty ? "" : ",\"args\":{\(args)}")}"
+        }
+        switch event.payload {
+        case .activity(let activity, let place):
+            emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"\(activity.description)\",\"cat\":\"activity\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"loop\":\(place.loopID),\"mode\":\(jsonString(place.mode)),\"iteration\":\(place.iteration),\"depth\":\(place.depth)}}")
+        case .runBegin(let loop, let mode, let timeout, _):
+            emit(slice("B", "run \(mode)", "\"loop\":\(loop),\"timeout_ns\":\(timeout)"))
+        case .runEnd(_, _, let result):
+            emit(slice("E", "run", "\"result\":\"\(result.description)\""))
+        case .timerFireBegin(_, let id, let scheduled, let tolerance, _, let missed):
+            let late = event.timestamp >= scheduled ? event.timestamp - scheduled : 0
+            emit(slice("B", labels[id].map { "timer \($0)" } ?? "timer \(id)", "\"lateness_ns\":\(late),\"tolerance_ns\":\(tolerance),\"missed\":\(missed)"))
+        case .sourcePerformBegin(_, let id, let kind, _, _):
+            emit(slice("B", labels[id].map { "\(kind.description) \($0)" } ?? "\(kind.description) \(id)"))
+        case .blockBegin(_, let id, let enqueued):
+            let waited = enqueued > 0 && event.timestamp >= enqueued ? event.timestamp - enqueued : 0
+            emit(slice("B", "block", "\"id\":\(id),\"queued_ns\":\(waited)"))
+        case .observerBegin(_, let id, let activity):
+            emit(slice("B", labels[id].map { "observer \($0)" } ?? "observer \(id)", "\"activity\":\"\(activity.description)\""))
+        case .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd:
+            emit(slice("E", ""))
+        case .wakeUp(let loop, let reason, let slept):
+            let start = event.timestamp >= slept ? event.timestamp - slept : 0
+            let startTs = micros(start)
+            emit("{\"ph\":\"X\",\"name\":\"sleep\",\"cat\":\"sleep\",\"pid\":1,\"tid\":\(tid),\"ts\":\(startTs),\"dur\":\(slept / 1000).\(String(slept % 1000).leftPadded(3)),\"args\":{\"woken_by\":\"\(reason.description)\"}}")
+            var window = windows[loop] ?? (event.timestamp, 0)
+            window.slept += slept
+            if event.timestamp - window.start >= Self.window {
+                let span = event.timestamp - window.start
+                let busy = span > window.slept ? Double(span - window.slept) / Double(span) : 0
+                emit("{\"ph\":\"C\",\"name\":\"utilization loop \(loop)\",\"pid\":1,\"ts\":\(ts),\"args\":{\"busy\":\(String(format2(busy)))}}")
+                window = (event.timestamp, 0)
+            }
+            windows[loop] = window
+        case .sourceSignal(let id):
+            emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"signal\",\"cat\":\"signal\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"source\":\(id)}}")
+        case .loopCreate(let loop, let threadID, let name):
+            emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":\(threadID),\"args\":{\"name\":\(jsonString("loop \(loop) \(name)"))}}")
+        case .itemLabel(let id, _, let label):
+            labels[id] = label
+        }
+    }
+
+    mutating func finish(health: TraceHealth) {
+        emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\(jsonString("run loops (events lost: \(health.eventsLost))"))}}")
+        out.write("\n]}\n")
+    }
+}
+
+private func format2(_ value: Double) -> String {
+    let rounded = (value * 1000).rounded() / 1000
+    return String(rounded)
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

@@ -1,0 +1,280 @@
+import Glibc
+import RunLoopCore
+import Synchronization
+
+/// Runs a ``WorkloadSpec`` on the calling thread's loop, in the default mode, for its duration.
+public final class WorkloadRunner: @unchecked Sendable {
+    public let spec: WorkloadSpec
+    private let cancelled = Atomic<Bool>(false)
+    private let loopBox = Atomic<UInt>(0)
+
+    public init(spec: WorkloadSpec) {
+        self.spec = spec
+    }
+
+    /// Ends the run early (from any thread, e.g. a SIGINT handler): producers stop and the loop returns.
+    public func cancel() {
+        cancelled.store(true, ordering: .releasing)
+        Loop.main.stop()
+        if let raw = UnsafeRawPointer(bitPattern: loopBox.load(ordering: .acquiring)) {
+            Unmanaged<Loop>.fromOpaque(raw).takeUnretainedValue().stop()
+        }
+    }
+
+    public var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+    /// What a run did, counted by the workload itself (independent of any trace).
+    public struct Outcome: Sendable {
+        public var elapsed: Duration
+        public var loopStatistics: Loop.Statistics
+        public var produced: UInt64
+    }
+
+    /// Sets everything up, runs the loop until the duration has passed, then tears it all down.
+    public func run() -> Outcome {
+        let loop = Loop.current
+        loopBox.store(UInt(bitPattern: Unmanaged.passUnretained(loop).toOpaque()), ordering: .releasing)
+        let deadline = Loop.Instant.now.advanced(by: spec.duration.duration)
+        let produced = Counter()
+        let stop: @Sendable () -> Bool = { [self] in self.isCancelled }
+        var teardowns: [() -> Void] = []
+        for (index, element) in spec.elements.enumerated() {
+            teardowns.append(Self.start(element, index: index, loop: loop, until: Deadline(at: deadline, cancelled: stop), produced: produced))
+        }
+        // A source that is never signalled keeps the default mode alive for the whole duration.
+        let keepAlive = LoopSource(label: "workload-keepalive") {}
+        loop.add(keepAlive, forMode: .default)
+        let before = loop.statistics
+        let start = Loop.Instant.now
+        while Loop.Instant.now < deadline && !isCancelled {
+            let remaining = Loop.Instant.now.duration(to: deadline)
+            if loop.run(mode: .default, timeout: max(remaining, .zero)) == .finished { break }
+        }
+        let elapsed = start.duration(to: .now)
+        for teardown in teardowns { teardown() }
+        keepAlive.invalidate()
+        // Let queued blocks and messages of the last moment drain, so producers never block on a full port.
+        loop.run(mode: .default, timeout: .zero)
+        var statistics = loop.statistics
+        statistics.iterations -= before.iterations
+        statistics.sleeps -= before.sleeps
+        statistics.runs -= before.runs
+        return Outcome(elapsed: elapsed, loopStatistics: statistics, produced: produced.value)
+    }
+
+    // ===== elements =====
+
+    private static func start(_ element: WorkloadSpec.Element, index: Int, loop: Loop, until deadline: Deadline,
+                              produced: Counter) -> () -> Void {
+        switch element {
+        case .timers(let spec): return startTimers(spec, index: index, loop: loop)
+        case .jank(let spec): return startJank(spec, index: index, loop: loop)
+        case .modes(let spec): return startModes(spec, index: index, loop: loop)
+        case .sources(let spec): return startSources(spec, index: index, loop: loop, until: deadline, produced: produced)
+        case .blocks(let spec): return startBlocks(spec, loop: loop, until: deadline, produced: produced)
+        case .ports(let spec): return startPorts(spec, index: index, loop: loop, until: deadline, produced: produced)
+        case .io(let spec): return startIO(spec, index: index, loop: loop, until: deadline, produced: produced)
+        }
+    }
+
+    private static func startTimers(_ spec: WorkloadSpec.Timers, index: Int, loop: Loop) -> () -> Void {
+        let start = Loop.Instant.now.advanced(by: .milliseconds(2))
+        let step = spec.interval.nanoseconds / Int64(spec.count)
+        let cost = spec.handlerCost.duration
+        let timers = (0..<spec.count).map { n in
+            LoopTimer(fireAt: start.advanced(by: .nanoseconds(step * Int64(n))), interval: spec.interval.duration,
+                      tolerance: spec.tolerance.duration, label: "timer-\(index + 1).\(n + 1)") { _ in burn(cost) }
+        }
+        for timer in timers { loop.add(timer, forMode: .default) }
+        return { timers.forEach { $0.invalidate() } }
+    }
+
+    private static func startJank(_ spec: WorkloadSpec.Jank, index: Int, loop: Loop) -> () -> Void {
+        var count = 0
+        let every = spec.every, cost = spec.cost.duration
+        let timer = LoopTimer(after: spec.interval.duration, interval: spec.interval.duration, label: "jank-\(index + 1)") { _ in
+            count += 1
+            if count % every == 0 { burn(cost) }
+        }
+        loop.add(timer, forMode: .default)
+        return { timer.invalidate() }
+    }
+
+    private static func startModes(_ spec: WorkloadSpec.Modes, index: Int, loop: Loop) -> () -> Void {
+        let modal: Loop.Mode = "rlctl.modal"
+        loop.addCommonMode(modal)
+        let everywhere = LoopTimer(after: spec.interval.duration, interval: spec.interval.duration, label: "common-timer-\(index + 1)") { _ in }
+        let defaultOnly = LoopTimer(after: spec.interval.duration, interval: spec.interval.duration, label: "default-timer-\(index + 1)") { _ in }
+        let hold = spec.hold.duration
+        let modalSource = LoopSource(label: "modal-keepalive-\(index + 1)") {}
+        loop.add(modalSource, forMode: modal)
+        let switcher = LoopTimer(after: spec.period.duration, interval: spec.period.duration, label: "mode-switch-\(index + 1)") { _ in
+            // A modal session, as a menu tracking loop would run one: nested, in another mode.
+            loop.run(mode: modal, timeout: hold)
+        }
+        loop.add(everywhere, forMode: .common)
+        loop.add(defaultOnly, forMode: .default)
+        loop.add(switcher, forMode: .default)
+        return {
+            everywhere.invalidate()
+            defaultOnly.invalidate()
+            switcher.invalidate()
+            modalSource.invalidate()
+        }
+    }
+
+    private static func startSources(_ spec: WorkloadSpec.Producers, index: Int, loop: Loop, until deadline: Deadline,
+                                     produced: Counter) -> () -> Void {
+        let cost = spec.handlerCost.duration
+        let sources = (0..<spec.threads).map { n in LoopSource(label: "source-\(index + 1).\(n + 1)") { burn(cost) } }
+        for source in sources { loop.add(source, forMode: .default) }
+        let producers = sources.map { source in
+            Producer(rate: spec.rate, until: deadline) {
+                source.signalAndWakeUp()
+                produced.add()
+            }
+        }
+        return {
+            producers.forEach { $0.join() }
+            sources.forEach { $0.invalidate() }
+        }
+    }
+
+    private static func startBlocks(_ spec: WorkloadSpec.Producers, loop: Loop, until deadline: Deadline,
+                                    produced: Counter) -> () -> Void {
+        let cost = spec.handlerCost.duration
+        let producers = (0..<spec.threads).map { _ in
+            Producer(rate: spec.rate, until: deadline) {
+                loop.perform { burn(cost) }
+                produced.add()
+            }
+        }
+        return { producers.forEach { $0.join() } }
+    }
+
+    private static func startPorts(_ spec: WorkloadSpec.Producers, index: Int, loop: Loop, until deadline: Deadline,
+                                   produced: Counter) -> () -> Void {
+        let cost = spec.handlerCost.duration
+        let port = LoopPort(capacity: 4096, label: "port-\(index + 1)") { _, message in
+            burn(cost)
+            try? message.replyPort?.send(msgid: message.msgid, data: [])
+        }
+        loop.add(port, forMode: .default)
+        let payload = [UInt8](repeating: 0x5A, count: spec.bytes)
+        let producers = (0..<spec.threads).map { n in
+            Producer(rate: spec.rate, until: deadline) {
+                // Request/reply: the producer waits for the loop's answer, as a client of a service would.
+                if (try? port.sendRequest(msgid: Int32(n), data: payload, sendTimeout: .seconds(1), receiveTimeout: .seconds(1))) != nil {
+                    produced.add()
+                }
+            }
+        }
+        return {
+            // Producers may be waiting for replies: keep serving the port until they are done.
+            while producers.contains(where: { !$0.isDone }) { loop.run(mode: .default, timeout: .milliseconds(5)) }
+            producers.forEach { $0.join() }
+            port.invalidate()
+        }
+    }
+
+    private static func startIO(_ spec: WorkloadSpec.Producers, index: Int, loop: Loop, until deadline: Deadline,
+                                produced: Counter) -> () -> Void {
+        var pairs: [(Int32, Int32)] = []
+        var sources: [DescriptorSource] = []
+        let cost = spec.handlerCost.duration
+        for n in 0..<spec.threads {
+            var fds: [Int32] = [0, 0]
+            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { continue }
+            _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
+            pairs.append((fds[0], fds[1]))
+            let source = DescriptorSource(fileDescriptor: fds[0], label: "socket-\(index + 1).\(n + 1)") { source, _ in
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                while read(source.fileDescriptor, &buffer, buffer.count) > 0 {}
+                burn(cost)
+            }
+            loop.add(source, forMode: .default)
+            sources.append(source)
+        }
+        let payload = [UInt8](repeating: 0xA5, count: max(spec.bytes, 1))
+        let producers = pairs.map { pair in
+            Producer(rate: spec.rate, until: deadline) {
+                if write(pair.1, payload, payload.count) > 0 { produced.add() }
+            }
+        }
+        return {
+            producers.forEach { $0.join() }
+            sources.forEach { $0.invalidate() }
+            for (a, b) in pairs { close(a); close(b) }
+        }
+    }
+}
+
+/// Spins for `cost` to simulate a handler's work.
+public func burn(_ cost: Duration) {
+    guard cost > .zero else { return }
+    let end = Loop.Instant.now.advanced(by: cost)
+    while Loop.Instant.now < end {}
+}
+
+/// A count shared by producer threads.
+final class Counter: Sendable {
+    private let storage = Atomic<UInt64>(0)
+    func add() { storage.add(1, ordering: .relaxed) }
+    var value: UInt64 { storage.load(ordering: .relaxed) }
+}
+
+/// A thread that calls `body` at `rate` per second (0: back to back) until the deadline.
+final class Producer: @unchecked Sendable {
+    private var thread = pthread_t()
+    private let body: () -> Void
+    private let rate: Double
+    private let deadline: Deadline
+    private let done = Atomic<Bool>(false)
+
+    init(rate: Double, until deadline: Deadline, _ body: @escaping () -> Void) {
+        self.body = body
+        self.rate = rate
+        self.deadline = deadline
+        let rc = pthread_create(&thread, nil, { raw in
+            let me = Unmanaged<Producer>.fromOpaque(raw!).takeRetainedValue()
+            me.loop()
+            return nil
+        }, Unmanaged.passRetained(self).toOpaque())
+        precondition(rc == 0, "rlctl: cannot start a producer thread (pthread_create: \(rc))")
+    }
+
+    var isDone: Bool { done.load(ordering: .acquiring) }
+
+    private func loop() {
+        defer { done.store(true, ordering: .releasing) }
+        guard rate > 0 else {
+            while !deadline.passed { for _ in 0..<64 { body() } }
+            return
+        }
+        // Paced on a grid, so sleeping late does not lower the rate.
+        let step = UInt64(1e9 / rate)
+        var next = Loop.Instant.now.nanoseconds
+        while !deadline.passed {
+            body()
+            next += step
+            let now = Loop.Instant.now.nanoseconds
+            if next > now {
+                var pause = timespec(tv_sec: Int((next - now) / 1_000_000_000), tv_nsec: Int((next - now) % 1_000_000_000))
+                nanosleep(&pause, nil)
+            } else if now - next > 100 * step {
+                next = now   // far behind: do not try to catch up in a burst
+            }
+        }
+    }
+
+    func join() {
+        pthread_join(thread, nil)
+    }
+}
+
+/// When producers stop: at the run's end, or earlier when the run is cancelled.
+struct Deadline {
+    let at: Loop.Instant
+    let cancelled: @Sendable () -> Bool
+    var passed: Bool { Loop.Instant.now >= at || cancelled() }
+}

@@ -1,0 +1,44 @@
+import Analysis
+import ArgumentParser
+import Workloads
+
+extension DurationValue: ExpressibleByArgument {
+    public init?(argument: String) {
+        self.init(parsing: argument)
+        if nanoseconds < 0 { return nil }
+    }
+}
+
+/// How a summary is printed.
+enum SummaryFormat: String, ExpressibleByArgument, CaseIterable {
+    case text, json, markdown
+}
+
+/// The thresholds every command that summarizes a trace shares.
+struct AnalysisOptions: ParsableArguments {
+    @Option(help: "Iterations busier than this are stalls, e.g. 16ms.")
+    var stall: DurationValue = .milliseconds(16)
+
+    @Option(help: "A timer this much later than its tolerance is late and gets a cause, e.g. 1ms.")
+    var late: DurationValue = .milliseconds(1)
+
+    var summarizerOptions: TraceSummarizer.Options {
+        var options = TraceSummarizer.Options()
+        options.stallThreshold = UInt64(stall.nanoseconds)
+        options.lateThreshold = UInt64(late.nanoseconds)
+        return options
+    }
+
+}
+
+extension SummaryFormat {
+    func render(_ summary: TraceSummary, title: String?) -> String {
+        switch self {
+        case .text: return SummaryReport.text(summary, title: title)
+        case .json: return SummaryReport.json(summary)
+        case .markdown: return SummaryReport.markdown(summary, title: title)
+        }
+    }
+}
+
+extension BuiltInWorkload: ExpressibleByArgument {}

@@ -1,0 +1,36 @@
+import Foundation
+import Workloads
+import Yams
+
+/// Reads a workload file: JSON (`.json`) or YAML (anything else).
+enum WorkloadFile {
+    static func load(_ path: String) throws -> WorkloadSpec {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw Failure.input("\(path): no such workload file (or it cannot be read)")
+        }
+        do {
+            if path.hasSuffix(".json") {
+                return try JSONDecoder().decode(WorkloadSpec.self, from: data)
+            }
+            return try YAMLDecoder().decode(WorkloadSpec.self, from: String(decoding: data, as: UTF8.self))
+        } catch let error as DecodingError {
+            throw Failure.input("\(path): \(describe(error))")
+        } catch {
+            throw Failure.input("\(path): not valid \(path.hasSuffix(".json") ? "JSON" : "YAML"): \(String(describing: error).split(separator: "\n").first ?? "")")
+        }
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            return keys.isEmpty ? "" : " at \(keys)"
+        }
+        switch error {
+        case .dataCorrupted(let context): return context.debugDescription + path(context)
+        case .keyNotFound(let key, let context): return "missing \"\(key.stringValue)\"" + path(context)
+        case .typeMismatch(let type, let context): return "expected \(type)" + path(context) + " (\(context.debugDescription))"
+        case .valueNotFound(let type, let context): return "missing \(type) value" + path(context)
+        @unknown default: return "\(error)"
+        }
+    }
+}
