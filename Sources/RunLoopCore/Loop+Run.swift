@@ -77,7 +77,10 @@ extension Loop {
     private func beginRun(mode: Mode, deadline: UInt64, pollsOnly: Bool, returnAfterSourceHandled: Bool) -> RunFrame? {
         lock.lock()
         defer { lock.unlock() }
-        guard !isTornDown, mode != .common, let state = modes[mode], !isEmpty(state) else { return nil }
+        guard !isTornDown, mode != .common else { return nil }
+        // A mode never used holds no item, but a block performed for it keeps it alive (and so creates it).
+        let existing = modes[mode] ?? (blocks.hasBlock(for: mode, modeIsCommon: commonModeSet.contains(mode)) ? modeState(mode) : nil)
+        guard let state = existing, !isEmpty(state) else { return nil }
         let frame = framePool.popLast() ?? RunFrame()
         frame.begin(state: state, deadline: deadline, pollsOnly: pollsOnly,
                     returnAfterSourceHandled: returnAfterSourceHandled, depth: UInt32(runStack.count + 1))
@@ -101,8 +104,7 @@ extension Loop {
     /// A mode is empty when it holds no source, port or timer and no block pending for it (lock held).
     func isEmpty(_ state: ModeState) -> Bool {
         guard state.hasNoItems else { return false }
-        let modeIsCommon = commonModeSet.contains(state.mode)
-        return !blocks.contains { $0.modes.admits(state.mode, modeIsCommon: modeIsCommon) }
+        return !blocks.hasBlock(for: state.mode, modeIsCommon: commonModeSet.contains(state.mode))
     }
 
     /// Better than CF: a mode that became empty during the iteration ends the run instead of sleeping until the

@@ -34,14 +34,8 @@ extension Loop {
     /// Blocks queued meanwhile wait for the next pass.
     @discardableResult
     func doBlocks(_ frame: RunFrame) -> Bool {
-        lock.lock()
-        if blocks.isEmpty {
-            lock.unlock()
-            return false
-        }
-        swap(&blocks, &frame.blocks)
-        let modeIsCommon = commonModeSet.contains(frame.mode)
-        lock.unlock()
+        guard blocks.takeAll(into: &frame.blocks) else { return false }
+        let modeIsCommon = lock.withLock { commonModeSet.contains(frame.mode) }
 
         var ran = false
         while let block = frame.blocks.popFirst() {
@@ -60,9 +54,7 @@ extension Loop {
             ran = true
         }
         if !frame.leftoverBlocks.isEmpty {
-            lock.withLock {
-                for block in frame.leftoverBlocks.reversed() { blocks.prepend(block) }
-            }
+            blocks.putBack(frame.leftoverBlocks)
             frame.leftoverBlocks.removeAll(keepingCapacity: true)
         }
         return ran

@@ -42,13 +42,13 @@ public final class Loop: @unchecked Sendable {
     /// Guards everything marked "guarded by lock" below, and the scheduling state of items bound to this loop.
     let lock = ConditionLock()
     let selector: Selector
+    let blocks = BlockQueue()
 
     // Guarded by lock.
     var modes: [Mode: ModeState] = [:]
     var commonModeSet: Set<Mode> = [.default]
     var commonItems: [any ModeItem] = []
     var commonItemIDs: Set<ObjectIdentifier> = []
-    var blocks = Deque<PendingBlock>()
     var runStack: [RunFrame] = []
     var framePool: [RunFrame] = []
     /// The mode the loop sleeps in, while it sleeps (step 7), so other threads can re-arm its timer.
@@ -173,14 +173,20 @@ public final class Loop: @unchecked Sendable {
     /// Queues a block to run on the loop's thread in the given modes (the common token allowed, resolved when it
     /// runs). Blocks run in FIFO order; a pending block keeps its mode alive. This wakes the loop, so a block
     /// never waits for an unrelated event.
-    public func perform(inModes modes: [Mode] = [.common], _ block: @escaping @Sendable () -> Void) {
+    public func perform(inModes modes: [Mode], _ block: @escaping @Sendable () -> Void) {
         requireUsage(!modes.isEmpty, "Loop.perform(inModes:): name at least one mode (or .common)")
-        // Ids and enqueue times cost a clock read, so only when a tracer is listening.
-        if LoopEventSink.current != nil {
-            enqueue(PendingBlock(modes: BlockModes(modes), body: block, id: Sequence.next(), enqueuedAt: monotonicNanoseconds()))
-        } else {
-            enqueue(PendingBlock(modes: BlockModes(modes), body: block))
-        }
+        enqueue(BlockModes(modes), block)
+    }
+
+    /// Queues a block for the common modes; see ``perform(inModes:_:)``.
+    public func perform(_ block: @escaping @Sendable () -> Void) {
+        // Its own entry point so the commonest call builds no array (one allocation per block less).
+        enqueue(.common, block)
+    }
+
+    /// Queues a block for one mode (or the common token); see ``perform(inModes:_:)``.
+    public func perform(inMode mode: Mode, _ block: @escaping @Sendable () -> Void) {
+        enqueue(mode == .common ? .common : .one(mode), block)
     }
 
     /// Runs `block` after `delay` in the given modes, on top of a one-shot timer.
@@ -194,15 +200,14 @@ public final class Loop: @unchecked Sendable {
         return timer
     }
 
-    func enqueue(_ block: PendingBlock) {
-        let accepted: Bool = lock.withLock {
-            guard !isTornDown else { return false }
-            blocks.append(block)
-            return true
-        }
+    private func enqueue(_ modes: BlockModes, _ body: @escaping @Sendable () -> Void) {
+        // Ids and enqueue times cost a clock read, so only when a tracer is listening.
+        let block = LoopEventSink.current == nil
+            ? PendingBlock(modes: modes, body: body)
+            : PendingBlock(modes: modes, body: body, id: Sequence.next(), enqueuedAt: monotonicNanoseconds())
         // Also from the loop's own thread: a block queued by a callout must not wait for an unrelated wake-up
         // while the loop sleeps. wakeUp() is coalesced, so a burst of performs costs one eventfd write.
-        if accepted { wakeUp() }
+        if blocks.append(block) { wakeUp() }
     }
 
     /// Called by a port scheduled here when a message arrives.
@@ -216,7 +221,7 @@ public final class Loop: @unchecked Sendable {
     /// timers and every other item, and closes the kernel descriptors.
     func threadDidExit() {
         var cancels: [(LoopSource, Mode)] = []
-        var dropped = Deque<PendingBlock>()
+        var dropped = blocks.close()
         lock.withLock {
             isTornDown = true
             for state in modes.values {
@@ -228,7 +233,6 @@ public final class Loop: @unchecked Sendable {
             for item in commonItems { item.removeFromAllModes(loop: self) }
             commonItems.removeAll()
             commonItemIDs.removeAll()
-            swap(&dropped, &blocks)
             for state in modes.values { state.waitSet.close() }
             modes.removeAll()
             framePool.removeAll()

@@ -83,4 +83,21 @@ import Testing
         let woke = background.loop.statistics.sleeps - before
         #expect(woke >= 1 && woke < 10_000)
     }
+
+    @Test func aBlockKeepsANeverUsedModeAlive() {
+        // Regression (benchmark finding): a fresh loop's first run must see a block performed for its mode.
+        let (trace, result) = onNewThread { () -> (String, Loop.RunResult) in
+            let loop = Loop.current
+            let log = TraceLog()
+            loop.perform { log.append("B1") }
+            loop.perform(inMode: "fresh") { log.append("B2") }
+            let first = loop.run(mode: .default, timeout: .seconds(1))
+            log.append("\(first)")
+            let second = loop.run(mode: "fresh", timeout: .seconds(1))
+            return (log.text, second)
+        }
+        #expect(trace == "B1 finished B2")
+        #expect(result == .finished)
+    }
 }
+
