@@ -43,6 +43,15 @@ open class LoopEventSink: @unchecked Sendable {
         public let modeCString: UnsafePointer<CChar>
         public let depth: UInt32
         public let iteration: UInt64
+
+        /// For tracers' own tests and benchmarks; loops make their contexts themselves.
+        public init(loopID: UInt64, mode: Loop.Mode, modeCString: UnsafePointer<CChar>, depth: UInt32, iteration: UInt64) {
+            self.loopID = loopID
+            self.mode = mode
+            self.modeCString = modeCString
+            self.depth = depth
+            self.iteration = iteration
+        }
     }
 
     open func loopCreated(loopID: UInt64, threadID: Int32, name: String) {}

@@ -96,7 +96,7 @@ public final class LoopPort: @unchecked Sendable {
 
     // ===== naming =====
 
-    private static let registry = Mutex<[String: LoopPort]>([:])
+    private static let registry = PortRegistry()
 
     /// Registers the port under `name`, unique in this process, until the port is invalidated.
     /// - Throws: ``Failure/nameInUse(_:)`` when another valid port has the name, ``Failure/invalidPort``.
@@ -235,5 +235,17 @@ public final class LoopPort: @unchecked Sendable {
         guard let timeout else { return nil }
         requireUsage(timeout >= .zero, "LoopPort: the \(what) must not be negative (got \(timeout))")
         return Loop.Instant.now.advanced(by: timeout).nanoseconds
+    }
+}
+
+/// The process's named ports, under a pthread mutex (visible to ThreadSanitizer).
+final class PortRegistry: @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var table: [String: LoopPort] = [:]
+
+    func withLock<T>(_ body: (inout [String: LoopPort]) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&table)
     }
 }
