@@ -36,6 +36,14 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: dependencies,
     targets: [
+        // Tracing's cost per event and trace-reading throughput.
+        .executableTarget(
+            name: "tracebench",
+            dependencies: [
+                .product(name: "RunLoopCore", package: "rlctl"),
+                .product(name: "Tracing", package: "rlctl"),
+            ]
+        ),
         // timerfd, eventfd, epoll and RUSAGE_THREAD for the raw floors and the idle measurement.
         .target(name: "CBenchSupport"),
         .executableTarget(name: "rlbench", dependencies: benchmarkDependencies),

@@ -9,9 +9,8 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a workload on RunLoopCore, trace it, and print what its loop did.",
         discussion: """
-        Traces with the embedded recorder by default (no tracer needed); --tracer lttng records into a real LTTng \
-        session, --tracer none runs untraced (to measure tracing's own overhead). Ctrl-C ends the run early and \
-        still summarizes a complete trace.
+        Traces with the embedded recorder by default (no tracer needed); --tracer none runs untraced (to measure \
+        tracing's own overhead). Ctrl-C ends the run early and still summarizes a complete trace.
 
         Examples:
           rlctl run timers --count 50 --interval 1ms --duration 5s
@@ -40,7 +39,7 @@ struct Run: ParsableCommand {
     @Option(help: "jank: every how many frames a callout burns CPU.") var every: Int?
     @Option(help: "jank: how much CPU that callout burns, e.g. 25ms.") var cost: DurationValue?
 
-    @Option(help: "embedded (default), lttng, or none.")
+    @Option(help: "embedded (default) or none.")
     var tracer: TracerChoice = .embedded
 
     @Option(help: "Keep the trace in this folder (with --repeat, one subfolder per repetition).")
@@ -151,9 +150,6 @@ struct Run: ParsableCommand {
             do { try recorder.stop() } catch let error as RecorderError { throw Failure.input(error.description) }
             defer { if trace == nil { try? FileManager.default.removeItem(atPath: folder) } }
             return try summarizeTrace(at: folder, options: analysis.summarizerOptions)
-        case .lttng:
-            return try LTTngRun.run(runner: runner, spec: spec, folder: traceFolder(repetition: repetition), keep: trace != nil,
-                                    options: analysis.summarizerOptions)
         }
     }
 
@@ -165,7 +161,7 @@ struct Run: ParsableCommand {
 
 /// The tracer a run uses.
 enum TracerChoice: String, ExpressibleByArgument, CaseIterable {
-    case embedded, lttng, none
+    case embedded, none
 }
 
 /// Set once by the first SIGINT/SIGTERM; a second one ends the process at once.

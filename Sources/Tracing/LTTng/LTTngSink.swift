@@ -1,0 +1,116 @@
+import CRunLoopTracepoints
+import RunLoopCore
+
+/// Forwards every loop event to the `runloop` LTTng-UST tracepoints (`runloop:entry`, `runloop:timer_fire_begin`, …).
+///
+/// Install it like any sink; events reach a trace only while an LTTng session enables them:
+/// ```swift
+/// LoopEventSink.install(LTTngSink())
+/// // lttng create demo && lttng enable-event -u 'runloop:*' && lttng add-context -u -t vtid && lttng start
+/// ```
+/// While no session enables an event, each callback costs its dynamic call, two loads and a branch: the
+/// tracepoint's `state` word is read inline (`rl_tp_enabled`), and only an enabled event calls into C, where
+/// `lttng_ust_tracepoint_enabled()` / `lttng_ust_do_tracepoint()` record it. Mode names go to LTTng as the loop's
+/// own C string (``LoopEventSink/Context/modeCString``), with no conversion per event.
+///
+/// In a build without LTTng-UST (see `docs/lttng.md`) the sink still works and records nothing;
+/// ``isCompiledIn`` tells which build this is.
+public final class LTTngSink: LoopEventSink, @unchecked Sendable {
+    public override init() {}
+
+    /// Whether this build contains the `runloop` tracepoint provider (liblttng-ust-dev was found at build time
+    /// and `RLCTL_DISABLE_LTTNG` was not set). When false, the sink records nothing.
+    public static var isCompiledIn: Bool { rl_trace_compiled_in() != 0 }
+
+    /// How many `runloop` events an LTTng session enables in this process right now (0 without a session, or
+    /// when not compiled in). LTTng enables events asynchronously after `lttng enable-event`/`lttng start`.
+    public static var enabledEventCount: Int { Int(rl_trace_enabled_count()) }
+
+    /// Whether an LTTng session records `runloop` events in this process right now.
+    public static var isRecording: Bool { enabledEventCount > 0 }
+
+    /// Whether a session records this activity's event right now.
+    public static func isEnabled(_ activity: Loop.Activity) -> Bool {
+        rl_tp_activity_enabled(UInt64(activity.rawValue)) != 0
+    }
+
+    // ===== events =====
+
+    public override func loopCreated(loopID: UInt64, threadID: Int32, name: String) {
+        guard rl_tp_enabled(RL_TP_LOOP_CREATE) != 0 else { return }
+        name.withCString { rl_trace_loop_create(loopID, threadID, $0) }
+    }
+
+    public override func itemLabeled(id: UInt64, kind: ItemKind, label: String) {
+        guard rl_tp_enabled(RL_TP_ITEM_LABEL) != 0 else { return }
+        label.withCString { rl_trace_item_label(id, kind.rawValue, $0) }
+    }
+
+    public override func activity(_ activity: Loop.Activity, _ context: Context) {
+        guard rl_tp_activity_enabled(UInt64(activity.rawValue)) != 0 else { return }
+        rl_trace_activity(UInt64(activity.rawValue), context.loopID, context.modeCString, context.iteration, context.depth)
+    }
+
+    public override func runBegin(_ context: Context, timeoutNanoseconds: UInt64, returnAfterSourceHandled: Bool) {
+        guard rl_tp_enabled(RL_TP_RUN_BEGIN) != 0 else { return }
+        rl_trace_run_begin(context.loopID, context.modeCString, timeoutNanoseconds, returnAfterSourceHandled ? 1 : 0)
+    }
+
+    public override func runEnd(_ context: Context, result: Loop.RunResult) {
+        guard rl_tp_enabled(RL_TP_RUN_END) != 0 else { return }
+        rl_trace_run_end(context.loopID, context.modeCString, UInt8(truncatingIfNeeded: result.traceValue))
+    }
+
+    public override func timerFireBegin(_ context: Context, timerID: UInt64, scheduled: UInt64, tolerance: UInt64,
+                                        interval: UInt64, missed: UInt64) {
+        guard rl_tp_enabled(RL_TP_TIMER_FIRE_BEGIN) != 0 else { return }
+        rl_trace_timer_fire_begin(context.loopID, timerID, scheduled, tolerance, interval, missed)
+    }
+
+    public override func timerFireEnd(_ context: Context, timerID: UInt64) {
+        guard rl_tp_enabled(RL_TP_TIMER_FIRE_END) != 0 else { return }
+        rl_trace_timer_fire_end(context.loopID, timerID)
+    }
+
+    /// On the signalling thread; LTTng stamps the event itself, so `time` is not recorded twice.
+    public override func sourceSignaled(sourceID: UInt64, at time: UInt64) {
+        guard rl_tp_enabled(RL_TP_SOURCE_SIGNAL) != 0 else { return }
+        rl_trace_source_signal(sourceID)
+    }
+
+    public override func sourcePerformBegin(_ context: Context, sourceID: UInt64, kind: SourceKind, order: Int,
+                                            signaled: UInt64) {
+        guard rl_tp_enabled(RL_TP_SOURCE_PERFORM_BEGIN) != 0 else { return }
+        rl_trace_source_perform_begin(context.loopID, sourceID, kind.rawValue, Int64(order), signaled)
+    }
+
+    public override func sourcePerformEnd(_ context: Context, sourceID: UInt64) {
+        guard rl_tp_enabled(RL_TP_SOURCE_PERFORM_END) != 0 else { return }
+        rl_trace_source_perform_end(context.loopID, sourceID)
+    }
+
+    public override func blockBegin(_ context: Context, blockID: UInt64, enqueued: UInt64) {
+        guard rl_tp_enabled(RL_TP_BLOCK_BEGIN) != 0 else { return }
+        rl_trace_block_begin(context.loopID, blockID, enqueued)
+    }
+
+    public override func blockEnd(_ context: Context, blockID: UInt64) {
+        guard rl_tp_enabled(RL_TP_BLOCK_END) != 0 else { return }
+        rl_trace_block_end(context.loopID, blockID)
+    }
+
+    public override func observerBegin(_ context: Context, observerID: UInt64, activity: Loop.Activity) {
+        guard rl_tp_enabled(RL_TP_OBSERVER_BEGIN) != 0 else { return }
+        rl_trace_observer_begin(context.loopID, observerID, UInt8(truncatingIfNeeded: activity.rawValue))
+    }
+
+    public override func observerEnd(_ context: Context, observerID: UInt64) {
+        guard rl_tp_enabled(RL_TP_OBSERVER_END) != 0 else { return }
+        rl_trace_observer_end(context.loopID, observerID)
+    }
+
+    public override func wakeUp(_ context: Context, reason: Loop.WakeReason, slept: UInt64) {
+        guard rl_tp_enabled(RL_TP_WAKEUP) != 0 else { return }
+        rl_trace_wakeup(context.loopID, reason.rawValue, slept)
+    }
+}

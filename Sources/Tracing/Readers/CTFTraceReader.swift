@@ -1,0 +1,373 @@
+import CBabeltrace2
+import Foundation
+import Glibc
+import RunLoopCore
+
+/// Reads CTF 1.8 traces with `runloop` events through libbabeltrace2: LTTng session output and any other CTF
+/// trace whose events are named `runloop:<event>` or `<event>` with the provider's field names (the embedded
+/// recorder's traces among them).
+///
+/// ```swift
+/// var reader = try CTFTraceReader(path: "/tmp/my-session")      // an LTTng output folder, or a trace folder
+/// while let event = try reader.next() { … }
+/// print(reader.health)                                          // discarded events and packets, never hidden
+/// ```
+///
+/// - The path may be an LTTng session's output folder: every CTF trace below it (a folder with a `metadata`
+///   file, such as `ust/uid/0/64-bit`) is read, all merged into one timestamp-ordered sequence (babeltrace2's
+///   muxer).
+/// - Events are mapped by event name and field names, not by position; other events are skipped. The thread
+///   is the `vtid` context field (LTTng's `add-context -t vtid`), else a packet-context `tid`, else 0.
+///   Timestamps are the clock's value in ns (CLOCK_MONOTONIC for LTTng and the recorder), without its offset.
+/// - Discarded-events and discarded-packets notifications go into ``health`` with their time window.
+/// - A missing path, a folder without a trace, or a truncated or corrupt trace throws a ``TraceReadError``
+///   naming the file (and byte offset when known), with babeltrace2's explanation; babeltrace2 prints nothing.
+/// - Reading is incremental: one batch of messages is in memory at a time.
+/// - libbabeltrace2 runs in a child process (this executable, started again with `RLCTL_CTF_READER_CHILD=1`;
+///   `CBabeltrace2` takes over before `main`) and sends its batches through a pipe: libbabeltrace2 2.0 aborts
+///   on some corrupt traces, and that must be an error here, not a crash. Two checks it lacks (a truncated
+///   packetized metadata file, a packet index pointing past its stream) are made before it starts.
+/// - Built without libbabeltrace2 (see `docs/lttng.md`), `init` throws a `TraceReadError` saying so.
+///
+/// A reader is used from one thread at a time; readers on different threads are independent.
+public final class CTFTraceReader: TraceEventReader {
+    /// Whether this build can read CTF traces (libbabeltrace2 was found at build time and
+    /// `RLCTL_DISABLE_BABELTRACE2` was not set).
+    public static var isAvailable: Bool { rl_ctf_available() != 0 }
+
+    /// The path the reader was opened with.
+    public let path: String
+    /// The trace folders being read (absolute paths).
+    public let traceDirectories: [String]
+    public private(set) var health = TraceHealth()
+
+    private var handle: OpaquePointer?
+    private var records: UnsafePointer<rl_ctf_record>?
+    private var recordCount = 0
+    private var position = 0
+    private var finished = false
+    private var failure: TraceReadError?
+    private var texts = TextCache()
+
+    /// How long babeltrace2 may go without producing anything before the read is abandoned with an error.
+    public let stallTimeout: Duration
+
+    /// Opens the trace(s) at `path`: a trace folder, a folder above trace folders, or a `metadata` file.
+    /// - Parameter stallTimeout: how long decoding may make no progress (babeltrace2 runs in a child process,
+    ///   which is stopped then); generous by default, since opening a large trace without an index takes time.
+    public init(path: String, stallTimeout: Duration = .seconds(120)) throws(TraceReadError) {
+        self.path = path
+        self.stallTimeout = stallTimeout
+        guard Self.isAvailable else {
+            throw TraceReadError(path: path, reason: "rlctl was built without libbabeltrace2, so it cannot read CTF (LTTng) traces: install libbabeltrace2-dev and babeltrace2 (scripts/install-deps.sh) and rebuild")
+        }
+        traceDirectories = try CTFTraceFolders.find(at: path)
+        for directory in traceDirectories {
+            try CTFPreflight.check(traceDirectory: directory)
+        }
+        handle = try Self.open(traceDirectories, reportedPath: path, stallTimeout: stallTimeout)
+    }
+
+    deinit {
+        rl_ctf_reader_close(handle)
+    }
+
+    /// The next `runloop` event in timestamp order, nil at the end.
+    public func next() throws(TraceReadError) -> TraceEvent? {
+        while true {
+            while position < recordCount, let records {
+                let record = records[position]
+                position += 1
+                if record.kind == RL_CTF_RECORD_EVENT.rawValue {
+                    do {
+                        let event = try decode(record)
+                        health.eventsRead += 1
+                        return event
+                    } catch {
+                        failure = error    // a corrupt trace stays unreadable from here on
+                        throw error
+                    }
+                }
+                account(loss: record)
+            }
+            if let failure { throw failure }
+            if finished { return nil }
+            fetch()
+        }
+    }
+
+    // ===== batches =====
+
+    private func fetch() {
+        records = nil
+        recordCount = 0
+        position = 0
+        var batch: UnsafePointer<rl_ctf_record>?
+        var count = 0
+        switch rl_ctf_reader_next(handle, &batch, &count) {
+        case 1:
+            records = batch
+            recordCount = count
+        case 0:
+            finished = true
+        default:
+            let message = rl_ctf_reader_error(handle).map { String(cString: $0) } ?? "cannot read the trace"
+            failure = diagnoseReadFailure(message)
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int32 {
+        let (seconds, attoseconds) = duration.components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        if overflow { return seconds < 0 ? 1 : Int32.max }
+        return Int32(clamping: max(1, scaled + attoseconds / 1_000_000_000_000_000))
+    }
+
+    private static func open(_ directories: [String], reportedPath: String, stallTimeout: Duration) throws(TraceReadError) -> OpaquePointer {
+        let paths: [UnsafePointer<CChar>?] = directories.map { UnsafePointer(strdup($0)) }
+        defer { for path in paths { free(UnsafeMutablePointer(mutating: path)) } }
+        var error: UnsafeMutablePointer<CChar>?
+        let handle = paths.withUnsafeBufferPointer {
+            rl_ctf_reader_open($0.baseAddress, $0.count, milliseconds(stallTimeout), &error)
+        }
+        if let handle { return handle }
+        let message = error.map { String(cString: $0) } ?? "cannot open the trace"
+        rl_ctf_free_string(error)
+        throw locate(clean(message), directories: directories, reportedPath: reportedPath, stallTimeout: stallTimeout)
+    }
+
+    // ===== losses =====
+
+    private func account(loss record: rl_ctf_record) {
+        // A tracer that lost an unknown number of events lost at least one: never report a complete trace.
+        let count = record.count_known != 0 ? record.values.0 : 1
+        let stream = texts.string(record.text, Int(record.text_length))
+        let from = record.has_time != 0 ? record.timestamp : 0
+        let to = record.has_time != 0 ? record.end_timestamp : 0
+        if record.kind == RL_CTF_RECORD_DISCARDED_PACKETS.rawValue {
+            health.packetsLost += count
+            health.lossWindows.append(.init(stream: stream, from: from, to: to, events: 0))
+        } else {
+            health.eventsLost += count
+            health.lossWindows.append(.init(stream: stream, from: from, to: to, events: count))
+        }
+    }
+
+    // ===== events =====
+
+    private func decode(_ record: rl_ctf_record) throws(TraceReadError) -> TraceEvent {
+        let v = record.values
+        let payload: TraceEvent.Payload
+        switch record.event {
+        case RL_CTF_ENTRY.rawValue...RL_CTF_EXIT.rawValue:
+            let place = TraceEvent.Place(loopID: v.0, mode: text(record), iteration: v.1,
+                                         depth: try narrow(v.2, "depth", record))
+            payload = .activity(Loop.Activity.ordered[Int(record.event)], place)
+        case RL_CTF_RUN_BEGIN.rawValue:
+            payload = .runBegin(loopID: v.0, mode: text(record), timeoutNanoseconds: v.1,
+                                returnAfterSourceHandled: v.2 != 0)
+        case RL_CTF_RUN_END.rawValue:
+            guard let result = Loop.RunResult(traceValue: Int64(bitPattern: v.1)) else {
+                throw invalid("result", v.1, "a run result", record)
+            }
+            payload = .runEnd(loopID: v.0, mode: text(record), result: result)
+        case RL_CTF_TIMER_FIRE_BEGIN.rawValue:
+            payload = .timerFireBegin(loopID: v.0, timerID: v.1, scheduled: v.2, tolerance: v.3, interval: v.4, missed: v.5)
+        case RL_CTF_TIMER_FIRE_END.rawValue:
+            payload = .timerFireEnd(loopID: v.0, timerID: v.1)
+        case RL_CTF_SOURCE_SIGNAL.rawValue:
+            payload = .sourceSignal(sourceID: v.0)
+        case RL_CTF_SOURCE_PERFORM_BEGIN.rawValue:
+            guard let kind = LoopEventSink.SourceKind(traceValue: Int64(bitPattern: v.2)) else {
+                throw invalid("kind", v.2, "a source kind", record)
+            }
+            payload = .sourcePerformBegin(loopID: v.0, sourceID: v.1, kind: kind, order: Int64(bitPattern: v.3), signaled: v.4)
+        case RL_CTF_SOURCE_PERFORM_END.rawValue:
+            payload = .sourcePerformEnd(loopID: v.0, sourceID: v.1)
+        case RL_CTF_BLOCK_BEGIN.rawValue:
+            payload = .blockBegin(loopID: v.0, blockID: v.1, enqueued: v.2)
+        case RL_CTF_BLOCK_END.rawValue:
+            payload = .blockEnd(loopID: v.0, blockID: v.1)
+        case RL_CTF_OBSERVER_BEGIN.rawValue:
+            guard let activity = Loop.Activity(traceValue: Int64(bitPattern: v.2)) else {
+                throw invalid("activity", v.2, "an activity", record)
+            }
+            payload = .observerBegin(loopID: v.0, observerID: v.1, activity: activity)
+        case RL_CTF_OBSERVER_END.rawValue:
+            payload = .observerEnd(loopID: v.0, observerID: v.1)
+        case RL_CTF_WAKEUP.rawValue:
+            guard let reason = Loop.WakeReason(traceValue: Int64(bitPattern: v.1)) else {
+                throw invalid("reason", v.1, "a wake reason", record)
+            }
+            payload = .wakeUp(loopID: v.0, reason: reason, slept: v.2)
+        case RL_CTF_LOOP_CREATE.rawValue:
+            guard let tid = Int32(exactly: Int64(bitPattern: v.1)) else {
+                throw invalid("tid", v.1, "a thread id", record)
+            }
+            payload = .loopCreate(loopID: v.0, threadID: tid, name: text(record))
+        case RL_CTF_ITEM_LABEL.rawValue:
+            guard let kind = LoopEventSink.ItemKind(traceValue: Int64(bitPattern: v.1)) else {
+                throw invalid("kind", v.1, "an item kind", record)
+            }
+            payload = .itemLabel(itemID: v.0, kind: kind, label: text(record))
+        default:
+            throw TraceReadError(path: reportedDirectory, reason: "internal error: unknown record event \(record.event)")
+        }
+        return TraceEvent(timestamp: record.timestamp, threadID: record.tid, payload: payload)
+    }
+
+    private func text(_ record: rl_ctf_record) -> String {
+        texts.string(record.text, Int(record.text_length))
+    }
+
+    private func narrow(_ value: UInt64, _ field: String, _ record: rl_ctf_record) throws(TraceReadError) -> UInt32 {
+        guard let narrow = UInt32(exactly: value) else { throw invalid(field, value, "a 32-bit value", record) }
+        return narrow
+    }
+
+    private func invalid(_ field: String, _ value: UInt64, _ what: String, _ record: rl_ctf_record) -> TraceReadError {
+        let name = rl_ctf_event_name(rl_ctf_event(rawValue: record.event)).map { String(cString: $0) } ?? "?"
+        // src.ctf.fs names each stream after its data file.
+        let stream = texts.string(record.stream, Int(record.stream_length))
+        return TraceReadError(path: CTFTraceFolders.isRegularFile(stream) ? stream : reportedDirectory,
+                              reason: "corrupt event runloop:\(name) at \(record.timestamp) ns (thread \(record.tid)): field `\(field)` = \(Int64(bitPattern: value)) is not \(what)")
+    }
+
+    /// The folder to name when an error is about the trace as a whole.
+    private var reportedDirectory: String {
+        traceDirectories.count == 1 ? traceDirectories[0] : path
+    }
+
+    // ===== errors =====
+
+    /// Names the file a read error is about.
+    private func diagnoseReadFailure(_ message: String) -> TraceReadError {
+        Self.locate(Self.clean(message), directories: traceDirectories, reportedPath: path, stallTimeout: stallTimeout)
+    }
+
+    /// The error for a babeltrace2 failure, naming the most specific file: the one babeltrace2 mentions; the
+    /// metadata when src.ctf.fs could not build the trace from it; else the stream file that fails when read on
+    /// its own (babeltrace2's decoding errors and assertions do not say which stream); else the trace folder.
+    private static func locate(_ reason: String, directories: [String], reportedPath: String,
+                               stallTimeout: Duration) -> TraceReadError {
+        if let file = mentionedFile(in: reason) {
+            return TraceReadError(path: file, offset: mentionedOffset(in: reason), reason: reason)
+        }
+        // src.ctf.fs reports TSDL syntax and semantic errors only as "Cannot create trace for `<folder>`".
+        if let directory = directories.first(where: { reason.hasSuffix("Cannot create trace for `\($0)`") }) {
+            return TraceReadError(path: directory + "/metadata",
+                                  reason: reason + " (babeltrace2 could not build the trace from this metadata: a TSDL syntax or semantic error)")
+        }
+        let streams = directories.flatMap { directory in
+            CTFTraceFolders.streamFiles(in: directory).map { (directory, $0) }
+        }
+        if streams.count == 1 {
+            return TraceReadError(path: streams[0].0 + "/" + streams[0].1, reason: reason)
+        }
+        for (directory, stream) in streams.prefix(256)
+        where failsAlone(directory: directory, stream: stream, stallTimeout: stallTimeout) {
+            return TraceReadError(path: directory + "/" + stream, reason: reason)
+        }
+        return TraceReadError(path: directories.count == 1 ? directories[0] : reportedPath, reason: reason)
+    }
+
+    /// Whether one stream file of a trace fails to decode on its own (in a temporary folder of symbolic links).
+    private static func failsAlone(directory: String, stream: String, stallTimeout: Duration) -> Bool {
+        var template = Array((NSTemporaryDirectory() + "/rlctl-ctf-XXXXXX").utf8CString)
+        guard let created = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { return false }
+        let scratch = String(cString: created)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        guard symlink(directory + "/metadata", scratch + "/metadata") == 0,
+              symlink(directory + "/" + stream, scratch + "/" + stream) == 0 else { return false }
+        var error: UnsafeMutablePointer<CChar>?
+        let paths: [UnsafePointer<CChar>?] = [UnsafePointer(strdup(scratch))]
+        defer { free(UnsafeMutablePointer(mutating: paths[0])) }
+        guard let handle = paths.withUnsafeBufferPointer({
+            rl_ctf_reader_open($0.baseAddress, 1, milliseconds(stallTimeout), &error)
+        }) else {
+            rl_ctf_free_string(error)
+            return true
+        }
+        defer { rl_ctf_reader_close(handle) }
+        var batch: UnsafePointer<rl_ctf_record>?
+        var count = 0
+        while true {
+            switch rl_ctf_reader_next(handle, &batch, &count) {
+            case 1: continue
+            case 0: return false
+            default: return true
+            }
+        }
+    }
+
+    /// The last absolute path of an existing regular file quoted in `text` (babeltrace2 quotes paths with
+    /// backquotes, single or double quotes); causes run from general to specific, so the last is the most
+    /// specific.
+    static func mentionedFile(in text: String) -> String? {
+        var found: String?
+        for quote in ["`", "'", "\""] {
+            let parts = text.components(separatedBy: quote)
+            var index = 1
+            while index < parts.count - 1 {
+                let candidate = parts[index]
+                if candidate.hasPrefix("/"), CTFTraceFolders.isRegularFile(candidate),
+                   let range = text.range(of: quote + candidate + quote, options: .backwards) {
+                    if found == nil || text.range(of: quote + found! + quote, options: .backwards)!.lowerBound < range.lowerBound {
+                        found = candidate
+                    }
+                }
+                index += 2
+            }
+        }
+        return found
+    }
+
+    /// A byte offset babeltrace2 reports as `offset=<n>`, if any.
+    static func mentionedOffset(in text: String) -> UInt64? {
+        guard let range = text.range(of: "offset=", options: .backwards) else { return nil }
+        let digits = text[range.upperBound...].prefix { $0.isNumber }
+        return UInt64(digits)
+    }
+
+    /// babeltrace2's cause chain without object addresses and the muxer's plumbing.
+    static func clean(_ message: String) -> String {
+        let segments = message.components(separatedBy: ": ").compactMap { segment -> String? in
+            var words = segment.components(separatedBy: ", ").filter { part in
+                !(part.contains("addr=0x") || part.hasPrefix("status=") || part.hasPrefix("comp-"))
+            }
+            while let last = words.last, last.isEmpty { words.removeLast() }
+            let kept = words.joined(separator: ", ").trimmingCharacters(in: .whitespaces)
+            if kept.isEmpty { return nil }
+            if kept.hasPrefix("Cannot validate muxer's upstream message iterator wrapper")
+                || kept.hasPrefix("Upstream iterator's next method returned an error") { return nil }
+            return kept
+        }
+        return segments.joined(separator: ": ")
+    }
+}
+
+/// Strings decoded from the trace (mode names, labels): the same few come back in every event, so the last few
+/// are kept and compared by bytes instead of decoding UTF-8 each time.
+private struct TextCache {
+    private var entries: [(bytes: [UInt8], string: String)] = []
+    private var nextSlot = 0
+    private static let capacity = 16
+
+    mutating func string(_ text: UnsafePointer<CChar>?, _ length: Int) -> String {
+        guard let text, length > 0 else { return "" }
+        let bytes = UnsafeRawBufferPointer(start: text, count: length)
+        for entry in entries where entry.bytes.count == length {
+            if entry.bytes.withUnsafeBytes({ memcmp($0.baseAddress!, text, length) }) == 0 { return entry.string }
+        }
+        let string = String(decoding: bytes, as: UTF8.self)
+        guard length <= 256 else { return string }
+        let entry = (bytes: Array(bytes), string: string)
+        if entries.count < Self.capacity {
+            entries.append(entry)
+        } else {
+            entries[nextSlot] = entry
+            nextSlot = (nextSlot + 1) % Self.capacity
+        }
+        return string
+    }
+}

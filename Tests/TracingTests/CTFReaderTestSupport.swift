@@ -1,0 +1,431 @@
+import Foundation
+import Glibc
+import RunLoopCore
+import Testing
+import Tracing
+
+/// Writes small CTF 1.8 traces with `runloop` events by hand, without LTTng: the generic side of
+/// `CTFTraceReader` (bare or `runloop:` event names, a packet-context `tid` on one stream and a `vtid` event
+/// context on the other, enumerations and plain integers, an unrelated event to skip, discarded events and a
+/// lost packet, optionally packetized metadata and LTTng packet index files).
+enum CTFTestTrace {
+    struct Options {
+        /// "" for bare event names (`entry`), "runloop:" for LTTng's.
+        var prefix = ""
+        var packetizedMetadata = false
+        var writeIndex = false
+        /// Events dropped before stream 0's second packet (its `events_discarded`).
+        var discardedEvents: UInt64 = 0
+        /// Skip one `packet_seq_num` before stream 0's third packet (one packet lost).
+        var losePacket = false
+    }
+
+    /// The thread ids the trace carries: stream 0's packet context, stream 1's event context.
+    static let packetThread: Int32 = 4242
+    static let contextThread: Int32 = 777
+    static let base: UInt64 = 5_000_000_000
+
+    /// Writes the trace into `folder` (created); returns the `runloop` events it holds, in timestamp order.
+    @discardableResult
+    static func write(to folder: String, _ options: Options = Options()) throws -> [TraceEvent] {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let place = { (iteration: UInt64) in TraceEvent.Place(loopID: 3, mode: "kCFRunLoopDefaultMode", iteration: iteration, depth: 1) }
+        // Stream 0, in three packets; stream 1 (the signalling thread) interleaved by time.
+        let packets: [[TraceEvent.Payload]] = [
+            [.loopCreate(loopID: 3, threadID: packetThread, name: "worker"),
+             .itemLabel(itemID: 10, kind: .timer, label: "tick"),
+             .itemLabel(itemID: 11, kind: .source, label: "work"),
+             .itemLabel(itemID: 12, kind: .observer, label: "watch"),
+             .runBegin(loopID: 3, mode: "kCFRunLoopDefaultMode", timeoutNanoseconds: 1_000_000_000, returnAfterSourceHandled: true),
+             .activity(.entry, place(0)),
+             .activity(.beforeTimers, place(1)),
+             .activity(.beforeSources, place(1)),
+             .observerBegin(loopID: 3, observerID: 12, activity: .beforeWaiting),
+             .observerEnd(loopID: 3, observerID: 12)],
+            [.activity(.beforeWaiting, place(1)),
+             .wakeUp(loopID: 3, reason: .timer, slept: 4_000_000),
+             .activity(.afterWaiting, place(1)),
+             .timerFireBegin(loopID: 3, timerID: 10, scheduled: base + 10_000, tolerance: 1_000, interval: 5_000_000, missed: 2),
+             .timerFireEnd(loopID: 3, timerID: 10)],
+            [.activity(.beforeTimers, place(2)),
+             .activity(.beforeSources, place(2)),
+             .sourcePerformBegin(loopID: 3, sourceID: 11, kind: .port, order: -7, signaled: base + 20_000),
+             .sourcePerformEnd(loopID: 3, sourceID: 11),
+             .blockBegin(loopID: 3, blockID: 99, enqueued: base + 21_000),
+             .blockEnd(loopID: 3, blockID: 99),
+             .activity(.exit, place(2)),
+             .runEnd(loopID: 3, mode: "kCFRunLoopDefaultMode", result: .handledSource)],
+        ]
+        var expected: [TraceEvent] = []
+        var time = base
+        var streamZero: [[(UInt64, TraceEvent.Payload)]] = []
+        var streamOne: [(UInt64, TraceEvent.Payload)] = []
+        for (index, packet) in packets.enumerated() {
+            var events: [(UInt64, TraceEvent.Payload)] = []
+            for payload in packet {
+                time += 1_000
+                events.append((time, payload))
+                expected.append(TraceEvent(timestamp: time, threadID: packetThread, payload: payload))
+            }
+            streamZero.append(events)
+            time += 500
+            // The signalling thread signals source 11 between stream 0's packets.
+            streamOne.append((time, .sourceSignal(sourceID: 11)))
+            expected.append(TraceEvent(timestamp: time, threadID: contextThread, payload: .sourceSignal(sourceID: 11)))
+            _ = index
+        }
+        try Data(metadata(options).utf8).write(to: URL(fileURLWithPath: folder + "/metadata.text"))
+        let text = Data(metadata(options).utf8)
+        try (options.packetizedMetadata ? packetize(text) : text).write(to: URL(fileURLWithPath: folder + "/metadata"))
+        try FileManager.default.removeItem(atPath: folder + "/metadata.text")
+
+        var stream0 = Data(), stream1 = Data()
+        var index0: [(UInt64, UInt64)] = [], index1: [(UInt64, UInt64)] = []
+        for (number, events) in streamZero.enumerated() {
+            let sequence = UInt64(number) + (options.losePacket && number == 2 ? 1 : 0)
+            let discarded = number >= 1 ? options.discardedEvents : 0
+            let packet = streamZeroPacket(events, sequence: sequence, discarded: discarded, unrelatedEvent: number == 0)
+            index0.append((UInt64(stream0.count), UInt64(packet.count)))
+            stream0.append(packet)
+        }
+        let packet1 = streamOnePacket(streamOne)
+        index1.append((0, UInt64(packet1.count)))
+        stream1.append(packet1)
+        try stream0.write(to: URL(fileURLWithPath: folder + "/stream_0"))
+        try stream1.write(to: URL(fileURLWithPath: folder + "/stream_1"))
+        if options.writeIndex {
+            try FileManager.default.createDirectory(atPath: folder + "/index", withIntermediateDirectories: true)
+            try indexFile(index0, stream: stream0).write(to: URL(fileURLWithPath: folder + "/index/stream_0.idx"))
+            try indexFile(index1, stream: stream1).write(to: URL(fileURLWithPath: folder + "/index/stream_1.idx"))
+        }
+        return expected.sorted { $0.timestamp < $1.timestamp }
+    }
+
+    // ===== metadata =====
+
+    /// Event ids of stream 0 (stream 1 has `source_signal` only, id 0); 20 is an unrelated event.
+    static let eventIDs: [String: UInt32] = [
+        "entry": 0, "before_timers": 1, "before_sources": 2, "before_waiting": 3, "after_waiting": 4, "exit": 5,
+        "run_begin": 6, "run_end": 7, "timer_fire_begin": 8, "timer_fire_end": 9, "source_perform_begin": 11,
+        "source_perform_end": 12, "block_begin": 13, "block_end": 14, "observer_begin": 15, "observer_end": 16,
+        "wakeup": 17, "loop_create": 18, "item_label": 19,
+    ]
+
+    static func metadata(_ options: Options) -> String {
+        let place = "uint64_t loop_id; string mode; uint64_t iteration; uint32_t depth;"
+        let fields: [(String, String)] = [
+            ("entry", place), ("before_timers", place), ("before_sources", place), ("before_waiting", place),
+            ("after_waiting", place), ("exit", place),
+            ("run_begin", "uint64_t loop_id; string mode; uint64_t timeout_ns; uint8_t return_after_source_handled;"),
+            ("run_end", "uint64_t loop_id; string mode; enum : uint8_t { finished = 1, stopped = 2, timed_out = 3, handled_source = 4 } result;"),
+            ("timer_fire_begin", "uint64_t loop_id; uint64_t timer_id; uint64_t scheduled_ns; uint64_t tolerance_ns; uint64_t interval_ns; uint64_t missed;"),
+            ("timer_fire_end", "uint64_t loop_id; uint64_t timer_id;"),
+            ("source_perform_begin", "uint64_t loop_id; uint64_t source_id; enum : uint8_t { custom = 0, descriptor = 1, port = 2 } kind; int64_t order; uint64_t signaled_ns;"),
+            ("source_perform_end", "uint64_t loop_id; uint64_t source_id;"),
+            ("block_begin", "uint64_t loop_id; uint64_t block_id; uint64_t enqueued_ns;"),
+            ("block_end", "uint64_t loop_id; uint64_t block_id;"),
+            ("observer_begin", "uint64_t loop_id; uint64_t observer_id; uint8_t activity;"),
+            ("observer_end", "uint64_t loop_id; uint64_t observer_id;"),
+            // Fields in another order than the provider's: the reader maps by name.
+            ("wakeup", "uint64_t slept_ns; uint8_t reason; uint64_t loop_id;"),
+            ("loop_create", "uint64_t loop_id; int32_t tid; string name;"),
+            ("item_label", "uint64_t item_id; enum : uint8_t { timer = 0, source = 1, descriptor = 2, port = 3, observer = 4 } kind; string label;"),
+        ]
+        var text = """
+        /* CTF 1.8 */
+
+        typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+        typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
+        typealias integer { size = 32; align = 8; signed = true; } := int32_t;
+        typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
+        typealias integer { size = 64; align = 8; signed = true; } := int64_t;
+
+        trace {
+            major = 1;
+            minor = 8;
+            byte_order = le;
+            packet.header := struct { uint32_t magic; uint32_t stream_id; };
+        };
+
+        clock {
+            name = "monotonic";
+            freq = 1000000000;
+            offset_s = 1700000000;
+        };
+
+        typealias integer { size = 64; align = 8; signed = false; map = clock.monotonic.value; } := uint64_clock_monotonic_t;
+
+        stream {
+            id = 0;
+            packet.context := struct {
+                uint64_clock_monotonic_t timestamp_begin;
+                uint64_clock_monotonic_t timestamp_end;
+                uint64_t content_size;
+                uint64_t packet_size;
+                uint64_t packet_seq_num;
+                uint64_t events_discarded;
+                int32_t tid;
+            };
+            event.header := struct { uint32_t id; uint64_clock_monotonic_t timestamp; };
+        };
+
+        stream {
+            id = 1;
+            packet.context := struct {
+                uint64_clock_monotonic_t timestamp_begin;
+                uint64_clock_monotonic_t timestamp_end;
+                uint64_t content_size;
+                uint64_t packet_size;
+            };
+            event.header := struct { uint32_t id; uint64_clock_monotonic_t timestamp; };
+            event.context := struct { int32_t vtid; };
+        };
+
+        """
+        for (name, body) in fields {
+            text += "\nevent {\n    name = \"\(options.prefix)\(name)\";\n    id = \(eventIDs[name]!);\n    stream_id = 0;\n    fields := struct { \(body) };\n};\n"
+        }
+        text += "\nevent {\n    name = \"other:unrelated\";\n    id = 20;\n    stream_id = 0;\n    fields := struct { uint64_t loop_id; };\n};\n"
+        text += "\nevent {\n    name = \"\(options.prefix)source_signal\";\n    id = 0;\n    stream_id = 1;\n    fields := struct { uint64_t source_id; };\n};\n"
+        return text
+    }
+
+    /// Packetized metadata, as LTTng writes it: 37-byte headers, here in 1 KiB packets.
+    static let metadataPacketSize = 1024
+
+    static func packetize(_ text: Data) -> Data {
+        var out = Data()
+        let packetSize = metadataPacketSize
+        let chunk = packetSize - 37
+        var offset = 0
+        while offset < text.count {
+            let piece = text[text.startIndex + offset ..< text.startIndex + min(offset + chunk, text.count)]
+            let contentBits = UInt32((37 + piece.count) * 8)
+            var header = Data()
+            header.appendLE(UInt32(0x75D1_1D57))
+            header.append(Data(repeating: 0xAB, count: 16))
+            header.appendLE(UInt32(0))
+            header.appendLE(contentBits)
+            header.appendLE(UInt32(packetSize * 8))
+            header.append(contentsOf: [0, 0, 0, 1, 8])
+            out.append(header)
+            out.append(piece)
+            out.append(Data(repeating: 0, count: packetSize - 37 - piece.count))
+            offset += piece.count
+        }
+        return out
+    }
+
+    // ===== streams =====
+
+    private static func streamZeroPacket(_ events: [(UInt64, TraceEvent.Payload)], sequence: UInt64, discarded: UInt64,
+                                         unrelatedEvent: Bool) -> Data {
+        var body = Data()
+        for (time, payload) in events {
+            let name = payload.eventName
+            body.appendLE(eventIDs[name]!)
+            body.appendLE(time)
+            body.append(fields(payload))
+            if unrelatedEvent && name == "entry" {
+                body.appendLE(UInt32(20))
+                body.appendLE(time)
+                body.appendLE(UInt64(3))
+            }
+        }
+        var context = Data()
+        let size = UInt64((8 + 52 + body.count) * 8)
+        context.appendLE(events.first!.0 - 100)
+        context.appendLE(events.last!.0 + 100)
+        context.appendLE(size)
+        context.appendLE(size)
+        context.appendLE(sequence)
+        context.appendLE(discarded)
+        context.appendLE(packetThread)
+        return header(stream: 0) + context + body
+    }
+
+    private static func streamOnePacket(_ events: [(UInt64, TraceEvent.Payload)]) -> Data {
+        var body = Data()
+        for (time, payload) in events {
+            body.appendLE(UInt32(0))
+            body.appendLE(time)
+            body.appendLE(contextThread)
+            body.append(fields(payload))
+        }
+        var context = Data()
+        let size = UInt64((8 + 32 + body.count) * 8)
+        context.appendLE(events.first!.0 - 100)
+        context.appendLE(events.last!.0 + 100)
+        context.appendLE(size)
+        context.appendLE(size)
+        return header(stream: 1) + context + body
+    }
+
+    private static func header(stream: UInt32) -> Data {
+        var data = Data()
+        data.appendLE(UInt32(0xC1FC_1FC1))
+        data.appendLE(stream)
+        return data
+    }
+
+    /// A payload's fields as the metadata above declares them.
+    private static func fields(_ payload: TraceEvent.Payload) -> Data {
+        var data = Data()
+        func string(_ text: String) { data.append(Data(text.utf8)); data.append(0) }
+        switch payload {
+        case .activity(_, let place):
+            data.appendLE(place.loopID); string(place.mode); data.appendLE(place.iteration); data.appendLE(place.depth)
+        case .runBegin(let loop, let mode, let timeout, let returnAfter):
+            data.appendLE(loop); string(mode); data.appendLE(timeout); data.append(returnAfter ? 1 : 0)
+        case .runEnd(let loop, let mode, let result):
+            data.appendLE(loop); string(mode); data.append(UInt8(result.traceValue))
+        case .timerFireBegin(let loop, let timer, let scheduled, let tolerance, let interval, let missed):
+            for value in [loop, timer, scheduled, tolerance, interval, missed] { data.appendLE(value) }
+        case .timerFireEnd(let loop, let timer):
+            data.appendLE(loop); data.appendLE(timer)
+        case .sourceSignal(let source):
+            data.appendLE(source)
+        case .sourcePerformBegin(let loop, let source, let kind, let order, let signaled):
+            data.appendLE(loop); data.appendLE(source); data.append(kind.rawValue); data.appendLE(order); data.appendLE(signaled)
+        case .sourcePerformEnd(let loop, let source):
+            data.appendLE(loop); data.appendLE(source)
+        case .blockBegin(let loop, let block, let enqueued):
+            data.appendLE(loop); data.appendLE(block); data.appendLE(enqueued)
+        case .blockEnd(let loop, let block):
+            data.appendLE(loop); data.appendLE(block)
+        case .observerBegin(let loop, let observer, let activity):
+            data.appendLE(loop); data.appendLE(observer); data.append(UInt8(activity.rawValue))
+        case .observerEnd(let loop, let observer):
+            data.appendLE(loop); data.appendLE(observer)
+        case .wakeUp(let loop, let reason, let slept):
+            data.appendLE(slept); data.append(reason.rawValue); data.appendLE(loop)
+        case .loopCreate(let loop, let tid, let name):
+            data.appendLE(loop); data.appendLE(tid); string(name)
+        case .itemLabel(let item, let kind, let label):
+            data.appendLE(item); data.append(kind.rawValue); string(label)
+        }
+        return data
+    }
+
+    /// An LTTng packet index (CTF index 1.0, big-endian).
+    private static func indexFile(_ packets: [(offset: UInt64, size: UInt64)], stream: Data) -> Data {
+        var data = Data()
+        data.appendBE(UInt32(0xC1F1_DCC1))
+        data.appendBE(UInt32(1))
+        data.appendBE(UInt32(0))
+        data.appendBE(UInt32(56))
+        for (offset, size) in packets {
+            let context = stream.subdata(in: Int(offset) + 8 ..< Int(offset) + 24)
+            data.appendBE(offset)
+            data.appendBE(size * 8)
+            data.appendBE(size * 8)
+            data.append(Data(context[context.startIndex ..< context.startIndex + 8].reversed()))   // timestamp_begin
+            data.append(Data(context[context.startIndex + 8 ..< context.startIndex + 16].reversed()))   // timestamp_end
+            data.appendBE(UInt64(0))
+            data.appendBE(UInt64(0))
+        }
+        return data
+    }
+}
+
+extension Data {
+    mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+
+    mutating func appendBE<T: FixedWidthInteger>(_ value: T) {
+        Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
+    }
+}
+
+/// Random byte flips and truncations of a trace folder's files, each read with `CTFTraceReader`.
+enum CTFMutationFuzzer {
+    struct Outcome {
+        var read = 0
+        var failed = 0
+        /// Errors whose path is not a file or folder of the mutated trace.
+        var unnamedErrors: [String] = []
+        /// Each mutation and its result, for the failure message.
+        var log: [String] = []
+    }
+
+    /// A deterministic generator (SplitMix64), so a failing seed can be replayed.
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static func run(trace: String, mutations: Int, seed: UInt64) throws -> Outcome {
+        let fileManager = FileManager.default
+        let files = (fileManager.enumerator(atPath: trace)?.allObjects as? [String] ?? [])
+            .filter { CTFTestFiles.isRegularFile(trace + "/" + $0) }
+            .sorted()
+        precondition(!files.isEmpty, "no files in \(trace)")
+        let metadata = files.filter { $0 == "metadata" }
+        let indexes = files.filter { $0.hasPrefix("index/") }
+        let streams = files.filter { $0 != "metadata" && !$0.hasPrefix("index/") }
+        var random = Generator(state: seed)
+        var outcome = Outcome()
+        let scratch = NSTemporaryDirectory() + "rlctl-ctf-fuzz-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? fileManager.removeItem(atPath: scratch) }
+        for round in 0..<mutations {
+            try? fileManager.removeItem(atPath: scratch)
+            try fileManager.copyItem(atPath: trace, toPath: scratch)
+            let roll = Int.random(in: 0..<10, using: &random)
+            let pool = roll < 3 ? metadata : (roll < 5 && !indexes.isEmpty ? indexes : streams)
+            let file = pool.isEmpty ? files[0] : pool[Int.random(in: 0..<pool.count, using: &random)]
+            let path = scratch + "/" + file
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            var what = ""
+            if bytes.isEmpty {
+                bytes = [UInt8.random(in: 0...255, using: &random)]
+                what = "filled \(file)"
+            } else if Int.random(in: 0..<100, using: &random) < 15 {
+                let cut = Int.random(in: 0..<bytes.count, using: &random)
+                bytes.removeSubrange(cut...)
+                what = "truncated \(file) at \(cut)"
+            } else {
+                var flipped: [Int] = []
+                for _ in 0..<Int.random(in: 1...8, using: &random) {
+                    let at = Int.random(in: 0..<bytes.count, using: &random)
+                    bytes[at] = UInt8.random(in: 0...255, using: &random)
+                    flipped.append(at)
+                }
+                what = "changed \(file) at \(flipped)"
+            }
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            do {
+                let reader = try CTFTraceReader(path: scratch, stallTimeout: .seconds(20))
+                var count = 0
+                while try reader.next() != nil { count += 1 }
+                outcome.read += 1
+                outcome.log.append("\(round): \(what): \(count) events")
+            } catch {
+                outcome.failed += 1
+                outcome.log.append("\(round): \(what): \(error)")
+                if !(error.path == scratch || error.path.hasPrefix(scratch + "/")) || error.reason.isEmpty {
+                    outcome.unnamedErrors.append("\(what): \(error)")
+                }
+            }
+        }
+        return outcome
+    }
+}
+
+enum CTFTestFiles {
+    static func isRegularFile(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+    }
+
+    /// A fresh folder path under the temporary directory (not created).
+    static func scratchFolder(_ name: String) -> String {
+        NSTemporaryDirectory() + "rlctl-ctf-tests/\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    }
+}
