@@ -96,7 +96,7 @@ public struct TraceSummarizer {
             TraceSummary.Health.LossWindow(stream: $0.stream, fromNanoseconds: $0.from, toNanoseconds: $0.to, events: $0.events)
         }
         var loopSummaries: [TraceSummary.LoopSummary] = []
-        var overall = LoopTracker(loopID: 0, threadID: 0, options: options)
+        let overall = LoopTracker(loopID: 0, threadID: 0, options: options)
         for loopID in loopOrder {
             guard let tracker = loops[loopID] else { continue }
             var summary = tracker.summary(options: options)

@@ -7,7 +7,7 @@ func summarizeTrace(at path: String, options: TraceSummarizer.Options) throws ->
     do {
         var reader = try TraceReaders.open(path)
         return try TraceSummarizer.summarize(&reader, options: options)
-    } catch let error as TraceReadError {
+    } catch {
         throw Failure.input("cannot read trace: \(error)")
     }
 }
