@@ -72,6 +72,6 @@ final class RunFrame {
     }
 
     func context(loop: Loop) -> LoopEventSink.Context {
-        LoopEventSink.Context(loopID: loop.id, mode: mode, modeCString: state.cName, depth: depth, iteration: loop.iteration)
+        LoopEventSink.Context(loopID: loop.id, modeCString: state.cName, depth: depth, iteration: loop.iteration)
     }
 }

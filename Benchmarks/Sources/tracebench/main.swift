@@ -34,7 +34,7 @@ nonisolated func median(_ values: [Double]) -> Double {
 
 nonisolated(unsafe) let modeName = strdup(Loop.Mode.default.name)!
 nonisolated func context(_ iteration: UInt64) -> LoopEventSink.Context {
-    LoopEventSink.Context(loopID: 1, mode: .default, modeCString: modeName, depth: 1, iteration: iteration)
+    LoopEventSink.Context(loopID: 1, modeCString: modeName, depth: 1, iteration: iteration)
 }
 
 /// Nanoseconds per event of `emit`, called the way a loop calls its sink.

@@ -38,16 +38,17 @@ open class LoopEventSink: @unchecked Sendable {
     /// Where an event happened: the loop, the run's mode and nesting depth, and the iteration.
     public struct Context {
         public let loopID: UInt64
-        public let mode: Loop.Mode
-        /// The mode's name as a NUL-terminated C string that lives as long as the loop (for C tracers).
+        /// The mode's name as a NUL-terminated C string that lives as long as the loop. Tracers pass it on as is:
+        /// a context holds no Swift string, so making one per event costs no reference counting.
         public let modeCString: UnsafePointer<CChar>
+        /// The mode (built from ``modeCString`` on each call: for sinks that need a Swift value).
+        public var mode: Loop.Mode { Loop.Mode(String(cString: modeCString)) }
         public let depth: UInt32
         public let iteration: UInt64
 
         /// For tracers' own tests and benchmarks; loops make their contexts themselves.
-        public init(loopID: UInt64, mode: Loop.Mode, modeCString: UnsafePointer<CChar>, depth: UInt32, iteration: UInt64) {
+        public init(loopID: UInt64, modeCString: UnsafePointer<CChar>, depth: UInt32, iteration: UInt64) {
             self.loopID = loopID
-            self.mode = mode
             self.modeCString = modeCString
             self.depth = depth
             self.iteration = iteration
