@@ -130,6 +130,6 @@ extension Loop {
         counters.blocksRun += delta.blocksRun
         counters.observerCallouts += delta.observerCallouts
         counters.iterations += delta.iterations
-        frame.unpublished = Statistics()
+        frame.unpublished = RunFrame.CalloutCounts()
     }
 }

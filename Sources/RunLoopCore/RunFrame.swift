@@ -27,7 +27,16 @@ final class RunFrame {
     var readySources: [ReadySource] = []
     var messages: [(message: LoopPort.Message, sentAt: UInt64)] = []
     /// Counters gathered outside the lock and published at the next wait or at the run's end.
-    var unpublished = Loop.Statistics()
+    var unpublished = CalloutCounts()
+
+    /// Plain integers: publishing them copies no dictionary (unlike ``Loop/Statistics``).
+    struct CalloutCounts {
+        var iterations: UInt64 = 0
+        var timersFired: UInt64 = 0
+        var sourcesHandled: UInt64 = 0
+        var blocksRun: UInt64 = 0
+        var observerCallouts: UInt64 = 0
+    }
 
     /// What step 9 found ready: a descriptor with its readiness, or a port with queued messages.
     enum ReadySource {

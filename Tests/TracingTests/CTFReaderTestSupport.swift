@@ -349,17 +349,6 @@ enum CTFMutationFuzzer {
         var log: [String] = []
     }
 
-    /// A deterministic generator (SplitMix64), so a failing seed can be replayed.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     static func run(trace: String, mutations: Int, seed: UInt64) throws -> Outcome {
         let fileManager = FileManager.default
@@ -370,7 +359,7 @@ enum CTFMutationFuzzer {
         let metadata = files.filter { $0 == "metadata" }
         let indexes = files.filter { $0.hasPrefix("index/") }
         let streams = files.filter { $0 != "metadata" && !$0.hasPrefix("index/") }
-        var random = Generator(state: seed)
+        var random = SplitMix(seed: seed)   // deterministic, so a failing seed can be replayed
         var outcome = Outcome()
         let scratch = NSTemporaryDirectory() + "rlctl-ctf-fuzz-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? fileManager.removeItem(atPath: scratch) }

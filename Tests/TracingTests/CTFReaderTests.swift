@@ -98,7 +98,7 @@ struct CTFReaderTests {
         }
         defer { try? FileManager.default.removeItem(atPath: folder) }
         var own = try EmbeddedTraceReader(path: folder)
-        let (ownEvents, ownError) = drainReader(&own)
+        let (ownEvents, ownError) = readAll(&own)
         #expect(ownError == nil)
         let (events, health) = try readTrace(folder)
         #expect(!events.isEmpty)
@@ -241,16 +241,5 @@ struct CTFReaderTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let error = try #require(throws: TraceReadError.self) { try CTFTraceReader(path: folder) }
         #expect(error.reason.contains("built without libbabeltrace2"))
-    }
-}
-
-/// Reads a whole trace with any reader.
-func drainReader(_ reader: inout some TraceEventReader) -> (events: [TraceEvent], error: TraceReadError?) {
-    var events: [TraceEvent] = []
-    do {
-        while let event = try reader.next() { events.append(event) }
-        return (events, nil)
-    } catch {
-        return (events, error)
     }
 }

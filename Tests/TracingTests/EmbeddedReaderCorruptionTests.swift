@@ -142,7 +142,7 @@ import Tracing
 }
 
 /// A small deterministic generator, so a failing mutation can be reproduced.
-struct SplitMix {
+struct SplitMix: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

@@ -27,7 +27,7 @@ struct ChromeTraceWriter {
         let base = origin ?? ns
         if origin == nil { origin = ns }
         let delta = ns >= base ? ns - base : 0
-        return "\(delta / 1000).\(String(delta % 1000).leftPadded(3))"
+        return "\(delta / 1000).\(String(delta % 1000).leftPadded(to: 3))"
     }
 
     mutating func write(_ event: TraceEvent) {
@@ -61,7 +61,7 @@ struct ChromeTraceWriter {
         case .wakeUp(let loop, let reason, let slept):
             let start = event.timestamp >= slept ? event.timestamp - slept : 0
             let startTs = micros(start)
-            emit("{\"ph\":\"X\",\"name\":\"sleep\",\"cat\":\"sleep\",\"pid\":1,\"tid\":\(tid),\"ts\":\(startTs),\"dur\":\(slept / 1000).\(String(slept % 1000).leftPadded(3)),\"args\":{\"woken_by\":\"\(reason.description)\"}}")
+            emit("{\"ph\":\"X\",\"name\":\"sleep\",\"cat\":\"sleep\",\"pid\":1,\"tid\":\(tid),\"ts\":\(startTs),\"dur\":\(slept / 1000).\(String(slept % 1000).leftPadded(to: 3)),\"args\":{\"woken_by\":\"\(reason.description)\"}}")
             var window = windows[loop] ?? (event.timestamp, 0)
             window.slept += slept
             if event.timestamp - window.start >= Self.window {
@@ -89,10 +89,4 @@ struct ChromeTraceWriter {
 private func format2(_ value: Double) -> String {
     let rounded = (value * 1000).rounded() / 1000
     return String(rounded)
-}
-
-extension String {
-    fileprivate func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
 }

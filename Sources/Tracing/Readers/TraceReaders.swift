@@ -19,7 +19,7 @@ public enum TraceReaders {
         case .embedded:
             return try EmbeddedTraceReader(path: path)
         case .ctf:
-            return try openCTF(path)
+            return try CTFTraceReader(path: path)
         }
     }
 }
