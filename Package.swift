@@ -47,6 +47,7 @@ let package = Package(
         .library(name: "RunLoopCore", targets: ["RunLoopCore"]),
         .library(name: "Tracing", targets: ["Tracing"]),
         .executable(name: "rlctl", targets: ["rlctl"]),
+        .executable(name: "runloop-demo", targets: ["runloop-demo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -79,6 +80,8 @@ let package = Package(
             linkerSettings: haveBabeltrace2 ? [.linkedLibrary("babeltrace2")] : []
         ),
         .target(name: "Tracing", dependencies: ["RunLoopCore", "CRecorder", "CRunLoopTracepoints", "CBabeltrace2"]),
+        // Starting a program held at a gate until `rlctl record` has told LTTng to trace it.
+        .target(name: "CChildProcess"),
         // Summaries computed from any trace: latency, timer drift, stalls, budgets.
         .target(
             name: "Analysis",
@@ -89,15 +92,17 @@ let package = Package(
         .executableTarget(
             name: "rlctl",
             dependencies: [
-                "RunLoopCore", "Tracing", "Analysis", "Workloads",
+                "RunLoopCore", "Tracing", "Analysis", "Workloads", "CChildProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
+        // An application built on RunLoopCore with the LTTng sink installed: what `rlctl record` traces.
+        .executableTarget(name: "runloop-demo", dependencies: ["RunLoopCore", "Tracing"], path: "Examples/runloop-demo"),
         .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore"]),
         .testTarget(name: "TracingTests", dependencies: ["Tracing", "RunLoopCore"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Tracing", "RunLoopCore"]),
         // End to end: runs the built rlctl binary.
-        .testTarget(name: "rlctlTests", dependencies: ["rlctl"]),
+        .testTarget(name: "rlctlTests", dependencies: ["rlctl", "runloop-demo"]),
     ]
 )

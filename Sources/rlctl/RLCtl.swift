@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Glibc
 
 @main
 struct RLCtl: ParsableCommand {
@@ -10,11 +11,12 @@ struct RLCtl: ParsableCommand {
         Exit status: 0 success; 1 a budget violation or a regression; 2 a usage or input error; 3 the data is \
         incomplete (lost events) and the budget forbids that.
         """,
-        subcommands: [Run.self, Summarize.self, Export.self, Check.self, Compare.self, List.self]
+        subcommands: [Run.self, Record.self, Summarize.self, Export.self, Check.self, Compare.self, List.self, Doctor.self]
     )
 
     /// Every failure ends as one line on stderr and a documented exit status; never a stack trace.
     static func main() {
+        acceptTerminationSignals()
         do {
             var command = try parseAsRoot()
             try command.run()
@@ -34,6 +36,16 @@ struct RLCtl: ParsableCommand {
             Foundation.exit(Status.usage.rawValue)
         }
     }
+}
+
+/// A parent that started rlctl from a thread blocking SIGINT/SIGTERM (test harnesses, some supervisors) passes
+/// that mask on; unblocked here, Ctrl-C and SIGTERM always end a run with a complete trace, and `record` can pass
+/// SIGTERM on to its program.
+private func acceptTerminationSignals() {
+    var signals = sigset_t()
+    sigemptyset(&signals)
+    for signo in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&signals, signo) }
+    pthread_sigmask(SIG_UNBLOCK, &signals, nil)
 }
 
 /// The documented exit statuses.

@@ -121,7 +121,7 @@ struct LTTngRoundTripTests {
     /// Tiny sub-buffers and a burst of events: LTTng discards events, and the reader reports it.
     @Test func eventsLTTngDiscardsAreCountedNotHidden() throws {
         guard LTTngTestEnvironment.requireAvailable() else { return }
-        let session = try LTTngSession.create("discard", channelOptions: ["--subbuf-size=4096", "--num-subbuf=2"])
+        let session = try TestSession.create("discard", channelOptions: ["--subbuf-size=4096", "--num-subbuf=2"])
         defer {
             session.destroy()
             session.removeOutput()
@@ -189,7 +189,7 @@ enum LTTngWorkload {
     }
 
     struct Recording {
-        var session: LTTngSession
+        var session: TestSession
         var ids: IDs
         var reference: [TraceEvent]
     }
@@ -198,7 +198,7 @@ enum LTTngWorkload {
         // Installing a sink is process-wide: one recording at a time (the embedded recorder's tests take it too).
         recordingLock.lock()
         defer { recordingLock.unlock() }
-        let session = try LTTngSession.create(label)
+        let session = try TestSession.create(label)
         do {
             try session.start()
             let tee = TeeSink()

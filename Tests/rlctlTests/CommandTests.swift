@@ -18,15 +18,26 @@ struct CLI {
         var stderr: String
     }
 
+    /// A program built next to rlctl (runloop-demo).
+    static func sibling(_ name: String) -> String {
+        URL(fileURLWithPath: binary).deletingLastPathComponent().appendingPathComponent(name).path
+    }
+
+    /// Runs rlctl; `environment` entries replace the inherited ones; `whileRunning` gets the process once started.
     @discardableResult
-    static func run(_ arguments: [String]) throws -> Result {
+    static func run(_ arguments: [String], environment: [String: String] = [:],
+                    whileRunning: ((Process) -> Void)? = nil) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
         try process.run()
+        whileRunning?(process)
         let stdoutData = out.fileHandleForReading.readDataToEndOfFile()
         let stderrData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
@@ -57,7 +68,7 @@ let sharedTrace: String = {
     @Test func helpIsTheManual() throws {
         let root = try CLI.run(["--help"])
         #expect(root.status == 0)
-        for command in ["run", "summarize", "export", "check", "compare", "list"] { #expect(root.stdout.contains(command)) }
+        for command in ["run", "record", "summarize", "export", "check", "compare", "list", "doctor"] { #expect(root.stdout.contains(command)) }
         let run = try CLI.run(["help", "run"])
         #expect(run.status == 0 && run.stdout.contains("--duration") && run.stdout.contains("--tracer"))
     }

@@ -26,6 +26,9 @@ public final class LTTngSink: LoopEventSink, @unchecked Sendable {
     /// when not compiled in). LTTng enables events asynchronously after `lttng enable-event`/`lttng start`.
     public static var enabledEventCount: Int { Int(rl_trace_enabled_count()) }
 
+    /// How many tracepoints the `runloop` provider declares (runloop_provider.h).
+    public static var providerEventCount: Int { Int(RL_TP_COUNT.rawValue) }
+
     /// Whether an LTTng session records `runloop` events in this process right now.
     public static var isRecording: Bool { enabledEventCount > 0 }
 

@@ -9,12 +9,15 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a workload on RunLoopCore, trace it, and print what its loop did.",
         discussion: """
-        Traces with the embedded recorder by default (no tracer needed); --tracer none runs untraced (to measure \
-        tracing's own overhead). Ctrl-C ends the run early and still summarizes a complete trace.
+        Traces with the embedded recorder by default (no tracer needed). --tracer lttng traces through a real \
+        LTTng session instead (runloop:* for this process; rlctl starts the session daemon if none runs; see \
+        rlctl doctor). --tracer none runs untraced, to measure tracing's own overhead. Ctrl-C ends the run early \
+        and still summarizes a complete trace.
 
         Examples:
           rlctl run timers --count 50 --interval 1ms --duration 5s
           rlctl run jank --every 5 --cost 30ms --trace jank.rltrace
+          rlctl run timers --tracer lttng --trace timers-lttng
           rlctl run mixed --repeat 5 --output baseline.json
           rlctl run --file workload.yaml
         """
@@ -39,10 +42,10 @@ struct Run: ParsableCommand {
     @Option(help: "jank: every how many frames a callout burns CPU.") var every: Int?
     @Option(help: "jank: how much CPU that callout burns, e.g. 25ms.") var cost: DurationValue?
 
-    @Option(help: "embedded (default) or none.")
+    @Option(help: "embedded (default), lttng or none.")
     var tracer: TracerChoice = .embedded
 
-    @Option(help: "Keep the trace in this folder (with --repeat, one subfolder per repetition).")
+    @Option(help: "Keep the trace in this new folder (with --repeat, one subfolder per repetition).")
     var trace: String?
 
     @Option(help: "How many times to run; every repetition is kept for rlctl compare.")
@@ -51,10 +54,10 @@ struct Run: ParsableCommand {
     @Option(help: "Write every repetition's summary (a run report, JSON) to this file.")
     var output: String?
 
-    @Flag(help: "Embedded recorder: keep only the newest events (flight recorder) instead of dropping new ones.")
+    @Flag(help: "Keep only the newest events (flight recorder; LTTng: an overwrite channel) instead of dropping new ones.")
     var flightRecorder = false
 
-    @Option(help: "Embedded recorder: buffer per thread, in KiB.")
+    @Option(help: "Trace buffer in KiB: per thread (embedded), per CPU (lttng, rounded up to 4 power-of-two sub-buffers).")
     var bufferKib = 4096
 
     @Option(help: "Output format: text, json or markdown.")
@@ -73,6 +76,10 @@ struct Run: ParsableCommand {
 
     func run() throws {
         let spec = try workloadSpec()
+        if tracer == .lttng {
+            try LTTngRecording.requireUsable("--tracer lttng")
+            try LTTngRecording.ensureSessionDaemon()
+        }
         let name = workload?.rawValue ?? file!
         var summaries: [TraceSummary] = []
         for repetition in 1...`repeat` {
@@ -142,7 +149,7 @@ struct Run: ParsableCommand {
             let start = Loop.Instant.now
             let progress = ProgressLine(total: spec.duration.duration, enabled: true) {
                 let p = recorder.progress
-                return "running… \(formatNanoseconds(UInt64(start.duration(to: .now).nanosecondsValue))) of \(spec.duration), \(p.recorded) events, \(p.lost) lost"
+                return "running… \(formatNanoseconds(UInt64(start.duration(to: .now).nanosecondsValue))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds))), \(p.recorded) events written, \(p.lost) lost"
             }
             _ = runner.run()
             progress.finish()
@@ -150,7 +157,48 @@ struct Run: ParsableCommand {
             do { try recorder.stop() } catch let error as RecorderError { throw Failure.input(error.description) }
             defer { if trace == nil { try? FileManager.default.removeItem(atPath: folder) } }
             return try summarizeTrace(at: folder, options: analysis.summarizerOptions)
+        case .lttng:
+            let destination = try TraceDestination(requested: trace.map { _ in traceFolder(repetition: repetition) }, label: "run")
+            defer { destination.removeUnlessKept() }
+            try traceWithLTTng(into: destination.path) {
+                let start = Loop.Instant.now
+                let progress = ProgressLine(total: spec.duration.duration, enabled: true) {
+                    "running… \(formatNanoseconds(UInt64(start.duration(to: .now).nanosecondsValue))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds))), traced by LTTng"
+                }
+                _ = runner.run()
+                progress.finish()
+            }
+            return try summarizeTrace(at: destination.path, options: analysis.summarizerOptions)
         }
+    }
+
+    /// Runs `body` with `LTTngSink` installed, inside an LTTng session that records this process into `folder`.
+    private func traceWithLTTng(into folder: String, _ body: () -> Void) throws {
+        let subbuffer = max(4, (bufferKib + 3) / 4)
+        var channel = ["--subbuf-size=\(1 << (Int.bitWidth - (subbuffer - 1).leadingZeroBitCount))K", "--num-subbuf=4"]
+        if flightRecorder { channel.append("--overwrite") }
+        let session: LTTngSession
+        do {
+            // The previous repetition's session is disabled asynchronously: wait for it to go, so that "enabled"
+            // below means this session.
+            let quiet = ContinuousClock.now + .seconds(5)
+            while LTTngSink.enabledEventCount > 0 && ContinuousClock.now < quiet { usleep(5_000) }
+            session = try LTTngSession.create(name: LTTngSession.uniqueName("run"), output: folder,
+                                              trackedProcess: getpid(), channelOptions: channel)
+            do {
+                try session.start()
+                try session.waitUntilThisProcessIsEnabled()
+            } catch {
+                session.destroy()
+                throw error
+            }
+        } catch {
+            throw Failure.input("cannot set up the LTTng session: \(error)")
+        }
+        LoopEventSink.install(LTTngSink())
+        body()
+        LoopEventSink.install(nil)
+        do { try session.stop() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
     }
 
     private func traceFolder(repetition: Int) -> String {
@@ -161,7 +209,7 @@ struct Run: ParsableCommand {
 
 /// The tracer a run uses.
 enum TracerChoice: String, ExpressibleByArgument, CaseIterable {
-    case embedded, none
+    case embedded, lttng, none
 }
 
 /// Set once by the first SIGINT/SIGTERM; a second one ends the process at once.

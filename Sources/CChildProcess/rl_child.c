@@ -1,0 +1,78 @@
+#define _GNU_SOURCE
+#include "rl_child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+int rl_child_spawn_gated(const char *path, char *const argv[], char *const envp[], rl_gated_child *child) {
+    int gate[2], error[2];
+    if (pipe2(gate, O_CLOEXEC) != 0) return errno;
+    if (pipe2(error, O_CLOEXEC) != 0) {
+        int saved = errno;
+        close(gate[0]);
+        close(gate[1]);
+        return saved;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        int saved = errno;
+        close(gate[0]); close(gate[1]); close(error[0]); close(error[1]);
+        return saved;
+    }
+    if (pid == 0) {
+        /* The parent may ignore SIGINT while it waits, and its threads may block signals: the program must
+         * start as if from a shell. Ignored dispositions would survive execve, handlers would not. */
+        for (int signo = 1; signo < NSIG; signo++) {
+            if (signo == SIGKILL || signo == SIGSTOP) continue;
+            signal(signo, SIG_DFL);
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        close(gate[1]);
+        close(error[0]);
+        char byte;
+        ssize_t n;
+        do { n = read(gate[0], &byte, 1); } while (n < 0 && errno == EINTR);
+        if (n != 1) _exit(127);
+        close(gate[0]);
+        execve(path, argv, envp);
+        int code = errno;
+        ssize_t ignored = write(error[1], &code, sizeof code);
+        (void)ignored;
+        _exit(127);
+    }
+    close(gate[0]);
+    close(error[1]);
+    child->pid = pid;
+    child->gate_fd = gate[1];
+    child->error_fd = error[0];
+    return 0;
+}
+
+int rl_child_release(rl_gated_child *child) {
+    char byte = 1;
+    ssize_t n;
+    do { n = write(child->gate_fd, &byte, 1); } while (n < 0 && errno == EINTR);
+    close(child->gate_fd);
+    child->gate_fd = -1;
+    int code = 0;
+    size_t got = 0;
+    while (got < sizeof code) {
+        n = read(child->error_fd, (char *)&code + got, sizeof code - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    close(child->error_fd);
+    child->error_fd = -1;
+    return got == sizeof code ? code : 0;
+}
+
+void rl_child_abandon(rl_gated_child *child) {
+    if (child->gate_fd >= 0) close(child->gate_fd);
+    if (child->error_fd >= 0) close(child->error_fd);
+    child->gate_fd = child->error_fd = -1;
+}

@@ -1,0 +1,231 @@
+import Foundation
+import Glibc
+
+/// Why an LTTng command could not do its job, in one line that says what to do about it.
+public struct LTTngError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// lttng-tools as rlctl drives it: the `lttng` client and the session daemon.
+///
+/// Every command runs with a time limit. The client always gets `--no-sessiond`: when it spawns a daemon
+/// itself, the daemon inherits the caller's pipes and signal mask; ``ensureSessionDaemon()`` starts it cleanly.
+public enum LTTngTools {
+    /// What to tell someone whose machine lacks lttng-tools.
+    public static let installHint = "install lttng-tools (Debian: apt-get install lttng-tools, or run scripts/install-deps.sh)"
+
+    /// The full path of an executable found in PATH (a shell's default PATH when none is set), or nil.
+    public static func path(of command: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        return path.split(separator: ":").lazy.map { $0 + "/" + command }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Throws, naming what is missing, unless both `lttng` and `lttng-sessiond` are installed.
+    public static func requireInstalled() throws(LTTngError) {
+        let missing = ["lttng", "lttng-sessiond"].filter { path(of: $0) == nil }
+        guard missing.isEmpty else {
+            throw LTTngError("\(missing.map { "`\($0)`" }.joined(separator: " and ")) not found in PATH: \(installHint)")
+        }
+    }
+
+    /// Runs `lttng ARGUMENTS` and returns its output; throws with that output when it fails or overruns.
+    @discardableResult
+    public static func lttng(_ arguments: [String], timeout: Duration = .seconds(30)) throws(LTTngError) -> String {
+        try run("lttng", ["--no-sessiond"] + arguments, timeout: timeout)
+    }
+
+    /// Runs a command with a time limit and returns its output (stdout and stderr together).
+    @discardableResult
+    public static func run(_ command: String, _ arguments: [String], timeout: Duration = .seconds(30)) throws(LTTngError) -> String {
+        guard let executable = path(of: command) else { throw LTTngError("`\(command)` not found in PATH: \(installHint)") }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        process.standardInput = FileHandle.nullDevice
+        // Drained while the command runs, so a long output cannot fill the pipe and stall it.
+        let collected = OutputCollector(pipe.fileHandleForReading)
+        do { try process.run() } catch {
+            throw LTTngError("cannot run \(executable): \(error.localizedDescription)")
+        }
+        try? pipe.fileHandleForWriting.close()
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline { usleep(5_000) }
+        let shown = ([command] + arguments.filter { $0 != "--no-sessiond" }).joined(separator: " ")
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+            throw LTTngError("`\(shown)` took more than \(timeout)")
+        }
+        let text = collected.wait()
+        guard process.terminationStatus == 0 else {
+            let reason = text.split(separator: "\n").last { $0.contains("Error") } ?? text.split(separator: "\n").last ?? ""
+            throw LTTngError("`\(shown)` failed (exit \(process.terminationStatus)): \(reason.trimmingCharacters(in: .whitespaces))")
+        }
+        return text
+    }
+
+    /// Whether a session daemon answers this user's `lttng` client.
+    public static var isSessionDaemonReachable: Bool { (try? lttng(["list"], timeout: .seconds(10))) != nil }
+
+    /// Starts `lttng-sessiond --daemonize` unless a session daemon answers already. Returns whether it started one.
+    @discardableResult
+    public static func ensureSessionDaemon() throws(LTTngError) -> Bool {
+        try requireInstalled()
+        if isSessionDaemonReachable { return false }
+        // "A session daemon is already running" is fine too: only whether `lttng list` answers afterwards counts.
+        try startSessionDaemon()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if isSessionDaemonReachable { return true }
+            usleep(100_000)
+        }
+        try lttng(["list"])
+        return true
+    }
+
+    /// Runs `lttng-sessiond --daemonize` and waits for the launcher to exit, which it does once the daemon is
+    /// ready. Not through `Process`: the daemon must not inherit the caller's blocked signals (`--daemonize`
+    /// waits for SIGUSR1 from the daemon, and a daemon blocking SIGTERM could not be stopped) nor its pipes (it
+    /// would hold them open for ever).
+    static func startSessionDaemon() throws(LTTngError) {
+        guard let executable = path(of: "lttng-sessiond") else { throw LTTngError("`lttng-sessiond` not found in PATH: \(installHint)") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for fd in 0...2 as ClosedRange<Int32> {
+            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        var all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup("--daemonize"), nil]
+        let environment: [UnsafeMutablePointer<CChar>?] =
+            ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (arguments + environment).forEach { free($0) } }
+        var pid = pid_t()
+        let result = posix_spawn(&pid, executable, &actions, &attributes, arguments, environment)
+        guard result == 0 else { throw LTTngError("cannot start lttng-sessiond: \(String(cString: strerror(result)))") }
+        var status: Int32 = 0
+        let deadline = ContinuousClock.now + .seconds(30)
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            guard ContinuousClock.now < deadline else {
+                kill(pid, SIGKILL)
+                waitpid(pid, &status, 0)
+                throw LTTngError("`lttng-sessiond --daemonize` did not finish within 30 s")
+            }
+            usleep(10_000)
+        }
+        let exited = status & 0x7f == 0
+        if !exited || (status >> 8) & 0xff != 0, !isSessionDaemonReachable {
+            throw LTTngError("`lttng-sessiond --daemonize` failed (status \(status)); run it by hand to see why")
+        }
+    }
+
+    private final class OutputCollector: @unchecked Sendable {
+        private var data = Data()
+        private let done = DispatchSemaphore(value: 0)
+        init(_ handle: FileHandle) {
+            Thread.detachNewThread { [self] in
+                data = handle.readDataToEndOfFile()
+                done.signal()
+            }
+        }
+        func wait() -> String {
+            done.wait()
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+}
+
+/// One LTTng recording session that enables every `runloop` event (with the `vtid` context, so each event
+/// names its thread) and writes a CTF trace folder that ``CTFTraceReader`` and ``TraceReaders`` read.
+///
+/// ```swift
+/// let session = try LTTngSession.create(name: "demo", output: "/tmp/demo-trace", trackedProcess: child)
+/// try session.start()
+/// …                                  // the traced program runs
+/// try session.stop()                 // flushes the buffers and destroys the session; the folder stays
+/// ```
+public struct LTTngSession: Sendable {
+    public let name: String
+    /// The trace folder (`lttng create --output`).
+    public let output: String
+
+    /// A session name no other rlctl process uses.
+    public static func uniqueName(_ label: String) -> String {
+        "rlctl-\(label)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    /// Creates the session (starting the session daemon if none answers).
+    ///
+    /// - Parameters:
+    ///   - trackedProcess: when set, only this process is traced, so other programs emitting `runloop` events
+    ///     at the same time (whose loop ids would collide with its own) stay out of the trace. Otherwise
+    ///     ``track(processID:)`` can add processes later; until then every process is traced.
+    ///   - channelOptions: `lttng enable-channel` options (e.g. `--subbuf-size=1M`); default channel otherwise.
+    public static func create(name: String, output: String, trackedProcess: pid_t? = nil,
+                              channelOptions: [String] = []) throws(LTTngError) -> LTTngSession {
+        try LTTngTools.ensureSessionDaemon()
+        try LTTngTools.lttng(["create", name, "--output=\(output)"])
+        let session = LTTngSession(name: name, output: output)
+        do {
+            if let trackedProcess { try session.track(processID: trackedProcess) }
+            var enable = ["enable-event", "--userspace", "runloop:*", "--session=\(name)"]
+            if !channelOptions.isEmpty {
+                try LTTngTools.lttng(["enable-channel", "--userspace", "--session=\(name)"] + channelOptions + ["rlctl"])
+                enable.append("--channel=rlctl")
+            }
+            try LTTngTools.lttng(enable)
+            try LTTngTools.lttng(["add-context", "--userspace", "--type=vtid", "--session=\(name)"]
+                                 + (channelOptions.isEmpty ? [] : ["--channel=rlctl"]))
+        } catch {
+            session.destroy()
+            throw error
+        }
+        return session
+    }
+
+    /// Restricts tracing to the processes tracked so far plus this one.
+    public func track(processID: pid_t) throws(LTTngError) {
+        try LTTngTools.lttng(["track", "--userspace", "--vpid=\(processID)", "--session=\(name)"])
+    }
+
+    /// Starts recording. LTTng tells each traced process asynchronously; ``waitUntilThisProcessIsEnabled(timeout:)``
+    /// waits for that when the traced process is this one.
+    public func start() throws(LTTngError) {
+        try LTTngTools.lttng(["start", name])
+    }
+
+    /// Waits until LTTng has enabled every `runloop` tracepoint in this process.
+    public func waitUntilThisProcessIsEnabled(timeout: Duration = .seconds(20)) throws(LTTngError) {
+        let deadline = ContinuousClock.now + timeout
+        while LTTngSink.enabledEventCount < LTTngSink.providerEventCount {
+            guard ContinuousClock.now < deadline else {
+                throw LTTngError("the session daemon did not enable the runloop tracepoints in this process within \(timeout) (\(LTTngSink.enabledEventCount) of \(LTTngSink.providerEventCount)); is the daemon running as another user?")
+            }
+            usleep(5_000)
+        }
+    }
+
+    /// Stops recording, waiting until the trace on disk is complete, and destroys the session (the folder stays).
+    public func stop() throws(LTTngError) {
+        defer { destroy() }
+        try LTTngTools.lttng(["stop", name])
+    }
+
+    /// Destroys the session without waiting for anything; for clean-up after a failure.
+    public func destroy() {
+        _ = try? LTTngTools.lttng(["destroy", name])
+    }
+}

@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import Glibc
+import Tracing
+
+struct Record: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a program that uses RunLoopCore under an LTTng session and summarize what its loops did.",
+        discussion: """
+        The program must install the LTTng sink at start-up (import Tracing; LoopEventSink.install(LTTngSink())); \
+        its loops then emit the runloop:* tracepoints, which cost a couple of nanoseconds while no session is \
+        recording. rlctl starts the session daemon if none runs, creates a session that enables runloop:* (with \
+        the vtid context) for this program's process only, starts the program, stops the session when the \
+        program exits, and prints the summary. Needs lttng-tools (and an rlctl built with libbabeltrace2).
+
+        Ctrl-C goes to the program as usual; rlctl waits for it to end, then summarizes. SIGTERM sent to rlctl is \
+        passed on to the program.
+
+        Exit status: 0 the program exited 0; 1 the program failed (the summary is still printed); 2 a usage \
+        error, lttng-tools missing, or an unreadable trace; 3 no runloop events reached the trace.
+
+        Examples:
+          rlctl record -- .build/release/runloop-demo 2
+          rlctl record --output demo-trace --format markdown -- ./my-app --flag
+        """
+    )
+
+    @Option(help: "Keep the LTTng trace in this new folder (default: a temporary folder, removed afterwards).")
+    var output: String?
+
+    @Option(help: "LTTng sub-buffer size per CPU or per user, e.g. 1M (lttng enable-channel --subbuf-size); raise it when events are lost.")
+    var subbufSize: String?
+
+    @Option(help: "LTTng sub-buffer count (lttng enable-channel --num-subbuf).")
+    var numSubbuf: Int?
+
+    @Option(help: "Output format: text, json or markdown.")
+    var format: SummaryFormat = .text
+
+    @OptionGroup var analysis: AnalysisOptions
+
+    @Argument(parsing: .captureForPassthrough, help: "-- then the program and its arguments.")
+    var command: [String] = []
+
+    mutating func validate() throws {
+        if command.first == "--" { command.removeFirst() }
+        guard !command.isEmpty else { throw ValidationError("give the program to record after --, e.g. rlctl record -- ./my-app") }
+        if let numSubbuf, numSubbuf < 2 { throw ValidationError("--num-subbuf must be at least 2 (got \(numSubbuf))") }
+    }
+
+    func run() throws {
+        try LTTngRecording.requireUsable("rlctl record")
+        let destination = try TraceDestination(requested: output, label: "record")
+        try LTTngRecording.ensureSessionDaemon()
+
+        let child = try GatedChild(command)
+        let session: LTTngSession
+        do {
+            session = try LTTngSession.create(name: LTTngSession.uniqueName("record"), output: destination.path,
+                                              trackedProcess: child.pid,
+                                              channelOptions: LTTngRecording.channelOptions(subbufferSize: subbufSize, subbufferCount: numSubbuf))
+            try session.start()
+        } catch {
+            child.abandon()
+            throw Failure.input("cannot set up the LTTng session: \(error)")
+        }
+
+        let forwarding = SignalForwarding(to: child.pid)
+        let ending: GatedChild.Ending
+        do {
+            try child.release()
+            ending = child.waitForExit()
+        } catch {
+            forwarding.end()
+            session.destroy()
+            destination.removeUnlessKept()
+            throw error
+        }
+        forwarding.end()
+        do { try session.stop() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
+
+        defer { destination.removeUnlessKept() }
+        // LTTng writes no trace at all for a program that never registered a runloop tracepoint.
+        let summary = Self.containsTrace(destination.path)
+            ? try summarizeTrace(at: destination.path, options: analysis.summarizerOptions) : nil
+        guard let summary, summary.health.eventsRead > 0 else {
+            throw Failure(message: "no runloop events reached the trace from \(child.command), which \(ending): the program must call LoopEventSink.install(LTTngSink()) (module Tracing) before its loops run",
+                          status: .incomplete)
+        }
+        let title = "\(command.joined(separator: " ")) — LTTng" + (destination.keep ? ", trace \(destination.path)" : "")
+        print(format.render(summary, title: format == .json ? nil : title))
+        guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
+    }
+
+    private static func containsTrace(_ folder: String) -> Bool {
+        guard let walk = FileManager.default.enumerator(atPath: folder) else { return false }
+        return walk.contains { ($0 as? String).map { URL(fileURLWithPath: $0).lastPathComponent == "metadata" } ?? false }
+    }
+}
+
+/// While the recorded program runs: Ctrl-C is the program's business (the terminal sends it there too), so
+/// rlctl ignores SIGINT; a SIGTERM aimed at rlctl is passed on to the program.
+final class SignalForwarding: @unchecked Sendable {
+    private let lock = NSLock()
+    private var target: pid_t?
+
+    init(to pid: pid_t) {
+        target = pid
+        try? TerminationSignals.watch { [self] signo in
+            guard signo == SIGTERM else { return }
+            lock.lock()
+            defer { lock.unlock() }
+            if let target { kill(target, SIGTERM) }
+        }
+        signal(SIGINT, SIG_IGN)
+    }
+
+    /// The program has ended: signals end rlctl again.
+    func end() {
+        lock.lock()
+        target = nil
+        lock.unlock()
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+}

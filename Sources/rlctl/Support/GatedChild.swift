@@ -1,0 +1,72 @@
+import CChildProcess
+import Foundation
+import Glibc
+
+/// A program started by rlctl that waits, already forked, until rlctl lets it run: `record` tracks its
+/// process id in the LTTng session first, so its first events are not lost and no other process gets in.
+final class GatedChild {
+    let pid: pid_t
+    let command: String
+    private var child: rl_gated_child
+
+    /// Forks the child for `arguments` (the first is the program, looked up in PATH when it has no slash).
+    init(_ arguments: [String]) throws {
+        guard let program = arguments.first, !program.isEmpty else { throw Failure.input("give the command to run after --") }
+        guard let path = Self.resolve(program) else {
+            throw Failure.input("\(program): no such program (not a file, and not found in PATH)")
+        }
+        command = program
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var child = rl_gated_child()
+        let rc = rl_child_spawn_gated(path, argv, envp, &child)
+        guard rc == 0 else { throw Failure.input("cannot start \(program): \(String(cString: strerror(rc)))") }
+        self.child = child
+        pid = child.pid
+    }
+
+    /// Lets the program run; fails when it could not be executed.
+    func release() throws {
+        let rc = rl_child_release(&child)
+        guard rc == 0 else {
+            _ = waitForExit()
+            throw Failure.input("cannot run \(command): \(String(cString: strerror(rc)))")
+        }
+    }
+
+    /// Makes the child exit without running the program (after a failure to set up tracing).
+    func abandon() {
+        rl_child_abandon(&child)
+        _ = waitForExit()
+    }
+
+    /// How the program ended.
+    enum Ending: CustomStringConvertible {
+        case exited(Int32)
+        case signaled(Int32)
+
+        var succeeded: Bool { if case .exited(0) = self { return true } else { return false } }
+
+        var description: String {
+            switch self {
+            case .exited(let status): return "exited with status \(status)"
+            case .signaled(let signal): return "was killed by signal \(signal) (\(String(cString: strsignal(signal))))"
+            }
+        }
+    }
+
+    /// Waits for the program to end.
+    func waitForExit() -> Ending {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let signal = status & 0x7f
+        return signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
+    }
+
+    private static func resolve(_ program: String) -> String? {
+        if program.contains("/") { return FileManager.default.isExecutableFile(atPath: program) ? program : nil }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        return path.split(separator: ":").lazy.map { "\($0)/\(program)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Glibc
+import Tracing
+
+/// What `record`, `run --tracer lttng` and `doctor` share: checking that LTTng can be used, the trace folder,
+/// and the session's life.
+enum LTTngRecording {
+    /// Fails (exit 2, one line saying what to install) unless this build and this machine can record with LTTng
+    /// and read the result back.
+    static func requireUsable(_ what: String) throws {
+        do { try LTTngTools.requireInstalled() } catch { throw Failure.input("\(what) needs lttng-tools: \(error)") }
+        guard CTFTraceReader.isAvailable else {
+            throw Failure.input("\(what) needs libbabeltrace2 to read the LTTng trace, and this rlctl was built without it: install libbabeltrace2-dev (scripts/install-deps.sh) and rebuild")
+        }
+    }
+
+    /// Starts the session daemon unless one answers, saying so on stderr.
+    static func ensureSessionDaemon() throws {
+        do {
+            if try LTTngTools.ensureSessionDaemon() {
+                FileHandle.standardError.write(Data("rlctl: started the LTTng session daemon (lttng-sessiond --daemonize)\n".utf8))
+            }
+        } catch {
+            throw Failure.input("cannot reach or start an LTTng session daemon: \(error)")
+        }
+    }
+
+    /// LTTng channel options from `--subbuf-size` / `--num-subbuf`.
+    static func channelOptions(subbufferSize: String?, subbufferCount: Int?) -> [String] {
+        var options: [String] = []
+        if let subbufferSize { options.append("--subbuf-size=\(subbufferSize)") }
+        if let subbufferCount { options.append("--num-subbuf=\(subbufferCount)") }
+        return options
+    }
+}
+
+/// A trace folder: the one the user named (kept), or a temporary one (removed once summarized).
+struct TraceDestination {
+    let path: String
+    let keep: Bool
+
+    /// `requested` must not exist yet, or be an empty folder: LTTng would mix a new trace into an old one.
+    init(requested: String?, label: String) throws {
+        if let requested {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: requested, isDirectory: &isDirectory) {
+                let empty = isDirectory.boolValue && ((try? FileManager.default.contentsOfDirectory(atPath: requested))?.isEmpty ?? false)
+                guard empty else { throw Failure.input("\(requested) already exists: give a new folder for the trace") }
+            }
+            path = URL(fileURLWithPath: requested).standardizedFileURL.path
+            keep = true
+        } else {
+            path = NSTemporaryDirectory() + "rlctl-\(label)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            keep = false
+        }
+    }
+
+    func removeUnlessKept() {
+        if !keep { try? FileManager.default.removeItem(atPath: path) }
+    }
+}
