@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+import class Foundation.FileManager
 import class Foundation.ProcessInfo
 
 // Benchmarks for RunLoopCore, kept in a package of their own so that SwiftNIO and the malloc interposer never
@@ -12,6 +13,29 @@ import class Foundation.ProcessInfo
 // "allocations" benchmark, and adds a few nanoseconds to every malloc of every peer). Build with
 // RLBENCH_NO_MALLOC_COUNTER=1 to leave it out; the allocations benchmark then reports nothing.
 let countMallocs = ProcessInfo.processInfo.environment["RLBENCH_NO_MALLOC_COUNTER"] == nil
+
+// tracebench's C baseline calls the main package's `runloop` tracepoints itself, so it must be compiled with
+// LTTng exactly when the main package's CRunLoopTracepoints is. This repeats that manifest's decision (same
+// environment variable, same header and library), which keeps the two in step without exporting a target.
+func lttngInstalledAndEnabled() -> Bool {
+    let environment = ProcessInfo.processInfo.environment
+    if let value = environment["RLCTL_DISABLE_LTTNG"]?.lowercased(), !["", "0", "false", "no", "off"].contains(value) {
+        return false
+    }
+    let fileManager = FileManager.default
+    func directories(_ bases: [String]) -> [String] {
+        bases.flatMap { base in
+            [base] + ((try? fileManager.contentsOfDirectory(atPath: base)) ?? [])
+                .filter { $0.contains("-linux-") }.sorted().map { base + "/" + $0 }
+        }
+    }
+    let header = directories(["/usr/include", "/usr/local/include"])
+        .contains { fileManager.fileExists(atPath: $0 + "/lttng/tracepoint.h") }
+    let library = directories(["/usr/lib", "/usr/lib64", "/usr/local/lib", "/lib"]).contains { directory in
+        ["so", "a"].contains { fileManager.fileExists(atPath: "\(directory)/liblttng-ust.\($0)") }
+    }
+    return header && library
+}
 
 var dependencies: [Package.Dependency] = [
     // The repository root, i.e. RunLoopCore as it is checked out here.
@@ -40,9 +64,17 @@ let package = Package(
         .executableTarget(
             name: "tracebench",
             dependencies: [
+                "CTraceBaseline",
                 .product(name: "RunLoopCore", package: "rlctl"),
                 .product(name: "Tracing", package: "rlctl"),
             ]
+        ),
+        // tracebench's C baseline: the `runloop` tracepoints called from C. Its header search path to the
+        // provider (Sources/CRunLoopTracepoints/include in the main package) comes with the Tracing product.
+        .target(
+            name: "CTraceBaseline",
+            dependencies: [.product(name: "Tracing", package: "rlctl")],
+            cSettings: lttngInstalledAndEnabled() ? [.define("RLCTL_HAVE_LTTNG")] : []
         ),
         // timerfd, eventfd, epoll and RUSAGE_THREAD for the raw floors and the idle measurement.
         .target(name: "CBenchSupport"),

@@ -1,14 +1,32 @@
 #define _GNU_SOURCE
 #include "CRecorder.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#define RLREC_HAVE_TSC 1
+#else
+#define RLREC_HAVE_TSC 0
+#endif
+
+#if __has_include(<linux/membarrier.h>)
+#include <linux/membarrier.h>
+#define RLREC_HAVE_MEMBARRIER 1
+#else
+#define RLREC_HAVE_MEMBARRIER 0
+#endif
 
 // Event ids: keep equal to TraceSchema.EventID.
 enum {
@@ -21,45 +39,276 @@ enum {
 #define EVENT_HEADER_SIZE 9
 #define MAX_STRING 255
 
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
 enum { SUB_FREE = 0, SUB_FILLING = 1, SUB_READY = 2 };
 
 // One thread's buffer. Fields marked (producer) are touched only by the owning thread while recording, and by
-// rlrec_stop after it has waited for the thread to leave its event (busy == 0).
+// rlrec_stop after it has waited for the thread to leave its event (busy == 0). The fields every event reads
+// come first, so that an event touches one cache line of this struct.
 typedef struct thread_buffer {
-    uint64_t generation;              // the recording it belongs to
-    int32_t tid;
-    uint32_t sub_size, sub_count;
+    // (producer, hot)
+    uint64_t tag;                     // g_state of the recording it belongs to
     uint8_t *memory;                  // sub_count * sub_size
+    uint32_t sub_size;
+    uint32_t current;                 // sub-buffer being filled; UINT32_MAX when stalled without one
+    uint32_t offset;                  // write offset in it; sub_size while stalled, so one compare sends
+                                      // every event of a stalled or full sub-buffer to the slow path
+    _Atomic int busy;                 // 1 while the thread writes an event
+    uint64_t last_ts;                 // the last timestamp handed out: stamps never go below it
+    uint64_t events;                  // in the current sub-buffer
+    uint64_t anchor_tsc, anchor_ns;   // TSC clock: the pair the thread extrapolates from (see event_time)
+    uint64_t first_ts;
+    // (producer, per packet)
+    uint64_t seq, discarded, recorded;
+    uint64_t reported_discards;       // `discarded` as written in the last closed packet
+    int32_t tid;
+    uint32_t sub_count;
+    size_t memory_size;               // bytes mapped at `memory`
     _Atomic int *state;               // per sub-buffer: SUB_FREE / SUB_FILLING / SUB_READY
     uint64_t *packet_events;          // per sub-buffer: events in it (for overwrite accounting)
-    _Atomic int busy;                 // 1 while the thread writes an event
-    // (producer)
-    uint32_t current;                 // sub-buffer being filled; UINT32_MAX when stalled without one
-    uint32_t offset;                  // write offset in it
-    uint64_t first_ts, last_ts, events, seq, discarded, recorded;
-    uint64_t reported_discards;       // `discarded` as written in the last closed packet
     uint8_t final_packet[PACKET_HEADER_SIZE];   // a header-only packet reporting drops made after the last one
     // (consumer)
     uint32_t consume_next;
-    uint64_t consume_seq;
 } thread_buffer;
 
+// What every event reads, together. `state` is (generation << 1) | recording: one load tells an event both
+// whether a recording runs and whether its thread buffer belongs to it (a thread can hold a stale buffer of an
+// earlier recording, whose memory is gone).
+static struct {
+    _Atomic uint64_t state;
+    _Atomic int clock_tsc;            // 1: stamp events from the TSC; 0: clock_gettime (set by rlrec_start)
+    _Atomic int asymmetric;           // membarrier registered: events need only a compiler barrier (see reserve)
+    uint64_t tsc_mult;                // ns per TSC tick, 32.32 fixed point (see calibrate_tsc)
+    uint64_t tsc_window;              // ticks an anchor is trusted for
+} g_hot __attribute__((aligned(64)));
+
 static rlrec_config g_config;
-static _Atomic int g_enabled;
-static _Atomic uint64_t g_generation;
 static _Atomic uint64_t g_no_buffer_drops;
 static pthread_mutex_t g_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static thread_buffer **g_buffers;
 static uint32_t g_buffer_count, g_buffer_capacity;
-static __thread thread_buffer *t_buffer;
+// initial-exec: the library is linked into executables (or loaded with them), so the thread pointer plus a
+// constant finds the slot; the default model for position-independent code calls __tls_get_addr.
+static __thread thread_buffer *t_buffer __attribute__((tls_model("initial-exec")));
 static pthread_key_t g_exit_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 
-static inline uint64_t now_ns(void) {
+// ===== timestamps =====
+//
+// Events are stamped in CLOCK_MONOTONIC nanoseconds, the loop's clock: analyses compare event times with fire
+// dates, enqueue and signal times the loop read with clock_gettime. clock_gettime costs about twice a bare
+// RDTSC (the vDSO fences the TSC read and follows a seqlock), so where CLOCK_MONOTONIC is itself made from an
+// invariant TSC, an event reads the TSC and converts it with a per-thread anchor:
+//
+//   ns = anchor_ns + (tsc - anchor_tsc) * mult
+//
+// where (anchor_tsc, anchor_ns) is a TSC reading and a clock_gettime reading taken together, renewed by the
+// first event more than RLREC_TSC_WINDOW_NS after the last renewal (that event gets clock_gettime's value).
+// The error within a window is at most the window times the rate error, and it cannot build up, since every
+// window starts from clock_gettime again: even an NTP slew of CLOCK_MONOTONIC at its 500 ppm maximum, which
+// `mult` would not know of, stays at 0.5 µs. `mult` is measured against CLOCK_MONOTONIC (over the life of the
+// process) and raised by 2^-14 (61 ppm), and anchor_tsc is read before anchor_ns: both make an extrapolated
+// stamp err ahead of CLOCK_MONOTONIC (by about 100 ns at the end of a window), so that an event is not stamped
+// before a clock_gettime reading that preceded it. The event's RDTSC is not fenced (a fence would cost most of
+// the saving), so it may execute some tens of cycles early, which the bias covers too. A per-thread clamp keeps
+// stamps from going backwards when a renewal lands below the last extrapolation. Each renewal measures how far
+// the extrapolation had drifted; a drift beyond RLREC_TSC_DRIFT_LIMIT_NS either way (a TSC that changed rate or
+// stepped) ends TSC stamping for the rest of the recording. Without an invariant TSC that drives the kernel's
+// clocksource, every event calls clock_gettime.
+
+#define RLREC_TSC_WINDOW_NS 1000000ull
+#define RLREC_TSC_DRIFT_LIMIT_NS 1000
+
+static _Atomic uint64_t g_clock_anchors, g_clock_fallbacks;
+static _Atomic int64_t g_clock_max_lead, g_clock_max_lag;
+
+static inline uint64_t clock_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+static inline uint64_t tsc_to_ns(uint64_t ticks) {
+    return (uint64_t)(((unsigned __int128)ticks * g_hot.tsc_mult) >> 32);
+}
+
+static void atomic_max(_Atomic int64_t *target, int64_t value) {
+    int64_t seen = atomic_load_explicit(target, memory_order_relaxed);
+    while (value > seen && !atomic_compare_exchange_weak_explicit(target, &seen, value, memory_order_relaxed,
+                                                                  memory_order_relaxed)) {}
+}
+
+#if RLREC_HAVE_TSC
+
+typedef struct { uint64_t tsc, ns, width; } clock_pair;
+
+static inline uint64_t tsc_ordered(void) {
+    _mm_lfence();
+    return __rdtsc();
+}
+
+static uint64_t g_tight_pair = 1000;   // ticks: a pair this narrow is as good as pairs get (calibrate_tsc)
+
+/// A TSC reading and a clock_gettime reading taken at nearly the same moment: `tsc` is read before `ns`,
+/// `width` ticks apart from a TSC read after it. The narrowest of up to `attempts` tries: an interrupt or a
+/// virtual machine exit inside one widens it by microseconds, and the anchor would then run ahead by as much.
+static clock_pair read_pair(int attempts) {
+    clock_pair best = { 0, 0, UINT64_MAX };
+    for (int attempt = 0; attempt < attempts; attempt++) {
+        uint64_t before = tsc_ordered();
+        uint64_t ns = clock_ns();
+        uint64_t after = tsc_ordered();
+        if (after - before < best.width) best = (clock_pair){ before, ns, after - before };
+        if (best.width <= g_tight_pair) break;
+    }
+    return best;
+}
+
+/// Whether CLOCK_MONOTONIC can be extrapolated from the TSC: the CPU says its TSC is invariant (constant rate
+/// in every P-, C- and T-state), and the kernel uses the TSC as its clocksource, which it does only after
+/// checking that every CPU's TSC agrees.
+static int tsc_eligible(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0x80000000, &a, &b, &c, &d) || a < 0x80000007) return 0;
+    __get_cpuid(0x80000007, &a, &b, &c, &d);
+    if (!(d & (1u << 8))) return 0;
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char name[16] = {0};
+    ssize_t n = read(fd, name, sizeof name - 1);
+    close(fd);
+    return n >= 3 && memcmp(name, "tsc", 3) == 0 && (n == 3 || name[3] == '\n');
+}
+
+static clock_pair g_first_pair;       // the process's first calibration pair (under g_registry_lock)
+static uint64_t g_unbiased_mult;      // the rate the last calibration measured
+
+/// Measures the TSC's rate against CLOCK_MONOTONIC over the time since the first calibration of the process
+/// (the longer the baseline, the smaller the error of the two pairs' few tens of nanoseconds); the first
+/// recording of a process waits 2 ms for a baseline. Returns 0 when the measurement makes no sense.
+static int calibrate_tsc(void) {
+    // What a pair costs when nothing interrupts it: the narrowest of many, with some slack.
+    g_tight_pair = 0;
+    clock_pair narrowest = read_pair(16);
+    g_tight_pair = narrowest.width + narrowest.width / 2 + 64;
+    clock_pair now = read_pair(16);
+    for (int fresh = 0; fresh < 2; fresh++) {
+        if (g_first_pair.ns == 0 || fresh) {
+            g_first_pair = now;
+            struct timespec pause = { 0, 2000000 };
+            while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {}
+            now = read_pair(16);
+        }
+        if (now.tsc <= g_first_pair.tsc || now.ns < g_first_pair.ns + 1000000) continue;
+        unsigned __int128 mult = ((unsigned __int128)(now.ns - g_first_pair.ns) << 32) / (now.tsc - g_first_pair.tsc);
+        // A rate far from the previous measurement means the long baseline spans something the TSC did not
+        // count like CLOCK_MONOTONIC (a suspend, a migrated VM): measure afresh.
+        if (!fresh && g_unbiased_mult && (mult > g_unbiased_mult + (g_unbiased_mult >> 10) ||
+                                          mult < g_unbiased_mult - (g_unbiased_mult >> 10))) continue;
+        if (mult == 0 || mult > ((unsigned __int128)1 << 40)) return 0;
+        g_unbiased_mult = (uint64_t)mult;
+        g_hot.tsc_mult = (uint64_t)(mult + (mult >> 14));
+        g_hot.tsc_window = (uint64_t)(((unsigned __int128)RLREC_TSC_WINDOW_NS << 32) / g_hot.tsc_mult);
+        return 1;
+    }
+    return 0;
+}
+
+/// A new anchor for the calling thread; returns its CLOCK_MONOTONIC time. Checks first how far the old
+/// anchor's extrapolation had drifted, when the old anchor is recent enough for that to mean something.
+static __attribute__((noinline, cold)) uint64_t reanchor(thread_buffer *tb) {
+    clock_pair pair = read_pair(8);
+    uint64_t elapsed = pair.tsc - tb->anchor_tsc;
+    if (tb->anchor_ns != 0 && pair.width <= g_tight_pair) {
+        if ((int64_t)elapsed < 0) {
+            // The TSC went backwards between two reads of this thread: the CPUs' TSCs disagree after all.
+            atomic_fetch_add_explicit(&g_clock_fallbacks, 1, memory_order_relaxed);
+            atomic_store_explicit(&g_hot.clock_tsc, 0, memory_order_relaxed);
+        } else if (elapsed < 2 * g_hot.tsc_window) {
+            int64_t drift = (int64_t)(tb->anchor_ns + tsc_to_ns(elapsed) - pair.ns);
+            atomic_fetch_add_explicit(&g_clock_anchors, 1, memory_order_relaxed);
+            if (drift >= 0) atomic_max(&g_clock_max_lead, drift); else atomic_max(&g_clock_max_lag, -drift);
+            if (drift > RLREC_TSC_DRIFT_LIMIT_NS || drift < -RLREC_TSC_DRIFT_LIMIT_NS) {
+                atomic_fetch_add_explicit(&g_clock_fallbacks, 1, memory_order_relaxed);
+                atomic_store_explicit(&g_hot.clock_tsc, 0, memory_order_relaxed);
+            }
+        }
+    }
+    tb->anchor_tsc = pair.tsc;
+    tb->anchor_ns = pair.ns;
+    return pair.ns;
+}
+
+#endif /* RLREC_HAVE_TSC */
+
+/// The timestamp of an event of this thread (producer side): never below the thread's previous one.
+static inline __attribute__((always_inline)) uint64_t event_time(thread_buffer *tb) {
+    uint64_t ns;
+#if RLREC_HAVE_TSC
+    if (LIKELY(atomic_load_explicit(&g_hot.clock_tsc, memory_order_relaxed))) {
+        uint64_t elapsed = __rdtsc() - tb->anchor_tsc;
+        ns = LIKELY(elapsed < g_hot.tsc_window) ? tb->anchor_ns + tsc_to_ns(elapsed) : reanchor(tb);
+    } else
+#endif
+    {
+        ns = clock_ns();
+    }
+    return ns > tb->last_ts ? ns : tb->last_ts;
+}
+
+/// The first timestamp of a thread buffer (anchors the TSC clock).
+static uint64_t first_time(thread_buffer *tb) {
+#if RLREC_HAVE_TSC
+    if (atomic_load_explicit(&g_hot.clock_tsc, memory_order_relaxed)) return reanchor(tb);
+#endif
+    return clock_ns();
+}
+
+// ===== the stop protocol's fences =====
+//
+// rlrec_stop must not take over a thread's buffer while the thread writes an event, and a thread must not start
+// an event once stop has looked at it: a Dekker handshake (the event stores busy = 1 then loads g_hot.state;
+// stop stores state then loads busy). That needs a full fence on both sides, and an event's fence (a locked
+// instruction) was its most expensive step after the clock. With membarrier(2) the cost moves to stop: events
+// keep only a compiler barrier, and stop's MEMBARRIER_CMD_PRIVATE_EXPEDITED runs a full fence on every CPU
+// running a thread of this process (a thread not running has passed one in its last context switch). Either an
+// event's busy store precedes that fence, and stop sees it, or the event's state load follows it, and sees the
+// stop. Without membarrier events use a full fence.
+
+static int membarrier_ready(void) {
+#if RLREC_HAVE_MEMBARRIER
+    // Under g_registry_lock. Registration belongs to the process: a child made by fork() registers again.
+    static pid_t registered_for = 0;
+    static int registered = 0;
+    if (registered_for != getpid()) {
+        registered_for = getpid();
+        long commands = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+        registered = commands > 0 && (commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+                     (commands & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) &&
+                     syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    }
+    return registered;
+#else
+    return 0;
+#endif
+}
+
+/// Stop's side of the handshake, after it stored the new state.
+static void heavy_fence(void) {
+    atomic_thread_fence(memory_order_seq_cst);
+#if RLREC_HAVE_MEMBARRIER
+    if (atomic_load_explicit(&g_hot.asymmetric, memory_order_relaxed) &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+        // Cannot fail once this process registered (rlrec_start checked); should it anyway, every store
+        // buffer drains within microseconds.
+        usleep(1000);
+    }
+#endif
+}
+
+// ===== packets =====
 
 static inline uint8_t *sub_base(thread_buffer *tb, uint32_t index) {
     return tb->memory + (size_t)index * tb->sub_size;
@@ -70,8 +319,6 @@ static void thread_exited(void *unused);
 static void make_key(void) {
     pthread_key_create(&g_exit_key, thread_exited);
 }
-
-// ===== packets =====
 
 static inline void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 static inline void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
@@ -94,6 +341,7 @@ static void close_current(thread_buffer *tb) {
     __atomic_store_n(&tb->recorded, tb->recorded + tb->events, __ATOMIC_RELAXED);
     atomic_store_explicit(&tb->state[tb->current], SUB_READY, memory_order_release);
     tb->current = UINT32_MAX;
+    tb->offset = tb->sub_size;
 }
 
 /// Starts filling sub-buffer `index`.
@@ -130,35 +378,54 @@ static int switch_sub_buffer(thread_buffer *tb, uint64_t ts) {
 
 // ===== thread buffers =====
 
-static thread_buffer *attach_thread(uint64_t generation) {
+static void free_buffer_memory(thread_buffer *tb) {
+    if (tb->memory) munmap(tb->memory, tb->memory_size);
+    tb->memory = NULL;
+    free((void *)tb->state);
+    tb->state = NULL;
+    free(tb->packet_events);
+    tb->packet_events = NULL;
+}
+
+static __attribute__((noinline, cold)) thread_buffer *attach_thread(uint64_t tag) {
     pthread_once(&g_key_once, make_key);
     thread_buffer *tb = calloc(1, sizeof *tb);
     if (!tb) return NULL;
-    tb->generation = generation;
+    tb->tag = tag;
     tb->tid = (int32_t)syscall(SYS_gettid);
     tb->sub_size = g_config.sub_buffer_size;
     tb->sub_count = g_config.sub_buffer_count;
-    tb->memory = malloc((size_t)tb->sub_size * tb->sub_count);
+    tb->memory_size = (size_t)tb->sub_size * tb->sub_count;
+    // Populated now, in one call: a page first touched by an event costs that event a page fault (several
+    // microseconds on a virtual machine, once per 4 KiB, inside the traced callout). The thread's first event
+    // pays for the whole buffer instead, once.
+    void *memory = mmap(NULL, tb->memory_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    tb->memory = memory == MAP_FAILED ? NULL : memory;
     tb->state = calloc(tb->sub_count, sizeof *tb->state);
     tb->packet_events = calloc(tb->sub_count, sizeof *tb->packet_events);
     if (!tb->memory || !tb->state || !tb->packet_events) {
-        free(tb->memory); free((void *)tb->state); free(tb->packet_events); free(tb);
+        free_buffer_memory(tb);
+        free(tb);
         return NULL;
     }
     atomic_store_explicit(&tb->state[0], SUB_FILLING, memory_order_relaxed);
-    open_sub_buffer(tb, 0, now_ns());
     pthread_mutex_lock(&g_registry_lock);
-    if (generation != atomic_load(&g_generation) || !atomic_load(&g_enabled)) {
+    if (atomic_load(&g_hot.state) != tag) {
         pthread_mutex_unlock(&g_registry_lock);   // the recording ended meanwhile
-        free(tb->memory); free((void *)tb->state); free(tb->packet_events); free(tb);
+        free_buffer_memory(tb);
+        free(tb);
         return NULL;
     }
+    // Under the lock: this thread is not busy yet, so only the lock keeps a new rlrec_start from recalibrating
+    // the clock while it is read.
+    open_sub_buffer(tb, 0, first_time(tb));
     if (g_buffer_count == g_buffer_capacity) {
         uint32_t capacity = g_buffer_capacity ? g_buffer_capacity * 2 : 16;
         thread_buffer **grown = realloc(g_buffers, capacity * sizeof *grown);
         if (!grown) {
             pthread_mutex_unlock(&g_registry_lock);
-            free(tb->memory); free((void *)tb->state); free(tb->packet_events); free(tb);
+            free_buffer_memory(tb);
+            free(tb);
             return NULL;
         }
         g_buffers = grown;
@@ -175,9 +442,10 @@ static thread_buffer *attach_thread(uint64_t generation) {
 static void thread_exited(void *arg) {
     thread_buffer *tb = arg;
     t_buffer = NULL;
+    // Full fences on this side whatever the mode: that is always enough for the handshake.
     atomic_store_explicit(&tb->busy, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&g_enabled, memory_order_seq_cst) &&
-        tb->generation == atomic_load(&g_generation) && tb->current != UINT32_MAX && tb->events > 0) {
+    if (atomic_load_explicit(&g_hot.state, memory_order_seq_cst) == tb->tag &&
+        tb->current != UINT32_MAX && tb->events > 0) {
         close_current(tb);
     }
     atomic_store_explicit(&tb->busy, 0, memory_order_release);
@@ -185,36 +453,45 @@ static void thread_exited(void *arg) {
 
 // ===== the event path =====
 
+/// The slow half of reserve: the current sub-buffer is full or there is none. Moves to the next one, or drops
+/// the event (counting it) and leaves the event. Returns 1 when there is room now.
+static __attribute__((noinline, cold)) int make_room(thread_buffer *tb, uint32_t total, uint64_t ts) {
+    if (PACKET_HEADER_SIZE + total <= tb->sub_size && switch_sub_buffer(tb, ts)) return 1;
+    // Written atomically: rlrec_statistics reads it from another thread while recording.
+    __atomic_store_n(&tb->discarded, tb->discarded + 1, __ATOMIC_RELAXED);
+    atomic_store_explicit(&tb->busy, 0, memory_order_release);
+    return 0;
+}
+
+static __attribute__((noinline, cold)) void count_no_buffer_drop(void) {
+    atomic_fetch_add_explicit(&g_no_buffer_drops, 1, memory_order_relaxed);
+}
+
 /// Reserves `size` bytes for an event and writes its header; NULL when not recording or dropped.
 /// A non-NULL return leaves the buffer busy: finish with commit().
-static inline uint8_t *reserve(uint8_t event_id, uint32_t size, thread_buffer **out) {
-    if (!atomic_load_explicit(&g_enabled, memory_order_relaxed)) return NULL;
-    uint64_t generation = atomic_load_explicit(&g_generation, memory_order_relaxed);
+static inline __attribute__((always_inline)) uint8_t *reserve(uint8_t event_id, uint32_t size, thread_buffer **out) {
+    uint64_t state = atomic_load_explicit(&g_hot.state, memory_order_acquire);
+    if (!(state & 1)) return NULL;
     thread_buffer *tb = t_buffer;
-    if (__builtin_expect(!tb || tb->generation != generation, 0)) {
-        tb = attach_thread(generation);
+    if (UNLIKELY(!tb || tb->tag != state)) {
+        tb = attach_thread(state);
         if (!tb) {
-            atomic_fetch_add_explicit(&g_no_buffer_drops, 1, memory_order_relaxed);
+            count_no_buffer_drop();
             return NULL;
         }
     }
-    // Dekker with rlrec_stop: either stop sees busy, or this thread sees the recording stopped.
-    atomic_store_explicit(&tb->busy, 1, memory_order_seq_cst);
-    if (!atomic_load_explicit(&g_enabled, memory_order_seq_cst)) {
+    // The event's half of the handshake with rlrec_stop (see "the stop protocol's fences").
+    atomic_store_explicit(&tb->busy, 1, memory_order_relaxed);
+    if (LIKELY(atomic_load_explicit(&g_hot.asymmetric, memory_order_relaxed))) atomic_signal_fence(memory_order_seq_cst);
+    else atomic_thread_fence(memory_order_seq_cst);
+    if (UNLIKELY(atomic_load_explicit(&g_hot.state, memory_order_acquire) != state)) {
         atomic_store_explicit(&tb->busy, 0, memory_order_release);
         return NULL;
     }
-    uint64_t ts = now_ns();
+    uint64_t ts = event_time(tb);
     uint32_t total = EVENT_HEADER_SIZE + size;
-    if (__builtin_expect(tb->current == UINT32_MAX || tb->offset + total > tb->sub_size, 0)) {
-        if (PACKET_HEADER_SIZE + total > tb->sub_size || !switch_sub_buffer(tb, ts)) {
-            // Written atomically: rlrec_statistics reads it from another thread while recording.
-            __atomic_store_n(&tb->discarded, tb->discarded + 1, __ATOMIC_RELAXED);
-            atomic_store_explicit(&tb->busy, 0, memory_order_release);
-            return NULL;
-        }
-    }
-    uint8_t *p = sub_base(tb, tb->current) + tb->offset;
+    if (UNLIKELY(tb->offset + total > tb->sub_size) && !make_room(tb, total, ts)) return NULL;
+    uint8_t *p = tb->memory + (size_t)tb->current * tb->sub_size + tb->offset;
     p[0] = event_id;
     memcpy(p + 1, &ts, 8);
     tb->last_ts = ts;
@@ -223,7 +500,7 @@ static inline uint8_t *reserve(uint8_t event_id, uint32_t size, thread_buffer **
     return p + EVENT_HEADER_SIZE;
 }
 
-static inline void commit(thread_buffer *tb, uint32_t size) {
+static inline __attribute__((always_inline)) void commit(thread_buffer *tb, uint32_t size) {
     tb->offset += EVENT_HEADER_SIZE + size;
     tb->events++;
     atomic_store_explicit(&tb->busy, 0, memory_order_release);
@@ -360,9 +637,22 @@ void rlrec_item_label(uint64_t item_id, uint8_t kind, const char *label) {
 
 // ===== control =====
 
+static int use_tsc(const rlrec_config *config) {
+#if RLREC_HAVE_TSC
+    if (config->clock != RLREC_CLOCK_AUTOMATIC) return 0;
+    const char *forced = getenv("RLCTL_RECORDER_CLOCK");
+    if (forced && strcmp(forced, "clock_gettime") == 0) return 0;
+    return tsc_eligible() && calibrate_tsc();
+#else
+    (void)config;
+    return 0;
+#endif
+}
+
 int rlrec_start(const rlrec_config *config) {
     pthread_mutex_lock(&g_registry_lock);
-    if (atomic_load(&g_enabled) || g_buffer_count != 0) {
+    uint64_t state = atomic_load(&g_hot.state);
+    if ((state & 1) || g_buffer_count != 0) {
         pthread_mutex_unlock(&g_registry_lock);
         return -1;
     }
@@ -370,19 +660,26 @@ int rlrec_start(const rlrec_config *config) {
     if (g_config.sub_buffer_size < 4096) g_config.sub_buffer_size = 4096;
     if (g_config.sub_buffer_count < 2) g_config.sub_buffer_count = 2;
     atomic_store(&g_no_buffer_drops, 0);
-    atomic_fetch_add(&g_generation, 1);
-    atomic_store(&g_enabled, 1);
+    atomic_store(&g_clock_anchors, 0);
+    atomic_store(&g_clock_fallbacks, 0);
+    atomic_store(&g_clock_max_lead, 0);
+    atomic_store(&g_clock_max_lag, 0);
+    atomic_store(&g_hot.clock_tsc, use_tsc(&g_config));
+    atomic_store_explicit(&g_hot.asymmetric, membarrier_ready(), memory_order_relaxed);
+    // Publishes the settings above to every event that sees the new state (an acquire load).
+    atomic_store(&g_hot.state, ((state >> 1) + 1) << 1 | 1);
     pthread_mutex_unlock(&g_registry_lock);
     return 0;
 }
 
 int rlrec_is_recording(void) {
-    return atomic_load(&g_enabled);
+    return (int)(atomic_load(&g_hot.state) & 1);
 }
 
 void rlrec_stop(void) {
     pthread_mutex_lock(&g_registry_lock);
-    atomic_store_explicit(&g_enabled, 0, memory_order_seq_cst);
+    atomic_store_explicit(&g_hot.state, atomic_load(&g_hot.state) & ~(uint64_t)1, memory_order_seq_cst);
+    heavy_fence();
     for (uint32_t i = 0; i < g_buffer_count; i++) {
         thread_buffer *tb = g_buffers[i];
         while (atomic_load_explicit(&tb->busy, memory_order_acquire)) sched_yield();
@@ -430,7 +727,7 @@ int rlrec_take(rlrec_packet *packet) {
 
 int rlrec_take_final(rlrec_packet *packet) {
     pthread_mutex_lock(&g_registry_lock);
-    for (uint32_t i = 0; i < g_buffer_count && !atomic_load(&g_enabled); i++) {
+    for (uint32_t i = 0; i < g_buffer_count && !(atomic_load(&g_hot.state) & 1); i++) {
         thread_buffer *tb = g_buffers[i];
         if (tb->discarded == tb->reported_discards) continue;
         uint8_t *p = tb->final_packet;
@@ -482,19 +779,22 @@ rlrec_stats rlrec_statistics(void) {
     return stats;
 }
 
+rlrec_clock_stats rlrec_clock_statistics(void) {
+    rlrec_clock_stats stats = {0};
+    stats.tsc = atomic_load_explicit(&g_hot.clock_tsc, memory_order_relaxed);
+    stats.fallbacks = atomic_load_explicit(&g_clock_fallbacks, memory_order_relaxed);
+    stats.anchors_checked = atomic_load_explicit(&g_clock_anchors, memory_order_relaxed);
+    stats.max_lead_ns = atomic_load_explicit(&g_clock_max_lead, memory_order_relaxed);
+    stats.max_lag_ns = atomic_load_explicit(&g_clock_max_lag, memory_order_relaxed);
+    return stats;
+}
+
 void rlrec_reset(void) {
     pthread_mutex_lock(&g_registry_lock);
-    if (!atomic_load(&g_enabled)) {
-        // Buffer structs stay allocated: a thread's TLS may still point at one (it checks the generation
-        // before touching it). The packet memory is what is large, and no thread writes it any more.
-        for (uint32_t i = 0; i < g_buffer_count; i++) {
-            free(g_buffers[i]->memory);
-            g_buffers[i]->memory = NULL;
-            free((void *)g_buffers[i]->state);
-            g_buffers[i]->state = NULL;
-            free(g_buffers[i]->packet_events);
-            g_buffers[i]->packet_events = NULL;
-        }
+    if (!(atomic_load(&g_hot.state) & 1)) {
+        // Buffer structs stay allocated: a thread's TLS may still point at one (it checks the tag before
+        // touching it). The packet memory is what is large, and no thread writes it any more.
+        for (uint32_t i = 0; i < g_buffer_count; i++) free_buffer_memory(g_buffers[i]);
         g_buffer_count = 0;
     }
     pthread_mutex_unlock(&g_registry_lock);

@@ -13,11 +13,22 @@
 
 #include "CSignals.h"
 
+/// How events are stamped (always in CLOCK_MONOTONIC nanoseconds).
+typedef enum rlrec_clock : int32_t {
+    /// From the TSC, extrapolated from CLOCK_MONOTONIC readings renewed every millisecond, where the TSC is
+    /// invariant and drives the kernel's clocksource (see "timestamps" in CRecorder.c); otherwise, or when
+    /// RLCTL_RECORDER_CLOCK=clock_gettime is set, clock_gettime per event.
+    RLREC_CLOCK_AUTOMATIC = 0,
+    /// clock_gettime(CLOCK_MONOTONIC) per event.
+    RLREC_CLOCK_GETTIME = 1,
+} rlrec_clock;
+
 typedef struct {
     uint32_t sub_buffer_size;   // bytes, at least 4096
     uint32_t sub_buffer_count;  // at least 2
     int overwrite;              // 1: flight recorder (keep the newest data), 0: discard new events when full
     uint8_t uuid[16];
+    rlrec_clock clock;          // RLREC_CLOCK_AUTOMATIC (0) unless clock_gettime per event is wanted
 } rlrec_config;
 
 /// Starts a recording. Returns 0, or -1 when one is already running.
@@ -58,6 +69,17 @@ typedef struct {
 
 /// Totals so far (exact after rlrec_stop).
 rlrec_stats rlrec_statistics(void);
+
+typedef struct {
+    int32_t tsc;                // 1 while events are stamped from the TSC, 0 with clock_gettime
+    uint64_t fallbacks;         // times this recording gave up the TSC (drift over 1 µs, or a TSC going back)
+    uint64_t anchors_checked;   // anchor renewals that measured the extrapolation's drift
+    int64_t max_lead_ns;        // the most an extrapolated time ran ahead of CLOCK_MONOTONIC at a renewal
+    int64_t max_lag_ns;         // the most it fell behind (a positive number; 0 when it never did)
+} rlrec_clock_stats;
+
+/// How this (or the last) recording stamps events, and how close the TSC clock stayed to CLOCK_MONOTONIC.
+rlrec_clock_stats rlrec_clock_statistics(void);
 
 // ===== events (any thread; a no-op unless recording) =====
 

@@ -28,16 +28,48 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         case overwrite
     }
 
+    /// How events are timestamped. Either way a timestamp is CLOCK_MONOTONIC nanoseconds, the loop's clock.
+    public enum TimestampClock: String, Sendable, CaseIterable {
+        /// Where the CPU's TSC is invariant and is the kernel's clocksource (x86-64), the TSC, converted with a
+        /// CLOCK_MONOTONIC reading each thread renews every millisecond: about half the cost of clock_gettime.
+        /// Such a stamp runs ahead of clock_gettime by at most a few hundred nanoseconds by design (so an event
+        /// is not stamped before a time the loop read before it), and every renewal measures the real drift
+        /// (``EmbeddedRecorder/clockReport``); a drift beyond 1 µs either way makes the recording fall back to
+        /// clock_gettime. Elsewhere, or with `RLCTL_RECORDER_CLOCK=clock_gettime` in the environment, it is
+        /// ``clockGettime``.
+        case automatic
+        /// `clock_gettime(CLOCK_MONOTONIC)` for every event.
+        case clockGettime
+    }
+
     public struct Options: Sendable {
         /// Bytes per packet (sub-buffer).
         public var packetSize: Int = 256 * 1024
-        /// Packets per thread buffer.
+        /// Packets per thread buffer. A thread's buffer (packetSize × packetsPerThread) is allocated and
+        /// populated on its first event, so that no later event takes a page fault.
         public var packetsPerThread: Int = 16
         public var mode: Mode = .discard
         /// How often the writer thread moves full packets to disk (discard mode).
         public var flushInterval: Duration = .milliseconds(20)
+        /// How events are timestamped.
+        public var clock: TimestampClock = .automatic
 
         public init() {}
+    }
+
+    /// How a recording stamps its events, and how closely the TSC clock followed CLOCK_MONOTONIC.
+    public struct ClockReport: Sendable, Equatable {
+        /// Whether events are stamped from the TSC at the end of the recording (false with clock_gettime, and
+        /// after a fallback).
+        public var usesTSC: Bool
+        /// How often the recording gave up the TSC: a drift beyond 1 µs, or a TSC that went backwards.
+        public var fallbacks: UInt64
+        /// Anchor renewals that measured the drift.
+        public var anchorsChecked: UInt64
+        /// The most a TSC stamp ran ahead of CLOCK_MONOTONIC at a renewal (ns).
+        public var maxLeadNanoseconds: Int64
+        /// The most a TSC stamp fell behind CLOCK_MONOTONIC at a renewal (ns, 0 when it never did).
+        public var maxLagNanoseconds: Int64
     }
 
     /// What a stopped recording wrote.
@@ -110,6 +142,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         config.sub_buffer_size = UInt32(options.packetSize)
         config.sub_buffer_count = UInt32(options.packetsPerThread)
         config.overwrite = options.mode == .overwrite ? 1 : 0
+        config.clock = options.clock == .automatic ? RLREC_CLOCK_AUTOMATIC : RLREC_CLOCK_GETTIME
         withUnsafeMutableBytes(of: &config.uuid) { raw in
             for (index, byte) in uuid.enumerated() { raw[index] = byte }
         }
@@ -130,6 +163,13 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     public var progress: (recorded: UInt64, lost: UInt64) {
         let stats = rlrec_statistics()
         return (stats.events_recorded, stats.events_discarded + stats.threads_without_buffer)
+    }
+
+    /// The clock of the running recording, or of the last one stopped.
+    public var clockReport: ClockReport {
+        let stats = rlrec_clock_statistics()
+        return ClockReport(usesTSC: stats.tsc != 0, fallbacks: stats.fallbacks, anchorsChecked: stats.anchors_checked,
+                           maxLeadNanoseconds: stats.max_lead_ns, maxLagNanoseconds: stats.max_lag_ns)
     }
 
     /// Stops recording, writes every remaining packet and closes the stream files. Safe to call from a thread

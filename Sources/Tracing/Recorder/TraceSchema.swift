@@ -27,6 +27,11 @@ import RunLoopCore
 /// ``TraceSchema/events`` (`u8`/`u32`/`s32`/`u64`/`s64` integers, NUL-terminated UTF-8 strings).
 /// The version is recorded in the metadata's `env` block as `rlctl_trace_format = 1`; a reader refuses other
 /// versions.
+///
+/// Every timestamp is CLOCK_MONOTONIC nanoseconds, non-decreasing within a stream. The recorder may compute
+/// them from the TSC (``EmbeddedRecorder/TimestampClock/automatic``) rather than call clock_gettime per event:
+/// the values then run ahead of clock_gettime by a few hundred nanoseconds at most, and the recording falls
+/// back to clock_gettime if they drift beyond 1 µs. That changes no byte of the format, so the version stays 1.
 public enum TraceSchema {
     public static let formatVersion = 1
     public static let magic: UInt32 = 0xC1FC_1FC1
@@ -55,12 +60,15 @@ public enum TraceSchema {
         case blockBegin, blockEnd, observerBegin, observerEnd, wakeUp, loopCreate, itemLabel
 
         static func activity(_ activity: Loop.Activity) -> EventID {
-            switch activity {
-            case .entry: return .entry
-            case .beforeTimers: return .beforeTimers
-            case .beforeSources: return .beforeSources
-            case .beforeWaiting: return .beforeWaiting
-            case .afterWaiting: return .afterWaiting
+            // On the CF activity bits (SchemaValues: entry 1 … exit 128), not on Loop.Activity's static members:
+            // those are globals of another module, and each comparison with one calls its accessor, on every
+            // activity event the recorder writes.
+            switch activity.rawValue {
+            case 1: return .entry
+            case 2: return .beforeTimers
+            case 4: return .beforeSources
+            case 32: return .beforeWaiting
+            case 64: return .afterWaiting
             default: return .exit
             }
         }
