@@ -59,3 +59,21 @@ extension TraceEvent {
     /// A compact text for comparing sequences: "entry", "timer_fire_begin", …
     var short: String { payload.eventName }
 }
+
+/// Kernel thread ids collected from several threads.
+final class ThreadIDs: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ids = Set<Int32>()
+
+    func insert(_ id: Int32) {
+        lock.lock()
+        ids.insert(id)
+        lock.unlock()
+    }
+
+    func contains(_ id: Int32) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return ids.contains(id)
+    }
+}

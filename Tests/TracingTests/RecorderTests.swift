@@ -13,7 +13,8 @@ import Tracing
             onThread {
                 let loop = Loop.current
                 loopID.value = loop.id
-                let timer = LoopTimer(after: .milliseconds(2), tolerance: .microseconds(100), label: "tick") { _ in loop.stop() }
+                // Far enough ahead that the loop sleeps first even under ThreadSanitizer.
+                let timer = LoopTimer(after: .milliseconds(50), tolerance: .microseconds(100), label: "tick") { _ in loop.stop() }
                 let source = LoopSource(order: 3, label: "work") {}
                 let observer = LoopObserver(activities: .beforeWaiting, label: "watch") { _, _ in }
                 loop.add(timer, forMode: .default)
@@ -91,11 +92,15 @@ import Tracing
 
     @Test func eventsOfManyThreadsMergeInTimestampOrder() throws {
         let threads = 6, perThread = 20_000
+        // Tests of other suites run loops and signal sources in this process at the same time, and the installed
+        // recorder takes their events too: the counts below are of this test's threads.
+        let ours = ThreadIDs()
         let (folder, summary) = try record("merge") {
             let done = DispatchGroup()
             for _ in 0..<threads {
                 done.enter()
                 Thread {
+                    ours.insert(currentThreadID())
                     for n in 0..<perThread { LoopSource {}.signal(); if n % 1000 == 0 { usleep(100) } }
                     done.leave()
                 }.start()
@@ -103,13 +108,14 @@ import Tracing
             done.wait()
         }
         #expect(summary.eventsLost == 0)
-        #expect(summary.eventsRecorded == UInt64(threads * perThread))
         var reader = try EmbeddedTraceReader(path: folder)
         let (events, error) = readAll(&reader)
         #expect(error == nil)
-        #expect(events.count == threads * perThread)
+        #expect(UInt64(events.count) == summary.eventsRecorded)
+        let mine = events.filter { ours.contains($0.threadID) }
+        #expect(mine.count == threads * perThread)
         #expect(zip(events, events.dropFirst()).allSatisfy { $0.timestamp <= $1.timestamp })
-        #expect(Set(events.map(\.threadID)).count == threads)
+        #expect(Set(mine.map(\.threadID)).count == threads)
     }
 
     @Test func fullBuffersDropEventsAndEveryDropIsCounted() throws {
@@ -118,17 +124,25 @@ import Tracing
         options.packetsPerThread = 2
         options.flushInterval = .seconds(10)      // the writer never catches up during the burst
         let emitted = 50_000
+        let thread = Shared<Int32>(0)
         let (folder, summary) = try record("discard", options: options) {
-            onThread { for _ in 0..<emitted { LoopSource {}.signal() } }
+            onThread {
+                thread.value = currentThreadID()
+                for _ in 0..<emitted { LoopSource {}.signal() }
+            }
         }
         #expect(summary.eventsLost > 0)
-        #expect(summary.eventsRecorded + summary.eventsLost == UInt64(emitted))
         var reader = try EmbeddedTraceReader(path: folder)
         let (events, error) = readAll(&reader)
         #expect(error == nil)
         #expect(UInt64(events.count) == summary.eventsRecorded)
         #expect(reader.health.eventsLost == summary.eventsLost)
-        #expect(!reader.health.lossWindows.isEmpty)
+        // Per thread (other suites' loops may emit into the recorder meanwhile): what this thread's stream kept
+        // and what it says it dropped add up to what the thread emitted.
+        let kept = events.filter { $0.threadID == thread.value }.count
+        let dropped = reader.health.lossWindows.filter { $0.stream == "tid \(thread.value)" }.map(\.events).reduce(0, +)
+        #expect(dropped > 0)
+        #expect(UInt64(kept) + dropped == UInt64(emitted), "kept \(kept), dropped \(dropped)")
     }
 
     @Test func theFlightRecorderKeepsTheNewestEventsAndCountsTheOverwritten() throws {
@@ -138,20 +152,28 @@ import Tracing
         options.mode = .overwrite
         let emitted = 20_000
         let lastID = Shared<UInt64>(0)
+        let thread = Shared<Int32>(0)
         let (folder, summary) = try record("overwrite", options: options) {
             onThread {
+                thread.value = currentThreadID()
                 var last: UInt64 = 0
                 for _ in 0..<emitted { let s = LoopSource {}; s.signal(); last = s.id }
                 lastID.value = last
             }
         }
         #expect(summary.eventsLost > 0)
-        #expect(summary.eventsRecorded + summary.eventsLost == UInt64(emitted))
+        #expect(summary.eventsRecorded + summary.eventsLost >= UInt64(emitted))
         var reader = try EmbeddedTraceReader(path: folder)
         let (events, error) = readAll(&reader)
         #expect(error == nil)
         #expect(UInt64(events.count) == summary.eventsRecorded)
-        if case .sourceSignal(let id) = events.last?.payload { #expect(id == lastID.value) } else { Issue.record("no last event") }
+        // This thread's stream holds the newest of its events: consecutive sources ending with the last one.
+        let kept = events.filter { $0.threadID == thread.value }.compactMap { event -> UInt64? in
+            if case .sourceSignal(let id) = event.payload { return id } else { return nil }
+        }
+        #expect(kept.count > 0 && kept.count < emitted)
+        #expect(kept.last == lastID.value)
+        #expect(zip(kept, kept.dropFirst()).allSatisfy { $1 > $0 }, "newest events, in order")
         #expect(reader.health.eventsLost + reader.health.packetsLost > 0)
     }
 

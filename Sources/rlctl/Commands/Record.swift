@@ -11,7 +11,8 @@ struct Record: ParsableCommand {
         its loops then emit the runloop:* tracepoints, which cost a couple of nanoseconds while no session is \
         recording. rlctl starts the session daemon if none runs, creates a session that enables runloop:* (with \
         the vtid context) for this program's process only, starts the program, stops the session when the \
-        program exits, and prints the summary. Needs lttng-tools (and an rlctl built with libbabeltrace2).
+        program exits, and prints the summary. Only that process is traced, not programs it starts: a wrapper script \
+        should exec the program. Needs lttng-tools (and an rlctl built with libbabeltrace2).
 
         Ctrl-C goes to the program as usual; rlctl waits for it to end, then summarizes. SIGTERM sent to rlctl is \
         passed on to the program.
