@@ -79,15 +79,7 @@ struct TestSession {
     }
 
     /// Starts recording and waits until LTTng has enabled every `runloop` tracepoint in this process.
-    func start() throws {
-        // A session destroyed just before (the previous test's) is disabled asynchronously too: wait for it to go,
-        // so that "enabled" below means this session. Another long-lived session tracing every process would
-        // keep the count up; then go on after a while.
-        let quiet = ContinuousClock.now + .seconds(5)
-        while LTTngSink.enabledEventCount > 0 && ContinuousClock.now < quiet { usleep(10_000) }
-        try session.start()
-        try session.waitUntilThisProcessIsEnabled()
-    }
+    func start() throws { try session.startForThisProcess() }
 
     func stop() throws { try session.stop() }
     func destroy() { session.destroy() }

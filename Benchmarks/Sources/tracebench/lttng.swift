@@ -11,17 +11,10 @@ import Tracing
 // must hold every event, with the right fields, and LTTng must report nothing discarded, or the figures are
 // marked as not comparable.
 
-/// Runs the lttng CLI quietly; true on success.
+/// Runs the lttng CLI (Tracing's LTTngTools: time limit, no daemon spawned by the client); true on success.
 @discardableResult
 func lttng(_ arguments: [String]) -> Bool {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/lttng")
-    process.arguments = arguments
-    process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-    process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-    guard (try? process.run()) != nil else { return false }
-    process.waitUntilExit()
-    return process.terminationStatus == 0
+    (try? LTTngTools.lttng(arguments)) != nil
 }
 
 /// Polls `condition` every 5 ms for up to `seconds`; whether it became true.
@@ -176,11 +169,11 @@ func lttngPeers() -> [Peer] {
             disabledRound(.cDisabled, count) { tbc_before_timers_loop(cLoopID, modeName, 0, UInt64(count)) }
         },
     ]
-    guard access("/usr/bin/lttng", X_OK) == 0 else {
+    guard (try? LTTngTools.requireInstalled()) != nil else {
         lttngNotes.append("LTTng: lttng-tools missing: the enabled-session rows are left out")
         return peers
     }
-    if !lttng(["list"]) { _ = system("lttng-sessiond --daemonize >/dev/null 2>&1") }
+    _ = try? LTTngTools.ensureSessionDaemon()
     var round = 0
     peers.append(Peer(rows: [.swiftEnabled, .cEnabled]) { count in
         round += 1

@@ -15,7 +15,8 @@ public enum LTTngTools {
     /// What to tell someone whose machine lacks lttng-tools.
     public static let installHint = "install lttng-tools (Debian: apt-get install lttng-tools, or run scripts/install-deps.sh)"
 
-    /// The full path of an executable found in PATH (a shell's default PATH when none is set), or nil.
+    /// The full path of an executable found in PATH (a shell's default PATH when none is set), or nil; for any
+    /// program, not only lttng-tools.
     public static func path(of command: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         return path.split(separator: ":").lazy.map { $0 + "/" + command }.first { FileManager.default.isExecutableFile(atPath: $0) }
@@ -201,14 +202,34 @@ public struct LTTngSession: Sendable {
         try LTTngTools.lttng(["track", "--userspace", "--vpid=\(processID)", "--session=\(name)"])
     }
 
-    /// Starts recording. LTTng tells each traced process asynchronously; ``waitUntilThisProcessIsEnabled(timeout:)``
-    /// waits for that when the traced process is this one.
+    /// Creates a session that traces this process only and starts it (see ``startForThisProcess(timeout:)``); a
+    /// session that cannot be started is destroyed.
+    public static func recordThisProcess(name: String, output: String, channelOptions: [String] = [],
+                                         timeout: Duration = .seconds(20)) throws(LTTngError) -> LTTngSession {
+        let session = try create(name: name, output: output, trackedProcess: getpid(), channelOptions: channelOptions)
+        do {
+            try session.startForThisProcess(timeout: timeout)
+        } catch {
+            session.destroy()
+            throw error
+        }
+        return session
+    }
+
+    /// Starts recording. LTTng tells each traced process asynchronously: when the traced process is another one,
+    /// its first events may precede the tracking unless it waits (as `rlctl record`'s gated child does).
     public func start() throws(LTTngError) {
         try LTTngTools.lttng(["start", name])
     }
 
-    /// Waits until LTTng has enabled every `runloop` tracepoint in this process.
-    public func waitUntilThisProcessIsEnabled(timeout: Duration = .seconds(20)) throws(LTTngError) {
+    /// Starts recording and waits until LTTng has enabled every `runloop` tracepoint in this process.
+    public func startForThisProcess(timeout: Duration = .seconds(20)) throws(LTTngError) {
+        // A session destroyed just before (a previous run's) is disabled asynchronously too: wait for it to go,
+        // so that "enabled" below means this session. Another long-lived session tracing every process would
+        // keep the count up; then go on after a while.
+        let quiet = ContinuousClock.now + .seconds(5)
+        while LTTngSink.enabledEventCount > 0 && ContinuousClock.now < quiet { usleep(5_000) }
+        try start()
         let deadline = ContinuousClock.now + timeout
         while LTTngSink.enabledEventCount < LTTngSink.providerEventCount {
             guard ContinuousClock.now < deadline else {

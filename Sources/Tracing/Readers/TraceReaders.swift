@@ -12,6 +12,11 @@ public enum TraceReaders {
         EmbeddedTraceReader.recognizes(path: path) ? .embedded : .ctf
     }
 
+    /// Whether `path` holds a trace at all (LTTng writes nothing for a session no process emitted into).
+    public static func containsTrace(at path: String) -> Bool {
+        (try? CTFTraceFolders.find(at: path)) != nil
+    }
+
     /// A reader for the trace at `path`.
     /// - Throws: ``TraceReadError`` when the path is missing, is not a trace, or cannot be read.
     public static func open(_ path: String) throws(TraceReadError) -> any TraceEventReader {

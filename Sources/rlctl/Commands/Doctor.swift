@@ -113,20 +113,12 @@ struct Doctor: ParsableCommand {
         let output = NSTemporaryDirectory() + "rlctl-doctor-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: output) }
         do {
-            let session = try LTTngSession.create(name: LTTngSession.uniqueName("doctor"), output: output, trackedProcess: getpid())
-            let expected: ProbeLoop.IDs
-            do {
-                try session.start()
-                try session.waitUntilThisProcessIsEnabled(timeout: .seconds(10))
-                LoopEventSink.install(LTTngSink())
-                expected = ProbeLoop.run()
-                LoopEventSink.install(nil)
-                try session.stop()
-            } catch {
-                LoopEventSink.install(nil)
-                session.destroy()
-                throw error
-            }
+            let session = try LTTngSession.recordThisProcess(name: LTTngSession.uniqueName("doctor"), output: output,
+                                                             timeout: .seconds(10))
+            LoopEventSink.install(LTTngSink())
+            let expected = ProbeLoop.run()
+            LoopEventSink.install(nil)
+            try session.stop()
             let reader = try CTFTraceReader(path: output)
             var seen = Set<String>()
             var ours = 0

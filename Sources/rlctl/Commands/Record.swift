@@ -52,6 +52,7 @@ struct Record: ParsableCommand {
     func run() throws {
         try LTTngRecording.requireUsable("rlctl record")
         let destination = try TraceDestination(requested: output, label: "record")
+        defer { destination.removeUnlessKept() }
         try LTTngRecording.ensureSessionDaemon()
 
         let child = try GatedChild(command)
@@ -66,23 +67,20 @@ struct Record: ParsableCommand {
             throw Failure.input("cannot set up the LTTng session: \(error)")
         }
 
-        let forwarding = SignalForwarding(to: child.pid)
         let ending: GatedChild.Ending
         do {
+            let forwarding = SignalForwarding(to: child.pid)
+            defer { forwarding.end() }
             try child.release()
             ending = child.waitForExit()
         } catch {
-            forwarding.end()
             session.destroy()
-            destination.removeUnlessKept()
             throw error
         }
-        forwarding.end()
         do { try session.stop() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
 
-        defer { destination.removeUnlessKept() }
         // LTTng writes no trace at all for a program that never registered a runloop tracepoint.
-        let summary = Self.containsTrace(destination.path)
+        let summary = TraceReaders.containsTrace(at: destination.path)
             ? try summarizeTrace(at: destination.path, options: analysis.summarizerOptions) : nil
         guard let summary, summary.health.eventsRead > 0 else {
             throw Failure(message: "no runloop events reached the trace from \(child.command), which \(ending): the program must call LoopEventSink.install(LTTngSink()) (module Tracing) before its loops run",
@@ -91,11 +89,6 @@ struct Record: ParsableCommand {
         let title = "\(command.joined(separator: " ")) — LTTng" + (destination.keep ? ", trace \(destination.path)" : "")
         print(format.render(summary, title: format == .json ? nil : title))
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
-    }
-
-    private static func containsTrace(_ folder: String) -> Bool {
-        guard let walk = FileManager.default.enumerator(atPath: folder) else { return false }
-        return walk.contains { ($0 as? String).map { URL(fileURLWithPath: $0).lastPathComponent == "metadata" } ?? false }
     }
 }
 

@@ -133,7 +133,10 @@ struct Run: ParsableCommand {
             print("untraced: \(outcome.loopStatistics.iterations) iterations, \(outcome.loopStatistics.sleeps) sleeps, \(outcome.loopStatistics.timersFired) timer callouts, \(outcome.loopStatistics.sourcesHandled) sources, \(outcome.loopStatistics.blocksRun) blocks, \(outcome.produced) produced in \(outcome.elapsed)")
             return nil
         case .embedded:
-            let folder = traceFolder(repetition: repetition)
+            // The recorder itself refuses a folder that already holds a trace.
+            let destination = try traceDestination(repetition: repetition, mustBeNew: false)
+            defer { destination.removeUnlessKept() }
+            let folder = destination.path
             var options = EmbeddedRecorder.Options()
             options.packetSize = 256 * 1024
             options.packetsPerThread = max(2, bufferKib / 256)
@@ -146,24 +149,23 @@ struct Run: ParsableCommand {
                 throw Failure.input(error.description)
             }
             LoopEventSink.install(recorder)
-            let start = Loop.Instant.now
+            let clock = RunClock(total: spec.duration)
             let progress = ProgressLine(total: spec.duration.duration, enabled: true) {
                 let p = recorder.progress
-                return "running… \(formatNanoseconds(UInt64(start.duration(to: .now).nanosecondsValue))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds))), \(p.recorded) events written, \(p.lost) lost"
+                return "running… \(clock.elapsedOfTotal), \(p.recorded) events written, \(p.lost) lost"
             }
             _ = runner.run()
             progress.finish()
             LoopEventSink.install(nil)
             do { try recorder.stop() } catch let error as RecorderError { throw Failure.input(error.description) }
-            defer { if trace == nil { try? FileManager.default.removeItem(atPath: folder) } }
             return try summarizeTrace(at: folder, options: analysis.summarizerOptions)
         case .lttng:
-            let destination = try TraceDestination(requested: trace.map { _ in traceFolder(repetition: repetition) }, label: "run")
+            let destination = try traceDestination(repetition: repetition, mustBeNew: true)
             defer { destination.removeUnlessKept() }
             try traceWithLTTng(into: destination.path) {
-                let start = Loop.Instant.now
+                let clock = RunClock(total: spec.duration)
                 let progress = ProgressLine(total: spec.duration.duration, enabled: true) {
-                    "running… \(formatNanoseconds(UInt64(start.duration(to: .now).nanosecondsValue))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds))), traced by LTTng"
+                    "running… \(clock.elapsedOfTotal), traced by LTTng"
                 }
                 _ = runner.run()
                 progress.finish()
@@ -179,19 +181,7 @@ struct Run: ParsableCommand {
         if flightRecorder { channel.append("--overwrite") }
         let session: LTTngSession
         do {
-            // The previous repetition's session is disabled asynchronously: wait for it to go, so that "enabled"
-            // below means this session.
-            let quiet = ContinuousClock.now + .seconds(5)
-            while LTTngSink.enabledEventCount > 0 && ContinuousClock.now < quiet { usleep(5_000) }
-            session = try LTTngSession.create(name: LTTngSession.uniqueName("run"), output: folder,
-                                              trackedProcess: getpid(), channelOptions: channel)
-            do {
-                try session.start()
-                try session.waitUntilThisProcessIsEnabled()
-            } catch {
-                session.destroy()
-                throw error
-            }
+            session = try LTTngSession.recordThisProcess(name: LTTngSession.uniqueName("run"), output: folder, channelOptions: channel)
         } catch {
             throw Failure.input("cannot set up the LTTng session: \(error)")
         }
@@ -201,9 +191,20 @@ struct Run: ParsableCommand {
         do { try session.stop() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
     }
 
-    private func traceFolder(repetition: Int) -> String {
-        if let trace { return `repeat` > 1 ? "\(trace)/rep-\(repetition)" : trace }
-        return NSTemporaryDirectory() + "rlctl-run-\(getpid())-\(repetition)"
+    /// `--trace` (a subfolder per repetition with --repeat), kept; otherwise a temporary folder.
+    private func traceDestination(repetition: Int, mustBeNew: Bool) throws -> TraceDestination {
+        try TraceDestination(requested: trace.map { `repeat` > 1 ? "\($0)/rep-\(repetition)" : $0 }, label: "run",
+                             mustBeNew: mustBeNew)
+    }
+}
+
+/// "1.26s of 1.50s" for the progress line.
+struct RunClock {
+    let start = Loop.Instant.now
+    let total: DurationValue
+
+    var elapsedOfTotal: String {
+        "\(formatNanoseconds(UInt64(start.duration(to: .now).nanosecondsValue))) of \(formatNanoseconds(UInt64(total.nanoseconds)))"
     }
 }
 

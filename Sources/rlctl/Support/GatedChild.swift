@@ -1,6 +1,7 @@
 import CChildProcess
 import Foundation
 import Glibc
+import Tracing
 
 /// A program started by rlctl that waits, already forked, until rlctl lets it run: `record` tracks its
 /// process id in the LTTng session first, so its first events are not lost and no other process gets in.
@@ -66,7 +67,6 @@ final class GatedChild {
 
     private static func resolve(_ program: String) -> String? {
         if program.contains("/") { return FileManager.default.isExecutableFile(atPath: program) ? program : nil }
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        return path.split(separator: ":").lazy.map { "\($0)/\(program)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        return LTTngTools.path(of: program)
     }
 }

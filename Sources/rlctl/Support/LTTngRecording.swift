@@ -39,11 +39,12 @@ struct TraceDestination {
     let path: String
     let keep: Bool
 
-    /// `requested` must not exist yet, or be an empty folder: LTTng would mix a new trace into an old one.
-    init(requested: String?, label: String) throws {
+    /// With `mustBeNew` (LTTng, which would mix a new trace into an old one), `requested` must not exist yet or
+    /// be an empty folder.
+    init(requested: String?, label: String, mustBeNew: Bool = true) throws {
         if let requested {
             var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: requested, isDirectory: &isDirectory) {
+            if mustBeNew, FileManager.default.fileExists(atPath: requested, isDirectory: &isDirectory) {
                 let empty = isDirectory.boolValue && ((try? FileManager.default.contentsOfDirectory(atPath: requested))?.isEmpty ?? false)
                 guard empty else { throw Failure.input("\(requested) already exists: give a new folder for the trace") }
             }
