@@ -47,13 +47,6 @@ const char *rl_ctf_event_name(rl_ctf_event event) {
     return event < RL_CTF_EVENT_COUNT ? schemas[event].name : NULL;
 }
 
-int rl_ctf_event_fields(rl_ctf_event event, const char *const **names, const char **text_name) {
-    if (event >= RL_CTF_EVENT_COUNT) return 0;
-    if (names) *names = schemas[event].integers;
-    if (text_name) *text_name = schemas[event].text;
-    return schemas[event].count;
-}
-
 void rl_ctf_free_string(char *string) { free(string); }
 
 #ifdef RLCTL_HAVE_BABELTRACE2
@@ -130,13 +123,15 @@ typedef struct rl_graph {
     size_t class_capacity;
     size_t last_class;
 
-    /// The stream names already in this batch's text.
-    struct {
+    /// The stream names already in this batch's text (LTTng writes one stream per CPU: as many as it takes, so
+    /// no event carries its stream's path again).
+    struct rl_batch_stream {
         const bt_stream *stream;
         uint64_t offset;
         uint64_t length;
-    } batch_streams[16];
+    } *batch_streams;
     size_t batch_stream_count;
+    size_t batch_stream_capacity;
 } rl_graph;
 
 // ===== small helpers =====
@@ -348,12 +343,9 @@ static int rl_stream_name(rl_graph *reader, const bt_stream *stream, uint64_t *o
     if (appended < 0) return -1;
     *offset = (uint64_t)appended;
     *length = name_length;
-    if (reader->batch_stream_count < sizeof reader->batch_streams / sizeof reader->batch_streams[0]) {
-        reader->batch_streams[reader->batch_stream_count].stream = stream;
-        reader->batch_streams[reader->batch_stream_count].offset = *offset;
-        reader->batch_streams[reader->batch_stream_count].length = *length;
-        reader->batch_stream_count++;
-    }
+    if (rl_reserve((void **)&reader->batch_streams, &reader->batch_stream_capacity, reader->batch_stream_count + 1,
+                   sizeof *reader->batch_streams) != 0) return -1;
+    reader->batch_streams[reader->batch_stream_count++] = (struct rl_batch_stream){stream, *offset, *length};
     return 0;
 }
 
@@ -653,6 +645,7 @@ static void rl_graph_destroy(rl_graph *reader) {
     bt_graph_put_ref(reader->graph);
     for (size_t index = 0; index < reader->class_count; index++) free(reader->classes[index].problem);
     free(reader->classes);
+    free(reader->batch_streams);
     free(reader->records);
     free(reader->text);
     free(reader->error);

@@ -323,13 +323,13 @@ static void make_key(void) {
 static inline void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 static inline void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 
-/// Fills the packet header and context of the current sub-buffer and hands it to the consumer.
-static void close_current(thread_buffer *tb) {
-    uint8_t *p = sub_base(tb, tb->current);
-    uint64_t size_bits = (uint64_t)tb->offset * 8;
+/// Writes a packet's header and context (TraceSchema's packet layout) for `size` bytes starting at `p`, and
+/// counts the thread's discards so far as reported.
+static void write_packet_header(uint8_t *p, thread_buffer *tb, uint64_t begin_ts, uint32_t size) {
+    uint64_t size_bits = (uint64_t)size * 8;
     put32(p, 0xC1FC1FC1u);
     memcpy(p + 4, g_config.uuid, 16);
-    put64(p + 20, tb->first_ts);
+    put64(p + 20, begin_ts);
     put64(p + 28, tb->last_ts);
     put64(p + 36, size_bits);
     put64(p + 44, size_bits);
@@ -337,6 +337,11 @@ static void close_current(thread_buffer *tb) {
     put64(p + 60, tb->discarded);
     put32(p + 68, (uint32_t)tb->tid);
     tb->reported_discards = tb->discarded;
+}
+
+/// Fills the packet header and context of the current sub-buffer and hands it to the consumer.
+static void close_current(thread_buffer *tb) {
+    write_packet_header(sub_base(tb, tb->current), tb, tb->first_ts, tb->offset);
     tb->packet_events[tb->current] = tb->events;
     __atomic_store_n(&tb->recorded, tb->recorded + tb->events, __ATOMIC_RELAXED);
     atomic_store_explicit(&tb->state[tb->current], SUB_READY, memory_order_release);
@@ -672,10 +677,6 @@ int rlrec_start(const rlrec_config *config) {
     return 0;
 }
 
-int rlrec_is_recording(void) {
-    return (int)(atomic_load(&g_hot.state) & 1);
-}
-
 void rlrec_stop(void) {
     pthread_mutex_lock(&g_registry_lock);
     atomic_store_explicit(&g_hot.state, atomic_load(&g_hot.state) & ~(uint64_t)1, memory_order_seq_cst);
@@ -730,19 +731,9 @@ int rlrec_take_final(rlrec_packet *packet) {
     for (uint32_t i = 0; i < g_buffer_count && !(atomic_load(&g_hot.state) & 1); i++) {
         thread_buffer *tb = g_buffers[i];
         if (tb->discarded == tb->reported_discards) continue;
-        uint8_t *p = tb->final_packet;
-        uint64_t size_bits = PACKET_HEADER_SIZE * 8;
-        put32(p, 0xC1FC1FC1u);
-        memcpy(p + 4, g_config.uuid, 16);
-        put64(p + 20, tb->last_ts);
-        put64(p + 28, tb->last_ts);
-        put64(p + 36, size_bits);
-        put64(p + 44, size_bits);
-        put64(p + 52, tb->seq++);
-        put64(p + 60, tb->discarded);
-        put32(p + 68, (uint32_t)tb->tid);
-        tb->reported_discards = tb->discarded;
-        packet->data = p;
+        // Header only: the drops made after the last packet, at the thread's last time.
+        write_packet_header(tb->final_packet, tb, tb->last_ts, PACKET_HEADER_SIZE);
+        packet->data = tb->final_packet;
         packet->size = PACKET_HEADER_SIZE;
         packet->tid = tb->tid;
         packet->buffer = i;

@@ -22,7 +22,7 @@ enum LTTngTestEnvironment {
         var missing: [String] = []
         if !LTTngSink.isCompiledIn { missing.append("the runloop LTTng provider (built without liblttng-ust-dev, or with RLCTL_DISABLE_LTTNG)") }
         if !CTFTraceReader.isAvailable { missing.append("libbabeltrace2 (built without libbabeltrace2-dev, or with RLCTL_DISABLE_BABELTRACE2)") }
-        for command in ["lttng", "lttng-sessiond"] where LTTngTools.path(of: command) == nil {
+        for command in LTTngTools.missingCommands {
             missing.append("the `\(command)` command (lttng-tools)")
         }
         if missing.isEmpty {

@@ -89,9 +89,6 @@ typedef struct rl_ctf_reader rl_ctf_reader;
 /// 1 when built with libbabeltrace2.
 int rl_ctf_available(void);
 
-/// The integer field names of `event`, in `values` order, and its string field name (NULL when none).
-/// For error messages and tests. Returns the number of names.
-int rl_ctf_event_fields(rl_ctf_event event, const char *const **names, const char **text_name);
 /// `entry`, `before_timers`, ….
 const char *rl_ctf_event_name(rl_ctf_event event);
 

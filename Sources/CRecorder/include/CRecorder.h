@@ -36,8 +36,6 @@ int rlrec_start(const rlrec_config *config);
 /// Stops recording: later events are ignored, events in progress finish, and every thread's partly filled
 /// sub-buffer is handed to the consumer. Call from one thread, once per start.
 void rlrec_stop(void);
-/// 1 while recording.
-int rlrec_is_recording(void);
 
 // ===== consumer side (one thread at a time) =====
 

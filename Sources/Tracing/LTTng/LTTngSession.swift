@@ -22,9 +22,12 @@ public enum LTTngTools {
         return path.split(separator: ":").lazy.map { $0 + "/" + command }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
+    /// The lttng-tools commands rlctl needs that PATH lacks (`lttng`, `lttng-sessiond`).
+    public static var missingCommands: [String] { ["lttng", "lttng-sessiond"].filter { path(of: $0) == nil } }
+
     /// Throws, naming what is missing, unless both `lttng` and `lttng-sessiond` are installed.
     public static func requireInstalled() throws(LTTngError) {
-        let missing = ["lttng", "lttng-sessiond"].filter { path(of: $0) == nil }
+        let missing = missingCommands
         guard missing.isEmpty else {
             throw LTTngError("\(missing.map { "`\($0)`" }.joined(separator: " and ")) not found in PATH: \(installHint)")
         }
@@ -153,6 +156,7 @@ public enum LTTngTools {
 /// names its thread) and writes a CTF trace folder that ``CTFTraceReader`` and ``TraceReaders`` read.
 ///
 /// ```swift
+/// try LTTngTools.ensureSessionDaemon()
 /// let session = try LTTngSession.create(name: "demo", output: "/tmp/demo-trace", trackedProcess: child)
 /// try session.start()
 /// …                                  // the traced program runs
@@ -168,7 +172,7 @@ public struct LTTngSession: Sendable {
         "rlctl-\(label)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     }
 
-    /// Creates the session (starting the session daemon if none answers).
+    /// Creates the session; a session daemon must answer (``LTTngTools/ensureSessionDaemon()``).
     ///
     /// - Parameters:
     ///   - trackedProcess: when set, only this process is traced, so other programs emitting `runloop` events
@@ -177,7 +181,6 @@ public struct LTTngSession: Sendable {
     ///   - channelOptions: `lttng enable-channel` options (e.g. `--subbuf-size=1M`); default channel otherwise.
     public static func create(name: String, output: String, trackedProcess: pid_t? = nil,
                               channelOptions: [String] = []) throws(LTTngError) -> LTTngSession {
-        try LTTngTools.ensureSessionDaemon()
         try LTTngTools.lttng(["create", name, "--output=\(output)"])
         let session = LTTngSession(name: name, output: output)
         do {

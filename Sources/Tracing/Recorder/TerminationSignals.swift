@@ -1,28 +1,42 @@
 import CRecorder
+import Foundation
 import Glibc
 
 /// Turns SIGINT and SIGTERM into a call on an ordinary thread, so a recording can be stopped and its trace
 /// completed before the process exits.
 public enum TerminationSignals {
-    /// Calls `handler` with the signal number on a dedicated thread when SIGINT or SIGTERM arrives. The handler
-    /// usually stops the recording and then calls ``exit(reraising:)``.
+    /// Calls `handler` with the signal number on a dedicated thread each time SIGINT or SIGTERM arrives. The
+    /// handler usually stops the recording and then calls ``exit(reraising:)``. A later `watch` replaces the
+    /// handler: one watcher thread serves the process, so every signal reaches the newest handler.
     public static func watch(_ handler: @escaping @Sendable (Int32) -> Void) throws {
+        watcher.lock.lock()
+        defer { watcher.lock.unlock() }
+        watcher.handler = handler
+        guard !watcher.started else { return }
         let fd = rlsig_install()
         guard fd >= 0 else { throw RecorderError("cannot watch SIGINT/SIGTERM: \(String(cString: strerror(-fd)))") }
-        let box = HandlerBox(fd: fd, handler: handler)
         var thread = pthread_t()
         let rc = pthread_create(&thread, nil, { raw in
-            let box = Unmanaged<HandlerBox>.fromOpaque(raw!).takeRetainedValue()
-            var byte: UInt8 = 0
-            while true {
-                let n = read(box.fd, &byte, 1)
-                if n == 1 { box.handler(Int32(byte)); return nil }
-                if n < 0 && errno == EINTR { continue }
-                return nil
-            }
-        }, Unmanaged.passRetained(box).toOpaque())
+            TerminationSignals.serve(fd: Int32(Int(bitPattern: raw)))
+            return nil
+        }, UnsafeMutableRawPointer(bitPattern: Int(fd)))
         guard rc == 0 else { throw RecorderError("cannot start the signal watcher thread (pthread_create: \(rc))") }
         pthread_detach(thread)
+        watcher.started = true
+    }
+
+    /// The watcher thread: each signal byte goes to the handler installed at that moment.
+    private static func serve(fd: Int32) {
+        var byte: UInt8 = 0
+        while true {
+            let n = read(fd, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            guard n == 1 else { return }
+            watcher.lock.lock()
+            let handler = watcher.handler
+            watcher.lock.unlock()
+            handler?(Int32(byte))
+        }
     }
 
     /// Ends the process as the signal would have (exit status 128 + signal number to the shell).
@@ -31,12 +45,11 @@ public enum TerminationSignals {
         Glibc.exit(128 + signal)
     }
 
-    private final class HandlerBox: @unchecked Sendable {
-        let fd: Int32
-        let handler: @Sendable (Int32) -> Void
-        init(fd: Int32, handler: @escaping @Sendable (Int32) -> Void) {
-            self.fd = fd
-            self.handler = handler
-        }
+    private final class Watcher: @unchecked Sendable {
+        let lock = NSLock()
+        var handler: (@Sendable (Int32) -> Void)?
+        var started = false
     }
+
+    private static let watcher = Watcher()
 }

@@ -81,7 +81,7 @@ struct Doctor: ParsableCommand {
             report.add("lttng-tools", .passed, version.trimmingCharacters(in: .whitespaces))
             return true
         } catch {
-            let missing = ["lttng", "lttng-sessiond"].filter { LTTngTools.path(of: $0) == nil }.map { "`\($0)`" }
+            let missing = LTTngTools.missingCommands.map { "`\($0)`" }
             report.add("lttng-tools", .failed, "\(missing.joined(separator: " and ")) not found in PATH", fix: LTTngTools.installHint)
             return false
         }
