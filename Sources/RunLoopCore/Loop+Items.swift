@@ -10,7 +10,7 @@ protocol ModeItem: AnyObject {
     var binding: Binding { get }
     var modes: Set<Loop.Mode> { get set }
     var isValid: Bool { get }
-    /// Adds the item to a mode's tables (lock held). Returns false when it was already there.
+    /// Adds the item to a mode's tables (lock held).
     func attach(to state: ModeState, loop: Loop)
     /// Removes the item from a mode's tables (lock held).
     func detach(from state: ModeState, loop: Loop)
@@ -31,12 +31,14 @@ extension ModeItem {
 
     /// Leaves every mode of `loop` and unbinds (lock held). Returns the modes left.
     @discardableResult
-    func removeFromAllModes(loop: Loop) -> [Loop.Mode] {
-        let left = Array(modes)
-        for mode in left {
-            if let state = loop.modes[mode] { _ = remove(from: state, loop: loop) }
-        }
+    func removeFromAllModes(loop: Loop) -> Set<Loop.Mode> {
+        // Emptied before the walk: `left` then owns the storage, so nothing is copied (a one-shot timer goes
+        // through here after every firing).
+        let left = modes
         modes.removeAll()
+        for mode in left {
+            if let state = loop.modes[mode] { detach(from: state, loop: loop) }
+        }
         binding.release()
         return left
     }
@@ -244,7 +246,7 @@ extension Loop {
     }
 
     /// Removes an invalidated item from every mode and the common set (lock held). Returns the modes it left.
-    func detach<Item: ModeItem>(_ item: Item) -> [Mode] {
+    func detach<Item: ModeItem>(_ item: Item) -> Set<Mode> {
         if commonItemIDs.remove(ObjectIdentifier(item)) != nil {
             commonItems.removeAll { $0 === item }
         }
@@ -256,10 +258,11 @@ extension Loop {
     /// Moves a timer to a new fire date in every mode it is in (lock held).
     func reschedule(_ timer: LoopTimer, to date: UInt64) {
         if timer.isFiring { timer.fireDateSetDuringCallout = true }
-        let states = timer.modes.compactMap { modes[$0] }
-        for state in states { state.removeTimer(timer) }
+        // Two walks over the timer's modes rather than an array of their states: this runs after every firing of
+        // a repeating timer, which must not allocate.
+        for mode in timer.modes { modes[mode]?.removeTimer(timer) }
         timer.fireDateNanoseconds = date
-        for state in states { state.insertTimer(timer) }
+        for mode in timer.modes { modes[mode]?.insertTimer(timer) }
         timersDidChange()
     }
 

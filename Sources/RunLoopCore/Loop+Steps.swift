@@ -133,8 +133,8 @@ extension Loop {
         }
         if sawTimer { selector.drainTimer() }
 
-        let reason: WakeReason? = poll ? nil : wakeReason(frame, sawTimer: sawTimer)
-        lock.withLock {
+        let reason: WakeReason? = lock.withLock {
+            let reason = poll ? nil : wakeReason(frame, sawTimer: sawTimer)
             sleepingIn = nil
             frame.unpublished.iterations += 1
             if let reason {
@@ -142,22 +142,21 @@ extension Loop {
                 counters.wakeUps[reason, default: 0] += 1
             }
             publishCounters(frame)
+            return reason
         }
         if let reason, let sink = frame.sink {
             sink.wakeUp(frame.context(loop: self), reason: reason, slept: monotonicNanoseconds() &- sleptFrom)
         }
     }
 
-    /// What ended a sleep, most specific first.
+    /// What ended a sleep, most specific first (lock held: the mode's ports and sources are read).
     private func wakeReason(_ frame: RunFrame, sawTimer: Bool) -> WakeReason {
         if frame.stopRequested.load(ordering: .acquiring) { return .stop }
         if sawTimer { return monotonicNanoseconds() >= frame.deadline ? .timeout : .timer }
         if !frame.readyTokens.isEmpty { return .descriptor }
-        return lock.withLock {
-            if frame.state.ports.contains(where: { $0.queuedCount > 0 }) { return .port }
-            if frame.state.sources.contains(where: { $0.isSignaled }) { return .source }
-            return .manual
-        }
+        if frame.state.ports.contains(where: { $0.queuedCount > 0 }) { return .port }
+        if frame.state.sources.contains(where: { $0.isSignaled }) { return .source }
+        return .manual
     }
 
     // ===== step 9: what woke us =====

@@ -79,7 +79,7 @@ public final class LoopSource: @unchecked Sendable {
     public func invalidate() {
         guard valid.exchange(false, ordering: .acquiringAndReleasing) else { return }
         signaledAt.store(0, ordering: .relaxed)
-        let left: (Loop, [Loop.Mode])? = binding.withStateLocked { loop in
+        let left: (Loop, Set<Loop.Mode>)? = binding.withStateLocked { loop in
             guard let loop else { return nil }
             return (loop, loop.detach(self))
         }

@@ -17,11 +17,11 @@ struct Readiness: OptionSet {
     static let hangUp = Readiness(rawValue: CRL_EPOLLHUP | CRL_EPOLLRDHUP)
 }
 
-/// Tokens that identify a ready descriptor; descriptor sources use their own ids, which start above these.
+/// Tokens that identify a ready descriptor. Descriptor sources use their item ids, which count up from 1 and
+/// never reach these two.
 enum SelectorToken {
-    static let wakeUp: UInt64 = 0
-    static let timer: UInt64 = 1
-    static let firstDescriptor: UInt64 = 2
+    static let wakeUp: UInt64 = .max
+    static let timer: UInt64 = .max - 1
 }
 
 /// The ready descriptors one wait returned. The buffers are allocated once per wait set.
