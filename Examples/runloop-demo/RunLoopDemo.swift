@@ -59,7 +59,7 @@ final class Ticker: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     init(every period: Duration, _ body: @escaping @Sendable () -> Void) {
-        let nanoseconds = Int(period.components.attoseconds / 1_000_000_000) + Int(period.components.seconds) * 1_000_000_000
+        let nanoseconds = Int(period / .nanoseconds(1))
         DispatchQueue.global().async { [done, finished] in
             while done.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut { body() }
             finished.signal()

@@ -91,20 +91,6 @@ public struct Budget: Sendable {
         }
     }
 
-    /// Checks a summary against every rule.
-    public func check(_ summary: TraceSummary) -> [Outcome] {
-        rules.map { rule in
-            let value = Metric.named(rule.metric)!.value(in: summary)
-            return Outcome(rule: rule, value: value, passed: rule.comparison.holds(value, rule.limit))
-        }
-    }
-
-    public struct Outcome: Sendable {
-        public var rule: Rule
-        public var value: Double
-        public var passed: Bool
-    }
-
     /// Whether the budget constrains lost events (then incomplete data is its own verdict: exit 3).
     public var constrainsLoss: Bool { rules.contains { $0.metric == "trace.lost" || $0.metric == "trace.packets_lost" } }
 }

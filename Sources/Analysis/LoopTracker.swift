@@ -298,8 +298,9 @@ final class LoopTracker {
         s.utilization = wall > 0 ? Double(s.busyNanoseconds) / Double(wall) : 0
         s.busyPerIteration = busyPerIteration.summary
         s.sleep = sleeps.summary
-        s.wakeLatency = .init(timer: timerLatency.summary, source: sourceLatency.summary, block: blockLatency.summary, port: portLatency.summary)
-        s.timerLateness = timerLatency.summary
+        let timerLateness = timerLatency.summary
+        s.wakeLatency = .init(timer: timerLateness, source: sourceLatency.summary, block: blockLatency.summary, port: portLatency.summary)
+        s.timerLateness = timerLateness
         s.timerBeyondTolerance = timerBeyond.summary
         s.timerFirings = timerFirings
         s.timerMissed = timerMissed
@@ -320,7 +321,6 @@ final class LoopTracker {
 final class TimerTracker {
     let timerID: UInt64
     let loopID: UInt64
-    var label: String?
     private(set) var first: UInt64 = .max
     private(set) var last: UInt64 = 0
     private var firings: UInt64 = 0
@@ -362,7 +362,7 @@ final class TimerTracker {
     func summary(label: String) -> TraceSummary.TimerSummary {
         let denominator = n * sumTT - sumT * sumT
         let slope = n >= 2 && denominator > 1e-12 ? (n * sumTL - sumT * sumL) / denominator : 0
-        return TraceSummary.TimerSummary(timerID: timerID, label: self.label ?? label, loopID: loopID, firings: firings,
+        return TraceSummary.TimerSummary(timerID: timerID, label: label, loopID: loopID, firings: firings,
                                          missed: missed, toleranceNanoseconds: tolerance, intervalNanoseconds: interval,
                                          lateness: lateness.summary, beyondTolerance: beyond.summary,
                                          withinTolerance: firings > 0 ? Double(within) / Double(firings) : 1,

@@ -84,7 +84,6 @@ public struct TraceSummarizer {
             loopNames[loopID] = (tid, name)
         case .itemLabel(let itemID, _, let label):
             labels[itemID] = label
-            timers[itemID]?.label = label
         case .sourceSignal:
             break
         }

@@ -197,10 +197,10 @@ func timeReader(_ name: String, _ open: () throws -> any TraceEventReader) {
 
 timeReader("EmbeddedTraceReader") { try EmbeddedTraceReader(path: traceDir) }
 timeReader("CTFTraceReader (libbabeltrace2)") { try CTFTraceReader(path: traceDir) }
-if access("/usr/bin/babeltrace2", X_OK) == 0 {
+if let babeltrace2 = LTTngTools.path(of: "babeltrace2") {
     let start = Loop.Instant.now.nanoseconds
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/babeltrace2")
+    process.executableURL = URL(fileURLWithPath: babeltrace2)
     process.arguments = [traceDir]
     process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
     try? process.run()

@@ -131,7 +131,7 @@ struct Doctor: ParsableCommand {
                                        "timer_fire_begin", "timer_fire_end", "wakeup", "exit"]
             let missing = wanted.subtracting(seen).sorted()
             let elapsed = started.duration(to: .now)
-            let milliseconds = Int(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+            let milliseconds = Int(elapsed / .milliseconds(1))
             if missing.isEmpty {
                 report.add("round trip", .passed,
                            "\(ours) events of a test loop went through an LTTng session and came back in \(milliseconds) ms; \(reader.health.eventsLost) lost")

@@ -177,7 +177,8 @@ struct Run: ParsableCommand {
     /// Runs `body` with `LTTngSink` installed, inside an LTTng session that records this process into `folder`.
     private func traceWithLTTng(into folder: String, _ body: () -> Void) throws {
         let subbuffer = max(4, (bufferKib + 3) / 4)
-        var channel = ["--subbuf-size=\(1 << (Int.bitWidth - (subbuffer - 1).leadingZeroBitCount))K", "--num-subbuf=4"]
+        var channel = LTTngRecording.channelOptions(subbufferSize: "\(1 << (Int.bitWidth - (subbuffer - 1).leadingZeroBitCount))K",
+                                                   subbufferCount: 4)
         if flightRecorder { channel.append("--overwrite") }
         let session: LTTngSession
         do {
@@ -204,7 +205,7 @@ struct RunClock {
     let total: DurationValue
 
     var elapsedOfTotal: String {
-        "\(formatNanoseconds(UInt64(start.duration(to: .now).nanosecondsValue))) of \(formatNanoseconds(UInt64(total.nanoseconds)))"
+        "\(formatNanoseconds(Loop.Instant.now.nanoseconds &- start.nanoseconds)) of \(formatNanoseconds(UInt64(total.nanoseconds)))"
     }
 }
 
@@ -224,11 +225,5 @@ final class InterruptFlag: @unchecked Sendable {
         if isSet { return false }
         isSet = true
         return true
-    }
-}
-
-extension Duration {
-    var nanosecondsValue: Int64 {
-        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
     }
 }
