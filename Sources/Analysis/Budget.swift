@@ -91,8 +91,10 @@ public struct Budget: Sendable {
         }
     }
 
-    /// Whether the budget constrains lost events (then incomplete data is its own verdict: exit 3).
-    public var constrainsLoss: Bool { rules.contains { $0.metric == "trace.lost" || $0.metric == "trace.packets_lost" } }
+    /// The metrics that measure how incomplete a trace is. A budget allows a kind of incompleteness only with a
+    /// rule on its metrics (`trace.lost <= 100`, `trace.runs_incomplete <= 1`) that holds.
+    public static let lossMetrics = ["trace.lost", "trace.packets_lost"]
+    public static let runMetrics = ["trace.runs_incomplete"]
 }
 
 public struct BudgetError: Error, CustomStringConvertible {

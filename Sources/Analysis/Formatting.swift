@@ -46,3 +46,9 @@ public func formatMetric(_ value: Double, unit: Metric.Unit) -> String {
     case .count: return value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 }
+
+/// A change of a ratio in points with its sign: `0.04` as `+4.00 pts`.
+public func formatPoints(_ delta: Double) -> String {
+    guard delta.isFinite else { return delta > 0 ? "+inf pts" : "-inf pts" }
+    return (delta < 0 ? "-" : "+") + threeDigits(abs(delta) * 100) + " pts"
+}

@@ -3,21 +3,46 @@ import Tracing
 
 /// One loop's running totals while a trace streams by.
 final class LoopTracker {
-    enum CalloutKind: String { case timer, source, descriptor, port, block, observer }
+    enum CalloutKind: Int, CaseIterable {
+        case timer, source, descriptor, port, block, observer
+        var name: String {
+            switch self {
+            case .timer: return "timer"
+            case .source: return "source"
+            case .descriptor: return "descriptor"
+            case .port: return "port"
+            case .block: return "block"
+            case .observer: return "observer"
+            }
+        }
+    }
+
+    /// The mode of a run whose begin is not in the trace and whose activities have not named it yet.
+    static let unknownMode = -1
 
     let loopID: UInt64
     let threadID: Int32
     private let options: TraceSummarizer.Options
+    /// Interns mode names for the whole trace (shared by every loop), so the hot path compares integers.
+    private let modes: ModeTable
     private(set) var firstTimestamp: UInt64 = .max
     private(set) var lastTimestamp: UInt64 = 0
 
-    private var runs: UInt64 = 0
     private var results: [String: UInt64] = [:]
-    private var runDepth = 0
-    private var outerRunStart: UInt64 = 0
+    private var nestedRuns: UInt64 = 0
+    private var runsBegunBeforeTrace: UInt64 = 0
+    private var cutOffAt: UInt64?
     private var wall: UInt64 = 0
     private var slept: UInt64 = 0
     private var iterations: UInt64 = 0
+
+    /// Open runs, outermost first. A run whose begin the trace lacks (flight-recorder ring, lost events) is opened
+    /// at the loop's first event that shows it, so its iterations still count towards wall, busy and asleep.
+    private struct OpenRun {
+        var start: UInt64
+        var mode: Int
+    }
+    private var runStack: [OpenRun] = []
 
     private var busyPerIteration = LatencyHistogram()
     private var sleeps = LatencyHistogram()
@@ -27,8 +52,9 @@ final class LoopTracker {
     private var blockLatency = LatencyHistogram()
     private var portLatency = LatencyHistogram()
     private var backlog = LatencyHistogram()
-    private var calloutDurations: [String: LatencyHistogram] = [:]
+    private var calloutDurations = [LatencyHistogram](repeating: LatencyHistogram(), count: CalloutKind.allCases.count)
     private var timerFirings: UInt64 = 0
+    private var timerFiringsWithTolerance: UInt64 = 0
     private var timerMissed: UInt64 = 0
     private var timerWithin: UInt64 = 0
     private var lateFirings: UInt64 = 0
@@ -43,25 +69,31 @@ final class LoopTracker {
         var number: UInt64
         var start: UInt64
         var slept: UInt64 = 0
-        var longest: (duration: UInt64, label: String)?
+        var longest: (duration: UInt64, kind: CalloutKind, label: String?)?
     }
     private var openIterations: [Iteration] = []
 
-    /// Callouts in progress (nested runs inside a callout push more).
+    /// Callouts in progress (nested runs inside a callout push more). `depth` is the run depth it was called from.
     private struct OpenCallout {
         var kind: CalloutKind
         var id: UInt64
         var label: String?
         var start: UInt64
+        var depth: Int
     }
     private var calloutStack: [OpenCallout] = []
 
-    /// What recently held the loop, for attributing late timers: completed callouts and sleeps, oldest first,
-    /// in a fixed ring (constant memory).
+    /// What recently held the loop, for attributing late timers: completed callouts, sleeps and nested runs, in a
+    /// fixed ring (constant memory). Names are built only when a late firing needs one, never per callout.
     private struct Interval {
+        enum What { case callout(CalloutKind, String?), sleep, run }
         var start: UInt64
         var end: UInt64
-        var what: String
+        var what: What
+        /// Run depth: 1 for what happened in the outermost run.
+        var depth: Int
+        /// The mode of the run at that depth.
+        var mode: Int
     }
     private var recent: [Interval] = []
     private var recentNext = 0
@@ -71,10 +103,11 @@ final class LoopTracker {
     private var backlogWake: UInt64?
     private var backlogCount: UInt64 = 0
 
-    init(loopID: UInt64, threadID: Int32, options: TraceSummarizer.Options) {
+    init(loopID: UInt64, threadID: Int32, options: TraceSummarizer.Options, modes: ModeTable) {
         self.loopID = loopID
         self.threadID = threadID
         self.options = options
+        self.modes = modes
     }
 
     private func seen(_ ts: UInt64) {
@@ -82,28 +115,69 @@ final class LoopTracker {
         lastTimestamp = max(lastTimestamp, ts)
     }
 
+    static func name(_ kind: CalloutKind, _ label: String?) -> String {
+        guard let label else { return kind.name }
+        return kind.name + " " + label
+    }
+
+    /// The mode of the innermost open run (what a timer firing now fired in).
+    var currentMode: Int { runStack.last?.mode ?? Self.unknownMode }
+
     // ===== runs and iterations =====
 
-    func runBegin(at ts: UInt64) {
+    /// An event of a run: when no run is open, the run began before the trace did (or its begin was lost).
+    private func inRun(at ts: UInt64) {
+        if runStack.isEmpty { openUnbegunRun(at: ts, mode: Self.unknownMode) }
+    }
+
+    private func openUnbegunRun(at ts: UInt64, mode: Int) {
+        runsBegunBeforeTrace += 1
+        runStack.append(OpenRun(start: ts, mode: mode))
+    }
+
+    func runBegin(mode: Int, at ts: UInt64) {
+        // Nested runs start only inside a callout: a run still open with no callout in progress lost its end event.
+        if !runStack.isEmpty && calloutStack.isEmpty {
+            closeRuns(downTo: 0, at: lastTimestamp, result: "end_lost")
+        }
         seen(ts)
-        runs += 1
-        if runDepth == 0 { outerRunStart = ts }
-        runDepth += 1
+        if !runStack.isEmpty { nestedRuns += 1 }
+        runStack.append(OpenRun(start: ts, mode: mode))
     }
 
     func runEnd(_ result: Loop.RunResult, at ts: UInt64) {
         seen(ts)
-        results[result.description, default: 0] += 1
+        inRun(at: ts)
         closeBacklog()
-        if runDepth > 0 {
-            runDepth -= 1
-            if runDepth == 0 && ts >= outerRunStart { wall += ts - outerRunStart }
+        closeRuns(downTo: runStack.count - 1, at: ts, result: result.description)
+    }
+
+    /// Ends the runs deeper than `depth` at `ts`, each with `result`.
+    private func closeRuns(downTo depth: Int, at ts: UInt64, result: String) {
+        while runStack.count > max(depth, 0), let run = runStack.popLast() {
+            results[result, default: 0] += 1
+            let duration = ts >= run.start ? ts - run.start : 0
+            if runStack.isEmpty {
+                wall += duration
+                // Ends lost with the trace's losses must not leave stale callouts to blame.
+                calloutStack.removeAll(keepingCapacity: true)
+                closeIterations(deeperThanOrAt: 1, at: ts)
+            } else {
+                remember(Interval(start: run.start, end: ts, what: .run, depth: runStack.count + 1, mode: run.mode))
+            }
         }
     }
 
     func activity(_ activity: Loop.Activity, _ place: TraceEvent.Place, at ts: UInt64) {
         seen(ts)
         let depth = Int(max(place.depth, 1))
+        if depth > runStack.count {
+            // Begins the trace does not have: the activity tells the depth, and its own run's mode.
+            while runStack.count < depth - 1 { openUnbegunRun(at: ts, mode: Self.unknownMode) }
+            openUnbegunRun(at: ts, mode: modes.id(place.mode))
+        } else if runStack[depth - 1].mode == Self.unknownMode {
+            runStack[depth - 1].mode = modes.id(place.mode)
+        }
         switch activity {
         case .beforeTimers:
             closeIterations(deeperThanOrAt: depth, at: ts)
@@ -126,8 +200,9 @@ final class LoopTracker {
             busyPerIteration.record(busy)
             if busy > options.stallThreshold {
                 stalls += 1
+                let cause = iteration.longest.map { Self.name($0.kind, $0.label) } ?? "loop overhead"
                 let stall = TraceSummary.Stall(loopID: loopID, iteration: iteration.number, atNanoseconds: iteration.start,
-                                               busyNanoseconds: busy, cause: iteration.longest?.label ?? "loop overhead")
+                                               busyNanoseconds: busy, cause: cause)
                 keepWorst(stall)
             }
         }
@@ -142,15 +217,29 @@ final class LoopTracker {
         }
     }
 
+    /// At the end of the trace: runs still open did not end in it. Their time up to the loop's last event counts;
+    /// their unfinished iterations do not count as iterations' busy time (they were cut, not measured).
+    func finishTrace() {
+        guard !runStack.isEmpty else { return }
+        cutOffAt = lastTimestamp
+        openIterations.removeAll()
+        closeRuns(downTo: 0, at: lastTimestamp, result: "did_not_end")
+    }
+
     // ===== sleeps and wake-ups =====
 
     func wakeUp(_ reason: Loop.WakeReason, slept duration: UInt64, at ts: UInt64) {
         seen(ts)
-        slept += duration
+        inRun(at: ts)
+        // A sleep that began before the run's first recorded event counts only from there (flight recorder).
+        let outerStart = runStack[0].start
+        let counted = min(duration, ts >= outerStart ? ts - outerStart : 0)
+        slept += counted
         sleeps.record(duration)
         wakeReasons[reason.description, default: 0] += 1
         for index in openIterations.indices { openIterations[index].slept += duration }
-        remember(Interval(start: ts >= duration ? ts - duration : 0, end: ts, what: "sleep"))
+        remember(Interval(start: ts >= duration ? ts - duration : 0, end: ts, what: .sleep,
+                          depth: runStack.count, mode: runStack[runStack.count - 1].mode))
         backlogWake = ts
         backlogCount = 0
     }
@@ -169,11 +258,15 @@ final class LoopTracker {
 
     func timerFired(lateness: UInt64, tolerance: UInt64, missed: UInt64, scheduled: UInt64, cause: String?, at ts: UInt64) {
         seen(ts)
+        inRun(at: ts)
         timerFirings += 1
         timerMissed += missed
         timerLatency.record(lateness)
         timerBeyond.record(lateness > tolerance ? lateness - tolerance : 0)
-        if lateness <= tolerance { timerWithin += 1 }
+        if tolerance > 0 {
+            timerFiringsWithTolerance += 1
+            if lateness <= tolerance { timerWithin += 1 }
+        }
         if let cause {
             lateFirings += 1
             lateCauses[cause, default: 0] += 1
@@ -205,28 +298,31 @@ final class LoopTracker {
 
     func beginCallout(_ kind: CalloutKind, id: UInt64, label: String?, at ts: UInt64) {
         seen(ts)
-        calloutStack.append(OpenCallout(kind: kind, id: id, label: label, start: ts))
+        inRun(at: ts)
+        calloutStack.append(OpenCallout(kind: kind, id: id, label: label, start: ts, depth: runStack.count))
     }
 
     func endCallout(id: UInt64, at ts: UInt64) {
         seen(ts)
+        inRun(at: ts)
         // Match by id from the top: a lost begin (trace losses) must not unbalance the stack for good.
         guard let index = calloutStack.lastIndex(where: { $0.id == id }) else { return }
         let callout = calloutStack[index]
         calloutStack.removeSubrange(index...)
         let duration = ts >= callout.start ? ts - callout.start : 0
-        let name = callout.label.map { "\(callout.kind.rawValue) \($0)" } ?? callout.kind.rawValue
-        calloutDurations[callout.kind.rawValue, default: LatencyHistogram()].record(duration)
-        remember(Interval(start: callout.start, end: ts, what: name))
+        calloutDurations[callout.kind.rawValue].record(duration)
+        let mode = callout.depth >= 1 && callout.depth <= runStack.count ? runStack[callout.depth - 1].mode : Self.unknownMode
+        remember(Interval(start: callout.start, end: ts, what: .callout(callout.kind, callout.label), depth: callout.depth, mode: mode))
         if let last = openIterations.indices.last, duration > (openIterations[last].longest?.duration ?? 0) {
-            openIterations[last].longest = (duration, name)
+            openIterations[last].longest = (duration, callout.kind, callout.label)
         }
-        let record = TraceSummary.Callout(label: name, kind: callout.kind.rawValue, durationNanoseconds: duration, atNanoseconds: callout.start)
         if slowest.count < options.keep {
-            slowest.append(record)
+            slowest.append(TraceSummary.Callout(label: Self.name(callout.kind, callout.label), kind: callout.kind.name,
+                                                durationNanoseconds: duration, atNanoseconds: callout.start))
         } else if let minIndex = slowest.indices.min(by: { slowest[$0].durationNanoseconds < slowest[$1].durationNanoseconds }),
                   slowest[minIndex].durationNanoseconds < duration {
-            slowest[minIndex] = record
+            slowest[minIndex] = TraceSummary.Callout(label: Self.name(callout.kind, callout.label), kind: callout.kind.name,
+                                                     durationNanoseconds: duration, atNanoseconds: callout.start)
         }
     }
 
@@ -239,29 +335,68 @@ final class LoopTracker {
         }
     }
 
-    /// What held the loop at `time`: the innermost callout or sleep covering it, a callout still running, or the
-    /// loop's own work between callouts.
-    func cause(at time: UInt64) -> String {
-        if let open = calloutStack.last(where: { $0.start <= time }) {
-            return open.label.map { "\(open.kind.rawValue) \($0)" } ?? open.kind.rawValue
+    static let asleep = "wake-up latency (the loop was asleep)"
+
+    /// What held the loop at `time`, when a timer that fires in the modes of `timerModes` came due.
+    ///
+    /// It is the outermost callout busy at that moment, unless a run nested inside it could have served the timer
+    /// (its mode is one the timer fires in): then what held that nested run, found the same way. A nested run that
+    /// could not serve the timer is part of its callout's hold on the outer run, asleep or not.
+    func cause(at time: UInt64, timerModes: ModeSet) -> String {
+        if time < firstTimestamp { return "before the trace's first event" }
+        if runStack.isEmpty { return "loop not running" }
+        var holder: (kind: CalloutKind, label: String?)?
+        var depth = 1
+        while true {
+            if depth > 1 {
+                guard let mode = runMode(depth: depth, at: time), timerModes.contains(mode) else {
+                    return holder.map { Self.name($0.kind, $0.label) } ?? "loop overhead (between callouts)"
+                }
+            }
+            if let callout = callout(depth: depth, at: time) {
+                holder = callout
+                depth += 1
+                continue
+            }
+            return asleep(depth: depth, at: time) ? Self.asleep : "loop overhead (between callouts)"
         }
+    }
+
+    /// The callout made from the run at `depth` that covers `time`, still running or finished.
+    private func callout(depth: Int, at time: UInt64) -> (kind: CalloutKind, label: String?)? {
+        if let open = calloutStack.first(where: { $0.depth == depth && $0.start <= time }) { return (open.kind, open.label) }
         var best: Interval?
-        for interval in recent where interval.start <= time && time <= interval.end {
-            if best == nil || interval.start >= best!.start { best = interval }
+        for interval in recent where interval.depth == depth && interval.start <= time && time <= interval.end {
+            if case .callout = interval.what, best == nil || interval.start >= best!.start { best = interval }
         }
-        if let best {
-            return best.what == "sleep" ? "wake-up latency (the loop was asleep)" : best.what
+        if let best, case .callout(let kind, let label) = best.what { return (kind, label) }
+        return nil
+    }
+
+    private func asleep(depth: Int, at time: UInt64) -> Bool {
+        recent.contains { interval in
+            if case .sleep = interval.what { return interval.depth == depth && interval.start <= time && time <= interval.end }
+            return false
         }
-        if runDepth == 0 || time < firstTimestamp { return "loop not running" }
-        return "loop overhead (between callouts)"
+    }
+
+    /// The mode of the run at `depth` that covered `time`, nil when no run at that depth did.
+    private func runMode(depth: Int, at time: UInt64) -> Int? {
+        if depth <= runStack.count, runStack[depth - 1].start <= time { return runStack[depth - 1].mode }
+        for interval in recent where interval.depth == depth && interval.start <= time && time <= interval.end {
+            if case .run = interval.what { return interval.mode }
+        }
+        return nil
     }
 
     // ===== results =====
 
-    /// Adds another loop's totals (for the overall figures).
+    /// Adds another loop's totals (for the overall figures); both have had ``finishTrace()``.
     func absorb(_ other: LoopTracker) {
-        runs += other.runs
         for (k, v) in other.results { results[k, default: 0] += v }
+        nestedRuns += other.nestedRuns
+        runsBegunBeforeTrace += other.runsBegunBeforeTrace
+        if let cut = other.cutOffAt { cutOffAt = max(cutOffAt ?? 0, cut) }
         wall += other.wall
         slept += other.slept
         iterations += other.iterations
@@ -273,8 +408,11 @@ final class LoopTracker {
         blockLatency.merge(other.blockLatency)
         portLatency.merge(other.portLatency)
         backlog.merge(other.backlog)
-        for (k, v) in other.calloutDurations { calloutDurations[k, default: LatencyHistogram()].merge(v) }
+        for (index, histogram) in other.calloutDurations.enumerated() where histogram.count > 0 {
+            calloutDurations[index].merge(histogram)
+        }
         timerFirings += other.timerFirings
+        timerFiringsWithTolerance += other.timerFiringsWithTolerance
         timerMissed += other.timerMissed
         timerWithin += other.timerWithin
         lateFirings += other.lateFirings
@@ -289,8 +427,11 @@ final class LoopTracker {
         var s = TraceSummary.LoopSummary()
         s.loopID = loopID
         s.threadID = threadID
-        s.runs = runs
+        s.runs = results.values.reduce(0, +)
         s.results = results
+        s.nestedRuns = nestedRuns
+        s.runsBegunBeforeTrace = runsBegunBeforeTrace
+        s.cutOffAtNanoseconds = cutOffAt
         s.iterations = iterations
         s.wallNanoseconds = wall
         s.sleepNanoseconds = min(slept, wall)
@@ -303,17 +444,50 @@ final class LoopTracker {
         s.timerLateness = timerLateness
         s.timerBeyondTolerance = timerBeyond.summary
         s.timerFirings = timerFirings
+        s.timerFiringsWithTolerance = timerFiringsWithTolerance
         s.timerMissed = timerMissed
         s.timerLateFirings = lateFirings
-        s.timerWithinTolerance = timerFirings > 0 ? Double(timerWithin) / Double(timerFirings) : 1
+        // Only firings with a tolerance have a window to be within; none: vacuously all (the text says "no tolerance").
+        s.timerWithinTolerance = timerFiringsWithTolerance > 0 ? Double(timerWithin) / Double(timerFiringsWithTolerance) : 1
         s.lateFiringCauses = lateCauses
         s.wakeReasons = wakeReasons
         s.backlogAtWakeUp = backlog.summary
-        s.calloutDurations = calloutDurations.mapValues(\.summary)
+        var durations: [String: DistributionSummary] = [:]
+        for kind in CalloutKind.allCases where calloutDurations[kind.rawValue].count > 0 {
+            durations[kind.name] = calloutDurations[kind.rawValue].summary
+        }
+        s.calloutDurations = durations
         s.slowestCallouts = slowest.sorted { $0.durationNanoseconds > $1.durationNanoseconds }
         s.stalls = stalls
         s.worstStalls = worstStalls.sorted { $0.busyNanoseconds > $1.busyNanoseconds }
         return s
+    }
+}
+
+/// Mode names as small integers, shared by the loops of one trace.
+final class ModeTable {
+    private var ids: [String: Int] = [:]
+    func id(_ mode: String) -> Int {
+        if let id = ids[mode] { return id }
+        let id = ids.count
+        ids[mode] = id
+        return id
+    }
+}
+
+/// The modes a timer has been seen firing in.
+struct ModeSet {
+    private var bits: UInt64 = 0
+    /// Set when a firing's mode is unknown or past the 64th mode: then the set answers yes to every mode, so a
+    /// late firing is never blamed on a callout whose nested run might have served it.
+    private var any = false
+
+    mutating func insert(_ mode: Int) {
+        if mode < 0 || mode >= 64 { any = true } else { bits |= 1 << UInt64(mode) }
+    }
+
+    func contains(_ mode: Int) -> Bool {
+        any || mode < 0 || mode >= 64 || bits & (1 << UInt64(mode)) != 0
     }
 }
 
@@ -332,6 +506,8 @@ final class TimerTracker {
     private var beyond = CompactHistogram()
     private var lateFirings: UInt64 = 0
     private var causes: [String: UInt64] = [:]
+    /// The modes of the runs it fired in: which nested runs could have served it.
+    private(set) var modes = ModeSet()
     // Least squares of lateness over time (seconds since the first firing).
     private var n = 0.0, sumT = 0.0, sumL = 0.0, sumTT = 0.0, sumTL = 0.0
 
@@ -339,6 +515,9 @@ final class TimerTracker {
         self.timerID = timerID
         self.loopID = loopID
     }
+
+    /// Counts a firing in `mode`, before its cause is looked up (the cause depends on the modes it fires in).
+    func firing(inMode mode: Int) { modes.insert(mode) }
 
     func fired(lateness value: UInt64, tolerance: UInt64, interval: UInt64, missed: UInt64, cause: String?, at ts: UInt64) {
         first = min(first, ts)

@@ -22,29 +22,71 @@ public enum SummaryReport {
         }
     }
 
+    /// What a run result means, in words.
+    static func describeResult(_ key: String) -> String {
+        switch key {
+        case "timed_out": return "timed out"
+        case "finished": return "finished (nothing left in its mode)"
+        case "stopped": return "stopped"
+        case "handled_source": return "returned after a source"
+        case "did_not_end": return "did not end"
+        case "end_lost": return "end event lost"
+        default: return key
+        }
+    }
+
+    /// A moment as an offset from the trace's first event (`+1.20s`), the way people read a trace.
+    static func offset(_ time: UInt64, in health: TraceSummary.Health) -> String {
+        let origin = health.firstEventNanoseconds ?? time
+        return "+" + formatNanoseconds(time >= origin ? time - origin : 0)
+    }
+
+    /// Why the trace does not tell the whole story, one line each; empty for a complete trace.
+    static func healthProblems(_ h: TraceSummary.Health) -> [String] {
+        var out: [String] = []
+        if !h.complete {
+            out.append("\(h.eventsLost) events and \(h.packetsLost) packets lost in \(h.lossWindows.count) window(s); figures marked (!) cover a window with losses")
+        }
+        if let cut = h.runsCutOff, cut > 0 {
+            out.append("cut off at \(h.cutOffAtNanoseconds.map { offset($0, in: h) } ?? "its end"): \(cut) run(s) did not end in the trace; their figures stop at their loop's last event")
+        }
+        if let lost = h.runsEndLost, lost > 0 {
+            out.append("\(lost) run(s) lost their end event; their figures stop at their loop's last event before the next run")
+        }
+        if let early = h.runsBegunBeforeTrace, early > 0 {
+            out.append("\(early) run(s) began before the trace's first event (a flight-recorder ring keeps only the newest events, or the oldest were lost); their figures start at their loop's first event")
+        }
+        return out
+    }
+
     public static func text(_ s: TraceSummary, title: String? = nil) -> String {
         var out: [String] = []
         if let title { out.append(title) }
         let h = s.health
-        if h.complete {
-            out.append("trace: \(h.eventsRead) events, none lost")
+        let problems = healthProblems(h)
+        if problems.isEmpty {
+            out.append("trace: \(h.eventsRead) events, none lost, every run complete")
         } else {
-            out.append("trace: \(h.eventsRead) events — INCOMPLETE: \(h.eventsLost) events and \(h.packetsLost) packets lost in \(h.lossWindows.count) window(s); figures marked (!) cover a window with losses")
+            out.append("trace: \(h.eventsRead) events — INCOMPLETE:")
+            out += problems.map { "  " + $0 }
         }
         for loop in s.loops {
             out.append("")
-            let mark = loop.lostEventsAffecting > 0 ? " (!) \(loop.lostEventsAffecting) lost events in its window" : ""
+            var mark = ""
+            if loop.affectedByLoss {
+                mark = loop.lostEventsAffecting > 0 ? " (!) \(loop.lostEventsAffecting) lost events in its window" : " (!) whole packets lost in its window"
+            }
             out.append("loop \(loop.loopID ?? 0) (thread \(loop.threadID ?? 0)\(loop.name.map { ", \($0)" } ?? ""))\(mark)")
-            out += loopLines(loop, indent: "  ")
+            out += loopLines(loop, health: h, stallThreshold: s.stallThresholdNanoseconds, indent: "  ")
         }
         if !s.timers.isEmpty {
             out.append("")
             out.append("timers (worst p99 lateness first):")
             for timer in s.timers.prefix(10) {
-                let mark = timer.lostEventsAffecting > 0 ? " (!)" : ""
-                out.append("  \(timer.label)\(mark): \(timer.firings) firings, missed \(timer.missed), within tolerance \(formatPercent(timer.withinTolerance)), lateness p50 \(formatNanoseconds(timer.lateness.p50)) p99 \(formatNanoseconds(timer.lateness.p99)) max \(formatNanoseconds(timer.lateness.max)), drift \(formatNanoseconds(timer.driftNanosecondsPerSecond))/s")
-                for (cause, count) in timer.lateFiringCauses.sorted(by: { $0.value > $1.value }).prefix(3) {
-                    out.append("      late \(count)× while: \(cause)")
+                let mark = timer.affectedByLoss ? " (!)" : ""
+                out.append("  \(timer.label)\(mark): \(timer.firings) firings, missed \(timer.missed), \(toleranceText(timer)), lateness p50 \(formatNanoseconds(timer.lateness.p50)) p99 \(formatNanoseconds(timer.lateness.p99)) max \(formatNanoseconds(timer.lateness.max)), drift \(formatNanoseconds(timer.driftNanosecondsPerSecond))/s")
+                for (cause, count) in sortedCauses(timer.lateFiringCauses).prefix(3) {
+                    out.append("      late \(count)× while: \(cause)\(mark)")
                 }
             }
             if s.timers.count > 10 { out.append("  … \(s.timers.count - 10) more timers (--format json lists all)") }
@@ -52,43 +94,75 @@ public enum SummaryReport {
         return out.joined(separator: "\n")
     }
 
-    static func loopLines(_ l: TraceSummary.LoopSummary, indent: String) -> [String] {
+    /// A timer's tolerance figure: with no tolerance there is no window to be within, so no share is printed.
+    static func toleranceText(_ timer: TraceSummary.TimerSummary) -> String {
+        timer.toleranceNanoseconds == 0 ? "no tolerance"
+            : "within tolerance (\(formatNanoseconds(timer.toleranceNanoseconds))) \(formatPercent(timer.withinTolerance))"
+    }
+
+    /// Most frequent first; ties by name, so reports are stable.
+    static func sortedCauses(_ causes: [String: UInt64]) -> [(key: String, value: UInt64)] {
+        causes.sorted { ($0.value, $1.key) > ($1.value, $0.key) }
+    }
+
+    /// What the run count means, and how the runs ended.
+    static func runsLine(_ l: TraceSummary.LoopSummary, health: TraceSummary.Health) -> String {
+        var meaning = "calls of Loop.run"
+        if let nested = l.nestedRuns, nested > 0 { meaning += ", \(nested) nested in a callout" }
+        if let early = l.runsBegunBeforeTrace, early > 0 { meaning += ", \(early) begun before the trace" }
+        let results = l.results.sorted { $0.key < $1.key }.map { result -> String in
+            let text = "\(describeResult(result.key)) \(result.value)"
+            guard result.key == "did_not_end", let cut = l.cutOffAtNanoseconds else { return text }
+            return text + " (trace cut off at \(offset(cut, in: health)))"
+        }.joined(separator: ", ")
+        return "runs \(l.runs) (\(meaning))" + (results.isEmpty ? "" : ": " + results) + "; iterations \(l.iterations)"
+    }
+
+    static func loopLines(_ l: TraceSummary.LoopSummary, health: TraceSummary.Health, stallThreshold: UInt64, indent: String) -> [String] {
+        // Every figure of a loop covers its whole window, so a loss in it marks them all.
+        let mark = l.affectedByLoss ? " (!)" : ""
         var out: [String] = []
-        let results = l.results.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        out.append(indent + "runs \(l.runs) (\(results)), iterations \(l.iterations)")
-        out.append(indent + "wall \(formatNanoseconds(l.wallNanoseconds)), busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))")
-        out.append(indent + "busy per iteration: " + row(l.busyPerIteration))
-        out += bars(l.busyPerIteration, indent: indent + "  ")
-        out.append(indent + "sleep: " + row(l.sleep))
-        let reasons = l.wakeReasons.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        if !reasons.isEmpty { out.append(indent + "woken by: " + reasons) }
+        out.append(indent + runsLine(l, health: health) + mark)
+        let upTo = l.cutOffAtNanoseconds == nil ? "" : " (up to the cut-off)"
+        out.append(indent + "wall \(formatNanoseconds(l.wallNanoseconds))\(upTo), busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))" + mark)
+        if l.busyPerIteration.count > 0 {
+            out.append(indent + "busy per iteration: " + row(l.busyPerIteration) + mark)
+            out += bars(l.busyPerIteration, indent: indent + "  ")
+        }
+        if l.sleep.count > 0 { out.append(indent + "sleep: " + row(l.sleep) + mark) }
+        let reasons = l.wakeReasons.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        if !reasons.isEmpty { out.append(indent + "woken by: " + reasons + mark) }
         if l.backlogAtWakeUp.count > 0 {
             let b = l.backlogAtWakeUp
-            out.append(indent + "backlog at wake-up: p50 \(b.p50)  p99 \(b.p99)  max \(b.max) items")
+            out.append(indent + "backlog at wake-up: p50 \(b.p50)  p99 \(b.p99)  max \(b.max) items" + mark)
         }
-        out.append(indent + "wake-up latency:")
-        for (name, d) in [("timer due → callout", l.wakeLatency.timer), ("source signal → perform", l.wakeLatency.source),
-                          ("block enqueue → run", l.wakeLatency.block), ("port send → handler", l.wakeLatency.port)] where d.count > 0 {
-            out.append(indent + "  " + name.padded(24) + row(d))
+        let latencies = [("timer due → callout", l.wakeLatency.timer), ("source signal → perform", l.wakeLatency.source),
+                         ("block enqueue → run", l.wakeLatency.block), ("port send → handler", l.wakeLatency.port)].filter { $0.1.count > 0 }
+        if !latencies.isEmpty {
+            out.append(indent + "wake-up latency:")
+            for (name, d) in latencies { out.append(indent + "  " + name.padded(24) + row(d) + mark) }
         }
         if l.timerFirings > 0 {
-            out.append(indent + "timers: \(l.timerFirings) firings, \(l.timerMissed) missed slots, \(formatPercent(l.timerWithinTolerance)) within tolerance, \(l.timerLateFirings) late")
-            out.append(indent + "  lateness: " + row(l.timerLateness))
+            let within = (l.timerFiringsWithTolerance ?? l.timerFirings) > 0
+                ? "\(formatPercent(l.timerWithinTolerance)) of firings with a tolerance within it" : "no tolerance"
+            out.append(indent + "timers: \(l.timerFirings) firings, \(l.timerMissed) missed slots, \(within), \(l.timerLateFirings) late" + mark)
+            out.append(indent + "  lateness: " + row(l.timerLateness) + mark)
             out += bars(l.timerLateness, indent: indent + "    ")
-            for (cause, count) in l.lateFiringCauses.sorted(by: { $0.value > $1.value }).prefix(5) {
-                out.append(indent + "  late \(count)× while: \(cause)")
+            for (cause, count) in sortedCauses(l.lateFiringCauses).prefix(5) {
+                out.append(indent + "  late \(count)× while: \(cause)" + mark)
             }
         }
         if !l.calloutDurations.isEmpty {
             out.append(indent + "callouts:")
             for (kind, d) in l.calloutDurations.sorted(by: { $0.key < $1.key }) {
-                out.append(indent + "  " + kind.padded(11) + row(d))
+                out.append(indent + "  " + kind.padded(11) + row(d) + mark)
             }
         }
         if !l.slowestCallouts.isEmpty {
-            out.append(indent + "slowest callouts: " + l.slowestCallouts.prefix(5).map { "\($0.label) \(formatNanoseconds($0.durationNanoseconds))" }.joined(separator: ", "))
+            out.append(indent + "slowest callouts: " + l.slowestCallouts.prefix(5).map { "\($0.label) \(formatNanoseconds($0.durationNanoseconds))" }.joined(separator: ", ") + mark)
         }
-        out.append(indent + "stalls (> threshold): \(l.stalls)" + (l.worstStalls.isEmpty ? "" : "; worst: " + l.worstStalls.prefix(3).map { "\(formatNanoseconds($0.busyNanoseconds)) in \($0.cause)" }.joined(separator: ", ")))
+        let worst = l.worstStalls.isEmpty ? "" : "; worst: " + l.worstStalls.prefix(3).map { "\(formatNanoseconds($0.busyNanoseconds)) in \($0.cause)" }.joined(separator: ", ")
+        out.append(indent + "stalls (> threshold): \(l.stalls) iterations busier than \(formatNanoseconds(stallThreshold))" + worst + mark)
         return out
     }
 
@@ -96,20 +170,50 @@ public enum SummaryReport {
         var out: [String] = []
         out.append("### \(title ?? "Run-loop summary")")
         out.append("")
-        out.append(s.health.complete ? "Trace: **\(s.health.eventsRead)** events, none lost." :
-                   "Trace: **\(s.health.eventsRead)** events — ⚠️ **incomplete**: \(s.health.eventsLost) events and \(s.health.packetsLost) packets lost; figures over those windows undercount.")
+        let problems = healthProblems(s.health)
+        if problems.isEmpty {
+            out.append("Trace: **\(s.health.eventsRead)** events, none lost, every run complete.")
+        } else {
+            out.append("Trace: **\(s.health.eventsRead)** events — ⚠️ **incomplete**:")
+            out.append("")
+            out += problems.map { "- " + $0 }
+        }
+        let o = s.overall
+        let mark = o.affectedByLoss ? " (!)" : ""
         out.append("")
         out.append("| metric | min | p50 | p90 | p99 | p99.9 | max |")
         out.append("| --- | --- | --- | --- | --- | --- | --- |")
-        let o = s.overall
         for (name, d) in [("busy per iteration", o.busyPerIteration), ("timer lateness", o.timerLateness),
                           ("source signal → perform", o.wakeLatency.source), ("block enqueue → run", o.wakeLatency.block),
                           ("port send → handler", o.wakeLatency.port), ("sleep", o.sleep)] where d.count > 0 {
-            out.append("| \(name) | " + [d.min, d.p50, d.p90, d.p99, d.p999, d.max].map { formatNanoseconds($0) }.joined(separator: " | ") + " |")
+            out.append("| \(name)\(mark) | " + [d.min, d.p50, d.p90, d.p99, d.p999, d.max].map { formatNanoseconds($0) }.joined(separator: " | ") + " |")
         }
         out.append("")
-        out.append("Utilization **\(formatPercent(o.utilization))**, \(o.iterations) iterations, \(o.stalls) stalls, \(o.timerMissed) missed timer slots.")
+        let cut = s.health.cutOffAtNanoseconds.map { " (up to the cut-off at \(offset($0, in: s.health)))" } ?? ""
+        let results = o.results.sorted { $0.key < $1.key }.map { "\(describeResult($0.key)) \($0.value)" }.joined(separator: ", ")
+        out.append("Utilization **\(formatPercent(o.utilization))**\(mark) over \(formatNanoseconds(o.wallNanoseconds)) of runs\(cut); \(o.runs) runs (calls of Loop.run\(results.isEmpty ? "" : ": " + results)), \(o.iterations) iterations, \(o.stalls) stalls (iterations busier than \(formatNanoseconds(s.stallThresholdNanoseconds))), \(o.timerMissed) missed timer slots.")
+        if !s.timers.isEmpty {
+            out.append("")
+            out.append("| timer | firings | missed | tolerance | lateness p50 | p99 | max | drift | late | most late while |")
+            out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+            for timer in s.timers.prefix(10) {
+                let t = timer.affectedByLoss ? " (!)" : ""
+                let tolerance = timer.toleranceNanoseconds == 0 ? "none"
+                    : "\(formatNanoseconds(timer.toleranceNanoseconds)), \(formatPercent(timer.withinTolerance)) within"
+                let cause = sortedCauses(timer.lateFiringCauses).first.map { "\($0.key) (\($0.value)×)" } ?? "–"
+                out.append("| `\(timer.label)`\(t) | \(timer.firings) | \(timer.missed) | \(tolerance) | \(formatNanoseconds(timer.lateness.p50)) | \(formatNanoseconds(timer.lateness.p99)) | \(formatNanoseconds(timer.lateness.max)) | \(formatNanoseconds(timer.driftNanosecondsPerSecond))/s | \(timer.lateFirings) | \(cause) |")
+            }
+            if s.timers.count > 10 { out.append("") ; out.append("… \(s.timers.count - 10) more timers (`--format json` lists all).") }
+        }
+        if !o.lateFiringCauses.isEmpty {
+            out.append("")
+            out.append("Late timer firings (later than tolerance + \(formatNanoseconds(s.lateThresholdNanoseconds))) by what held the loop when they came due\(mark):")
+            out.append("")
+            for (cause, count) in sortedCauses(o.lateFiringCauses) { out.append("- \(count)× \(cause)") }
+        }
         if o.timerLateness.count > 0 {
+            out.append("")
+            out.append("Timer lateness of all firings (firings per power-of-two bucket)\(mark):")
             out.append("")
             out.append("```")
             out += bars(o.timerLateness, indent: "")

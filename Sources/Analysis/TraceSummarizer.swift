@@ -20,6 +20,7 @@ public struct TraceSummarizer {
     private var timers: [UInt64: TimerTracker] = [:]
     private var labels: [UInt64: String] = [:]
     private var loopNames: [UInt64: (tid: Int32, name: String)] = [:]
+    private let modes = ModeTable()
 
     public init(options: Options = Options()) {
         self.options = options
@@ -34,7 +35,7 @@ public struct TraceSummarizer {
 
     private mutating func tracker(_ loopID: UInt64, _ event: TraceEvent) -> LoopTracker {
         if let tracker = loops[loopID] { return tracker }
-        let tracker = LoopTracker(loopID: loopID, threadID: event.threadID, options: options)
+        let tracker = LoopTracker(loopID: loopID, threadID: event.threadID, options: options, modes: modes)
         loops[loopID] = tracker
         loopOrder.append(loopID)
         return tracker
@@ -46,8 +47,8 @@ public struct TraceSummarizer {
         switch event.payload {
         case .activity(let activity, let place):
             tracker(place.loopID, event).activity(activity, place, at: ts)
-        case .runBegin(let loopID, _, _, _):
-            tracker(loopID, event).runBegin(at: ts)
+        case .runBegin(let loopID, let mode, _, _):
+            tracker(loopID, event).runBegin(mode: modes.id(mode), at: ts)
         case .runEnd(let loopID, _, let result):
             tracker(loopID, event).runEnd(result, at: ts)
         case .wakeUp(let loopID, let reason, let slept):
@@ -55,10 +56,12 @@ public struct TraceSummarizer {
         case .timerFireBegin(let loopID, let timerID, let scheduled, let tolerance, let interval, let missed):
             let loop = tracker(loopID, event)
             let lateness = ts >= scheduled ? ts - scheduled : 0
-            let cause = lateness > tolerance && lateness - tolerance > options.lateThreshold ? loop.cause(at: scheduled) : nil
-            loop.timerFired(lateness: lateness, tolerance: tolerance, missed: missed, scheduled: scheduled, cause: cause, at: ts)
             let timer = timers[timerID] ?? TimerTracker(timerID: timerID, loopID: loopID)
             timers[timerID] = timer
+            timer.firing(inMode: loop.currentMode)
+            let cause = lateness > tolerance && lateness - tolerance > options.lateThreshold
+                ? loop.cause(at: scheduled, timerModes: timer.modes) : nil
+            loop.timerFired(lateness: lateness, tolerance: tolerance, missed: missed, scheduled: scheduled, cause: cause, at: ts)
             timer.fired(lateness: lateness, tolerance: tolerance, interval: interval, missed: missed, cause: cause, at: ts)
             loop.beginCallout(.timer, id: timerID, label: labels[timerID], at: ts)
         case .timerFireEnd(let loopID, let timerID):
@@ -95,16 +98,19 @@ public struct TraceSummarizer {
             TraceSummary.Health.LossWindow(stream: $0.stream, fromNanoseconds: $0.from, toNanoseconds: $0.to, events: $0.events)
         }
         var loopSummaries: [TraceSummary.LoopSummary] = []
-        let overall = LoopTracker(loopID: 0, threadID: 0, options: options)
+        let overall = LoopTracker(loopID: 0, threadID: 0, options: options, modes: modes)
         for loopID in loopOrder {
             guard let tracker = loops[loopID] else { continue }
+            tracker.finishTrace()
             var summary = tracker.summary(options: options)
             if let (tid, name) = loopNames[loopID] {
                 summary.threadID = tid
                 summary.name = name
             }
-            summary.lostEventsAffecting = Self.lostEvents(in: health, threadID: summary.threadID ?? tracker.threadID,
-                                                          from: tracker.firstTimestamp, to: tracker.lastTimestamp)
+            let loss = Self.losses(in: health, threadID: summary.threadID ?? tracker.threadID,
+                                   from: tracker.firstTimestamp, to: tracker.lastTimestamp)
+            summary.lostEventsAffecting = loss.events
+            summary.lossWindowsAffecting = loss.windows
             loopSummaries.append(summary)
             overall.absorb(tracker)
         }
@@ -112,6 +118,7 @@ public struct TraceSummarizer {
         overallSummary.loopID = nil
         overallSummary.threadID = nil
         overallSummary.lostEventsAffecting = health.eventsLost
+        overallSummary.lossWindowsAffecting = UInt64(health.lossWindows.count)
         overallSummary.slowestCallouts = Array(loopSummaries.flatMap(\.slowestCallouts)
             .sorted { $0.durationNanoseconds > $1.durationNanoseconds }.prefix(options.keep))
         overallSummary.worstStalls = Array(loopSummaries.flatMap(\.worstStalls)
@@ -120,31 +127,39 @@ public struct TraceSummarizer {
         let timerSummaries = timers.values.map { timer -> TraceSummary.TimerSummary in
             var summary = timer.summary(label: labels[timer.timerID] ?? "timer-\(timer.timerID)")
             let loop = loops[timer.loopID]
-            summary.lostEventsAffecting = Self.lostEvents(in: health, threadID: loop?.threadID ?? 0,
-                                                          from: timer.first, to: timer.last)
+            let loss = Self.losses(in: health, threadID: loop?.threadID ?? 0, from: timer.first, to: timer.last)
+            summary.lostEventsAffecting = loss.events
+            summary.lossWindowsAffecting = loss.windows
             return summary
         }.sorted { ($0.lateness.p99, $0.timerID) > ($1.lateness.p99, $1.timerID) }
 
-        return TraceSummary(health: .init(eventsRead: health.eventsRead, eventsLost: health.eventsLost,
-                                          packetsLost: health.packetsLost, lossWindows: windows),
+        var traceHealth = TraceSummary.Health(eventsRead: health.eventsRead, eventsLost: health.eventsLost,
+                                              packetsLost: health.packetsLost, lossWindows: windows)
+        traceHealth.runsCutOff = loopSummaries.reduce(0) { $0 + ($1.results["did_not_end"] ?? 0) }
+        traceHealth.runsEndLost = loopSummaries.reduce(0) { $0 + ($1.results["end_lost"] ?? 0) }
+        traceHealth.runsBegunBeforeTrace = loopSummaries.reduce(0) { $0 + ($1.runsBegunBeforeTrace ?? 0) }
+        traceHealth.cutOffAtNanoseconds = loopSummaries.compactMap(\.cutOffAtNanoseconds).max()
+        traceHealth.firstEventNanoseconds = loops.values.map(\.firstTimestamp).min()
+        return TraceSummary(health: traceHealth,
                             overall: overallSummary, loops: loopSummaries, timers: timerSummaries,
                             stallThresholdNanoseconds: options.stallThreshold, lateThresholdNanoseconds: options.lateThreshold)
     }
 
-    /// Events lost in windows that may hide events of this thread in [from, to]: windows of its own stream
-    /// (embedded traces name the thread), or any window overlapping in time when streams are per CPU (LTTng).
-    static func lostEvents(in health: TraceHealth, threadID: Int32, from: UInt64, to: UInt64) -> UInt64 {
-        var lost: UInt64 = 0
+    /// Losses in windows that may hide events of this thread in [from, to]: windows of its own stream (embedded
+    /// traces name the thread), or any window overlapping in time when streams are per CPU (LTTng). Events are
+    /// the tracer's own counts, so they never exceed the trace's total; windows also count whole-packet losses,
+    /// whose events no tracer counts.
+    static func losses(in health: TraceHealth, threadID: Int32, from: UInt64, to: UInt64) -> (events: UInt64, windows: UInt64) {
+        var events: UInt64 = 0, windows: UInt64 = 0
         for window in health.lossWindows {
             let overlaps = window.from <= to && window.to >= from
             let stream = window.stream
-            let isThreadStream = stream.hasPrefix("tid ")
-            if isThreadStream {
-                if stream == "tid \(threadID)" && overlaps { lost += max(window.events, 1) }
-            } else if overlaps {
-                lost += max(window.events, 1)
+            let mine = stream.hasPrefix("tid ") ? stream == "tid \(threadID)" : true
+            if mine && overlaps {
+                events += window.events
+                windows += 1
             }
         }
-        return lost
+        return (events, windows)
     }
 }

@@ -14,7 +14,29 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         public var eventsLost: UInt64
         public var packetsLost: UInt64
         public var lossWindows: [LossWindow]
+        /// Runs still open when the trace ended (a killed program, a recording stopped early, a buffer that filled up
+        /// for good). Optional fields here and below: summaries written before they existed still load.
+        public var runsCutOff: UInt64?
+        /// Runs whose end event was lost inside the trace (seen because another run began on an idle loop).
+        public var runsEndLost: UInt64?
+        /// Runs already under way at the trace's first event (a flight-recorder ring dropped their begin).
+        public var runsBegunBeforeTrace: UInt64?
+        /// The last event of the loop whose run was cut off last.
+        public var cutOffAtNanoseconds: UInt64?
+        /// The first event of any loop: where times in the report are counted from (`+1.20s`).
+        public var firstEventNanoseconds: UInt64?
+
+        public init(eventsRead: UInt64, eventsLost: UInt64, packetsLost: UInt64, lossWindows: [LossWindow]) {
+            self.eventsRead = eventsRead
+            self.eventsLost = eventsLost
+            self.packetsLost = packetsLost
+            self.lossWindows = lossWindows
+        }
+
+        /// No events or packets lost.
         public var complete: Bool { eventsLost == 0 && packetsLost == 0 }
+        /// Some run's start or end is not in the trace: run-level figures cover only the part that is.
+        public var runsIncomplete: Bool { (runsCutOff ?? 0) + (runsEndLost ?? 0) + (runsBegunBeforeTrace ?? 0) > 0 }
 
         public struct LossWindow: Codable, Sendable, Equatable {
             public var stream: String
@@ -29,8 +51,17 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         public var loopID: UInt64?
         public var threadID: Int32?
         public var name: String?
+        /// Calls of `Loop.run`, nested ones included (every run, including ones whose begin or end is missing).
         public var runs: UInt64 = 0
+        /// How runs ended: the loop's results (`timed_out`, `finished`, `stopped`, `handled_source`), `did_not_end`
+        /// (still running when the trace ended) and `end_lost` (its end event was lost).
         public var results: [String: UInt64] = [:]
+        /// Runs started inside a callout of an outer run.
+        public var nestedRuns: UInt64?
+        /// Runs under way before the loop's first event in the trace (their begin is not in it).
+        public var runsBegunBeforeTrace: UInt64?
+        /// When a run did not end in the trace: the loop's last event, where its figures stop.
+        public var cutOffAtNanoseconds: UInt64?
         public var iterations: UInt64 = 0
         public var wallNanoseconds: UInt64 = 0
         public var busyNanoseconds: UInt64 = 0
@@ -43,9 +74,11 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         public var timerLateness = DistributionSummary()
         public var timerBeyondTolerance = DistributionSummary()
         public var timerFirings: UInt64 = 0
+        /// Firings of timers with a tolerance (only they have a window to be within).
+        public var timerFiringsWithTolerance: UInt64?
         public var timerMissed: UInt64 = 0
         public var timerLateFirings: UInt64 = 0
-        /// Share of firings within [fire date, fire date + tolerance].
+        /// Share of firings with a tolerance that were within [fire date, fire date + tolerance].
         public var timerWithinTolerance: Double = 1
         /// What was running when each late firing came due, and how often.
         public var lateFiringCauses: [String: UInt64] = [:]
@@ -58,6 +91,10 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         public var worstStalls: [Stall] = []
         /// Events lost in windows that overlap this loop's activity: its figures may undercount.
         public var lostEventsAffecting: UInt64 = 0
+        /// Loss windows overlapping it (a window of whole lost packets has no event count).
+        public var lossWindowsAffecting: UInt64?
+        /// Whether any of its figures covers a window with losses.
+        public var affectedByLoss: Bool { lostEventsAffecting > 0 || (lossWindowsAffecting ?? 0) > 0 }
     }
 
     public struct WakeLatency: Codable, Sendable, Equatable {
@@ -103,5 +140,7 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         public var lateFirings: UInt64
         public var lateFiringCauses: [String: UInt64]
         public var lostEventsAffecting: UInt64
+        public var lossWindowsAffecting: UInt64?
+        public var affectedByLoss: Bool { lostEventsAffecting > 0 || (lossWindowsAffecting ?? 0) > 0 }
     }
 }

@@ -24,14 +24,16 @@ struct ArrayReader: TraceEventReader {
 struct TraceBuilder {
     var events: [TraceEvent] = []
     var iteration: UInt64 = 0
-    let mode = "kCFRunLoopDefaultMode"
+    /// The mode and depth of the run the next activities belong to (nested runs change them).
+    var mode = "kCFRunLoopDefaultMode"
+    var depth: UInt32 = 1
 
     mutating func add(_ ms: Double, _ payload: TraceEvent.Payload) {
         events.append(TraceEvent(timestamp: UInt64(ms * 1_000_000), threadID: 7, payload: payload))
     }
     mutating func activity(_ ms: Double, _ activity: Loop.Activity) {
         if activity == .beforeTimers { iteration += 1 }
-        add(ms, .activity(activity, .init(loopID: 1, mode: mode, iteration: iteration, depth: 1)))
+        add(ms, .activity(activity, .init(loopID: 1, mode: mode, iteration: iteration, depth: depth)))
     }
     mutating func runBegin(_ ms: Double) { add(ms, .runBegin(loopID: 1, mode: mode, timeoutNanoseconds: 0, returnAfterSourceHandled: false)) }
     mutating func runEnd(_ ms: Double, _ result: Loop.RunResult = .timedOut) { add(ms, .runEnd(loopID: 1, mode: mode, result: result)) }

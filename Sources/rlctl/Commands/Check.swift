@@ -15,7 +15,10 @@ struct Check: ParsableCommand {
           loop.utilization <= 0.8
           stalls.count == 0
           trace.lost == 0
-        Exit status: 0 within budget, 1 a rule failed, 2 bad input, 3 events were lost and the budget forbids it.
+        Exit status: 0 within budget, 1 a rule failed, 2 bad input, 3 the data is incomplete and the budget does not \
+        allow it. Data is incomplete when events or packets were lost, or a run's begin or end is not in the trace \
+        (cut off by a signal or a kill, a flight-recorder ring, losses): its figures cover only part of the run. A \
+        budget allows that only with a rule on it that holds, e.g. `trace.lost <= 1000` or `trace.runs_incomplete <= 1`.
         With a run report of several repetitions, each metric's median across repetitions is checked.
         """
     )
@@ -67,8 +70,13 @@ struct CheckVerdicts {
 
     let lines: [Line]
     let lost: UInt64
+    let incompleteRuns: UInt64
+    /// Why the data is incomplete, one phrase each (empty: complete).
+    let incompleteness: [String]
+    /// Incomplete data the budget does not allow: the verdict is "incomplete" (exit 3), never a pass.
     let incompleteForbidden: Bool
     var failed: Int { lines.filter { !$0.passed }.count }
+    var passed: Bool { failed == 0 && !incompleteForbidden }
 
     init(budget: Budget, report: RunReport) {
         lines = budget.rules.map { rule in
@@ -77,7 +85,38 @@ struct CheckVerdicts {
             return Line(rule: rule, value: value, passed: rule.comparison.holds(value, rule.limit), unit: metric.unit)
         }
         lost = report.repetitions.map { $0.health.eventsLost + $0.health.packetsLost }.reduce(0, +)
-        incompleteForbidden = lost > 0 && budget.constrainsLoss
+        incompleteRuns = report.repetitions.map { h -> UInt64 in
+            (h.health.runsCutOff ?? 0) + (h.health.runsEndLost ?? 0) + (h.health.runsBegunBeforeTrace ?? 0)
+        }.reduce(0, +)
+        var reasons: [String] = []
+        if lost > 0 { reasons.append("\(lost) events/packets lost") }
+        if incompleteRuns > 0 { reasons.append("\(incompleteRuns) run(s) cut off or begun before the trace") }
+        incompleteness = reasons
+        let lines = self.lines
+        // Allowed only by rules on that kind of incompleteness, all of which hold.
+        func allowed(_ metrics: [String]) -> Bool {
+            let rules = lines.filter { metrics.contains($0.rule.metric) }
+            return !rules.isEmpty && rules.allSatisfy(\.passed)
+        }
+        incompleteForbidden = (lost > 0 && !allowed(Budget.lossMetrics)) || (incompleteRuns > 0 && !allowed(Budget.runMetrics))
+    }
+
+    private var mark: String { incompleteness.isEmpty ? "" : "  (!)" }
+
+    private var traceLine: String {
+        if incompleteness.isEmpty { return "trace: complete" }
+        let what = "trace: INCOMPLETE — " + incompleteness.joined(separator: ", ") + "; figures marked (!) cover only part of the runs"
+        return what + (incompleteForbidden ? "; the budget does not allow incomplete data (a rule such as `trace.lost <= N` or `trace.runs_incomplete <= N` would)" : "; the budget allows it")
+    }
+
+    private var verdict: String {
+        if incompleteForbidden { return "incomplete: the data cannot show the budget is met" + (failed > 0 ? " (and \(failed) rule(s) failed)" : "") }
+        return failed == 0 ? "within budget" : "\(failed) rule(s) failed"
+    }
+
+    /// A rule that holds on incomplete data the budget does not allow has not passed: its figure may be missing.
+    private func status(_ line: Line) -> String {
+        !line.passed ? "FAIL " : (incompleteForbidden ? "  ?  " : "PASS ")
     }
 
     private func limitText(_ line: Line) -> String {
@@ -87,22 +126,22 @@ struct CheckVerdicts {
     func render(_ format: CheckFormat) -> String {
         switch format {
         case .text:
-            var out = lines.map { ($0.passed ? "PASS " : "FAIL ") + $0.rule.metric.padded(30) + formatMetric($0.value, unit: $0.unit).leftPad(10) + "  " + limitText($0) }
-            out.append(lost > 0 ? "trace: \(lost) events/packets lost — figures undercount\(incompleteForbidden ? "; the budget forbids incomplete data" : "")" : "trace: complete")
-            out.append(failed == 0 && !incompleteForbidden ? "within budget" : "\(failed) rule(s) failed")
+            var out = lines.map { status($0) + $0.rule.metric.padded(30) + formatMetric($0.value, unit: $0.unit).leftPad(10) + "  " + limitText($0) + mark }
+            out.append(traceLine)
+            out.append(verdict)
             return out.joined(separator: "\n")
         case .markdown:
-            var out = ["### rlctl check: " + (failed == 0 && !incompleteForbidden ? "✅ within budget" : "❌ \(failed) rule(s) failed"), "",
+            var out = ["### rlctl check: " + (passed ? "✅ " : "❌ ") + verdict, "",
                        "| | metric | value | limit |", "| --- | --- | --- | --- |"]
-            out += lines.map { "| \($0.passed ? "✅" : "❌") | `\($0.rule.metric)` | \(formatMetric($0.value, unit: $0.unit)) | \(limitText($0)) |" }
+            out += lines.map { "| \(!$0.passed ? "❌" : (incompleteForbidden ? "⚠️" : "✅")) | `\($0.rule.metric)` | \(formatMetric($0.value, unit: $0.unit))\(mark) | \(limitText($0)) |" }
             out.append("")
-            out.append(lost > 0 ? "⚠️ The trace lost \(lost) events/packets: figures undercount." : "Trace complete: no events lost.")
+            out.append(incompleteness.isEmpty ? "Trace complete: no events lost, every run complete." : "⚠️ " + traceLine.dropFirst("trace: ".count) + ".")
             return out.joined(separator: "\n")
         case .json:
             let items = lines.map { line -> String in
                 "{\"metric\":\"\(line.rule.metric)\",\"value\":\(line.value),\"comparison\":\"\(line.rule.comparison.rawValue)\",\"limit\":\(line.rule.limit),\"passed\":\(line.passed)}"
             }
-            return "{\"passed\":\(failed == 0 && !incompleteForbidden),\"lost\":\(lost),\"rules\":[\(items.joined(separator: ","))]}"
+            return "{\"passed\":\(passed),\"incomplete\":\(incompleteForbidden),\"lost\":\(lost),\"runsIncomplete\":\(incompleteRuns),\"rules\":[\(items.joined(separator: ","))]}"
         case .junit:
             var out = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
                        "<testsuite name=\"rlctl check\" tests=\"\(lines.count + 1)\" failures=\"\(failed + (incompleteForbidden ? 1 : 0))\">"]
@@ -114,7 +153,9 @@ struct CheckVerdicts {
                 out.append("  </testcase>")
             }
             out.append("  <testcase classname=\"rlctl.trace\" name=\"trace complete\">")
-            if lost > 0 { out.append("    <\(incompleteForbidden ? "failure" : "skipped") message=\"\(lost) events or packets lost\"/>") }
+            if !incompleteness.isEmpty {
+                out.append("    <\(incompleteForbidden ? "failure" : "skipped") message=\"\(xml(incompleteness.joined(separator: ", ")))\"/>")
+            }
             out.append("  </testcase>")
             out.append("</testsuite>")
             return out.joined(separator: "\n")

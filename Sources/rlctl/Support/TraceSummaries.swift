@@ -19,8 +19,10 @@ func loadReport(at path: String, options: TraceSummarizer.Options) throws -> Run
         throw Failure.input("\(path): no such file or trace folder")
     }
     if isDirectory.boolValue {
-        return RunReport(workload: path, tracer: TraceReaders.kind(of: path).rawValue,
-                         repetitions: [try summarizeTrace(at: path, options: options)])
+        var report = RunReport(workload: path, tracer: TraceReaders.kind(of: path).rawValue,
+                               repetitions: [try summarizeTrace(at: path, options: options)])
+        report.isTraceFolder = true
+        return report
     }
     guard let data = FileManager.default.contents(atPath: path) else { throw Failure.input("\(path): cannot read the file") }
     let decoder = JSONDecoder()

@@ -1,0 +1,175 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Traces cut off every way a run can be: the summary's figures are the recorded events' own, and `check` never
+/// passes a budget on them unless the budget allows incomplete data.
+@Suite struct CutOffRunTests {
+    /// What the recorded events of loop 1 say, computed from `rlctl export --format jsonl` independently of the
+    /// summarizer: outermost runs only (the workloads used here do not nest).
+    struct Recorded {
+        var wall: UInt64 = 0
+        var asleep: UInt64 = 0
+        var iterations = 0
+        var runBegins = 0
+        var runEnds = 0
+        /// Runs with events in the trace but no begin (the ring overwrote it).
+        var runsWithoutBegin = 0
+        var lastEvent: UInt64 = 0
+
+        init(trace: String) throws {
+            let jsonl = CLI.temporary("cut.jsonl")
+            defer { try? FileManager.default.removeItem(atPath: jsonl) }
+            let export = try CLI.run(["export", trace, "--format", "jsonl", "-o", jsonl])
+            try #require(export.status == 0, "\(export.stderr)")
+            var runStart: UInt64?
+            for line in try String(contentsOfFile: jsonl, encoding: .utf8).split(separator: "\n") {
+                let event = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                guard event["loop_id"] as? Int == 1, let name = event["event"] as? String, name != "loop_create",
+                      let ts = (event["timestamp_ns"] as? NSNumber)?.uint64Value else { continue }
+                // An event with no run open belongs to a run whose begin is not in the trace: it starts here.
+                if runStart == nil && name != "run_begin" {
+                    runStart = ts
+                    runsWithoutBegin += 1
+                }
+                switch name {
+                case "run_begin":
+                    runBegins += 1
+                    runStart = ts
+                case "run_end":
+                    runEnds += 1
+                    wall += ts - runStart!
+                    runStart = nil
+                case "wakeup":
+                    let slept = (event["slept_ns"] as! NSNumber).uint64Value
+                    asleep += min(slept, ts - runStart!)
+                case "before_timers":
+                    iterations += 1
+                default:
+                    break
+                }
+                lastEvent = ts
+            }
+            if let runStart { wall += lastEvent - runStart }
+        }
+    }
+
+    /// `rlctl run ARGS --trace DIR`, sent `signal` after `after` seconds when given.
+    private func record(_ arguments: [String], signal: Int32? = nil, after: Double = 0.8) throws -> (trace: String, result: CLI.Result) {
+        let trace = CLI.temporary("cut.rltrace")
+        let result = try CLI.run(["run"] + arguments + ["--trace", trace, "--format", "json"]) { process in
+            guard let signal else { return }
+            usleep(UInt32(after * 1_000_000))
+            kill(process.processIdentifier, signal)
+        }
+        return (trace, result)
+    }
+
+    private func summary(_ trace: String) throws -> [String: Any] {
+        let result = try CLI.run(["summarize", trace, "--format", "json"])
+        try #require(result.status == 0, "\(result.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+    }
+
+    private func loop(_ summary: [String: Any]) throws -> [String: Any] {
+        let loops = try #require(summary["loops"] as? [[String: Any]])
+        return try #require(loops.first { $0["loopID"] as? Int == 1 })
+    }
+
+    private func check(_ trace: String, budget: String) throws -> CLI.Result {
+        let file = CLI.temporary("cut.budget")
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try budget.write(toFile: file, atomically: true, encoding: .utf8)
+        return try CLI.run(["check", trace, "--budget", file])
+    }
+
+    private func uint(_ value: Any?) -> UInt64 { (value as? NSNumber)?.uint64Value ?? 0 }
+
+    /// The loop's wall, asleep and iterations are exactly what its recorded events add up to, and it ran.
+    private func expectFiguresMatch(_ trace: String, _ loop: [String: Any]) throws {
+        let recorded = try Recorded(trace: trace)
+        #expect(uint(loop["wallNanoseconds"]) == recorded.wall)
+        #expect(uint(loop["sleepNanoseconds"]) == recorded.asleep)
+        #expect(uint(loop["busyNanoseconds"]) == recorded.wall - recorded.asleep)
+        #expect(loop["iterations"] as? Int == recorded.iterations)
+        #expect(recorded.wall > 0 && (loop["utilization"] as? Double ?? 0) > 0, "a loop that ran is never summarized as 0 ns")
+        let results = loop["results"] as? [String: Int] ?? [:]
+        #expect(loop["runs"] as? Int == results.values.reduce(0, +), "runs and their results agree: \(results)")
+    }
+
+    private let budget = "loop.utilization <= 100%\n"
+
+    @Test func sigkillLeavesARunThatDidNotEnd() throws {
+        let (trace, result) = try record(["timers", "--duration", "2s"], signal: SIGKILL)
+        defer { try? FileManager.default.removeItem(atPath: trace) }
+        #expect(result.status == -1 || result.status == 9 || result.status == 137, "killed: \(result.status)")
+        let s = try summary(trace)
+        let loop = try loop(s)
+        try expectFiguresMatch(trace, loop)
+        #expect(loop["results"] as? [String: Int] == ["did_not_end": 1])
+        #expect(uint(loop["cutOffAtNanoseconds"]) == (try Recorded(trace: trace)).lastEvent)
+        #expect((s["health"] as? [String: Any])?["runsCutOff"] as? Int == 1)
+
+        let text = try CLI.run(["summarize", trace])
+        #expect(text.stdout.contains("did not end 1 (trace cut off at +"), "\(text.stdout.prefix(600))")
+        #expect(!text.stdout.contains("every run complete"))
+
+        let verdict = try check(trace, budget: budget)
+        #expect(verdict.status == 3, "a cut-off run never passes: \(verdict.stdout)")
+        #expect(verdict.stdout.contains("INCOMPLETE") && !verdict.stdout.contains("PASS"), "\(verdict.stdout)")
+        let allowed = try check(trace, budget: budget + "trace.runs_incomplete <= 1\n")
+        #expect(allowed.status == 0, "a budget may allow it: \(allowed.stdout)")
+    }
+
+    @Test(arguments: [SIGINT, SIGTERM])
+    func aSignalEndsTheRunAndTheTraceIsComplete(signal: Int32) throws {
+        let (trace, result) = try record(["timers", "--duration", "2s"], signal: signal)
+        defer { try? FileManager.default.removeItem(atPath: trace) }
+        #expect(result.status == 0, "\(result.stderr)")
+        let s = try summary(trace)
+        let loop = try loop(s)
+        try expectFiguresMatch(trace, loop)
+        // The workload's run is stopped; a last zero-timeout run may follow to drain queued work.
+        let results = loop["results"] as? [String: Int] ?? [:]
+        #expect(results["stopped"] == 1 && results["did_not_end"] == nil && results["end_lost"] == nil, "\(results)")
+        #expect(uint(loop["wallNanoseconds"]) < 1_500_000_000, "ended early by the signal")
+        let verdict = try check(trace, budget: budget)
+        #expect(verdict.status == 0 && verdict.stdout.contains("PASS loop.utilization"), "\(verdict.stdout)")
+    }
+
+    @Test func heavyLossKeepsTheFiguresOfWhatWasRecordedAndFailsAsIncomplete() throws {
+        let (trace, result) = try record(["blocks", "--rate", "0", "--buffer-kib", "64", "--duration", "300ms"])
+        defer { try? FileManager.default.removeItem(atPath: trace) }
+        #expect(result.status == 0, "\(result.stderr)")
+        let s = try summary(trace)
+        let health = try #require(s["health"] as? [String: Any])
+        let lost = uint(health["eventsLost"])
+        #expect(lost > 0, "a 64 KiB buffer under a flood loses events")
+        let loop = try loop(s)
+        try expectFiguresMatch(trace, loop)
+        #expect(uint(loop["lostEventsAffecting"]) == lost, "one loss total for the loop and the trace")
+        let text = try CLI.run(["summarize", trace]).stdout
+        #expect(text.contains("(!) \(lost) lost events in its window"), "\(text.prefix(800))")
+        #expect(text.contains(" utilization ") && text.split(separator: "\n").first { $0.contains(" utilization ") }?.hasSuffix("(!)") == true)
+        let verdict = try check(trace, budget: budget)
+        #expect(verdict.status == 3, "\(verdict.stdout)")
+    }
+
+    @Test func theFlightRecorderRingKeepsRunsWhoseBeginItLost() throws {
+        let (trace, result) = try record(["timers", "--flight-recorder", "--buffer-kib", "64", "--duration", "1s"])
+        defer { try? FileManager.default.removeItem(atPath: trace) }
+        #expect(result.status == 0, "\(result.stderr)")
+        let s = try summary(trace)
+        let loop = try loop(s)
+        let recorded = try Recorded(trace: trace)
+        #expect(recorded.runsWithoutBegin == 1, "the ring overwrote the run's begin (else this test shows nothing)")
+        try expectFiguresMatch(trace, loop)
+        #expect(loop["runsBegunBeforeTrace"] as? Int == 1)
+        #expect(loop["runs"] as? Int == recorded.runBegins + 1)
+        #expect((loop["iterations"] as? Int ?? 0) > 0)
+        let text = try CLI.run(["summarize", trace]).stdout
+        #expect(text.contains("began before the trace's first event"), "\(text.prefix(800))")
+        let verdict = try check(trace, budget: budget)
+        #expect(verdict.status == 3, "\(verdict.stdout)")
+    }
+}
