@@ -63,7 +63,7 @@ extension DescriptorSource: ModeItem {
     static var traceKind: LoopEventSink.ItemKind { .descriptor }
 
     func attach(to state: ModeState, loop: Loop) {
-        if let error = state.waitSet.watch(fileDescriptor, for: epollInterest, token: id) {
+        if let error = loop.kernel.backend.watch(fileDescriptor, for: epollInterest, token: id, in: state.waitSet) {
             switch error.errno {
             case EEXIST:
                 usageFailure("DescriptorSource: descriptor \(fileDescriptor) is already watched in mode \(state.mode) by another DescriptorSource; use one source per descriptor and mode")
@@ -77,7 +77,7 @@ extension DescriptorSource: ModeItem {
     }
 
     func detach(from state: ModeState, loop: Loop) {
-        state.waitSet.unwatch(fileDescriptor)
+        loop.kernel.backend.unwatch(fileDescriptor, in: state.waitSet)
         state.descriptors[id] = nil
     }
 }
@@ -163,7 +163,7 @@ extension Loop {
     /// The mode's tables, created on first use (lock held).
     func modeState(_ mode: Mode) -> ModeState {
         if let state = modes[mode] { return state }
-        let state = ModeState(mode: mode, waitSet: selector.makeWaitSet())
+        let state = ModeState(mode: mode, waitSet: kernel.backend.makeWaitSet())
         modes[mode] = state
         return state
     }
@@ -270,7 +270,7 @@ extension Loop {
     /// wakes it on time and a removed one causes no spurious wake-up.
     func timersDidChange() {
         guard let state = sleepingIn else { return }
-        selector.arm(deadline: wakeDeadline(for: state, runDeadline: sleepingDeadline))
+        kernel.arm(deadline: wakeDeadline(for: state, runDeadline: sleepingDeadline))
     }
 
     /// When a loop sleeping in `state` must wake: the coalesced timer date or the run deadline (lock held).

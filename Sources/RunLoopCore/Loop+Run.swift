@@ -19,7 +19,7 @@ extension Loop {
         requireUsage(isOwnedByCurrentThread,
                      "Loop.run: loop \(id) belongs to thread \(threadID) but was run from thread \(crl_gettid()); a loop only runs on its own thread (use Loop.current)")
         requireUsage(timeout >= .zero, "Loop.run: the timeout must not be negative (got \(timeout))")
-        let start = monotonicNanoseconds()
+        let start = now()
         guard let frame = beginRun(mode: mode, deadline: Instant(nanoseconds: start).advanced(by: timeout).nanoseconds,
                                    pollsOnly: timeout == .zero, returnAfterSourceHandled: returnAfterSourceHandled) else {
             return .finished
@@ -117,7 +117,7 @@ extension Loop {
     /// Step 10: the first that applies of handledSource, timedOut, stopped, finished; nil to go round again.
     private func iterationResult(_ frame: RunFrame, sourceHandled: Bool) -> RunResult? {
         if frame.returnAfterSourceHandled && sourceHandled { return .handledSource }
-        if frame.pollsOnly || monotonicNanoseconds() >= frame.deadline { return .timedOut }
+        if frame.pollsOnly || now() >= frame.deadline { return .timedOut }
         if frame.stopRequested.load(ordering: .acquiring) { return .stopped }
         if lock.withLock({ isEmpty(frame.state) }) { return .finished }
         return nil

@@ -102,21 +102,30 @@ extension Loop {
 
     /// Sleeps until something happens (or only polls), then records what woke the loop.
     func waitForWakeUp(_ frame: RunFrame, poll: Bool) {
-        let state = frame.state!
-        var sleptFrom: UInt64 = 0
-        if !poll {
-            lock.withLock {
-                selector.arm(deadline: wakeDeadline(for: state, runDeadline: frame.deadline))
-                sleepingIn = state
-                sleepingDeadline = frame.deadline
-            }
-            setWaiting(true)
-            // Only a tracer wants the sleep's length: no clock read per sleep otherwise.
-            if frame.sink != nil { sleptFrom = monotonicNanoseconds() }
-        }
-        let ready = state.waitSet._blockingWaitForWork(poll: poll)
+        let sleptFrom = poll ? 0 : prepareToSleep(frame)
+        let ready = kernel.wait(frame.state.waitSet, poll: poll)
         if !poll { setWaiting(false) }
+        let sawTimer = consumeWakeUp(ready, frame)
+        recordWakeUp(frame, poll: poll, sawTimer: sawTimer, sleptFrom: sleptFrom)
+    }
 
+    /// Arms the kernel timer for the mode's next wake date and publishes the sleeping mode and deadline, so that
+    /// a timer changed from another thread meanwhile re-arms it. Returns when the sleep started if a tracer
+    /// wants its length, else 0: no clock read per sleep otherwise.
+    private func prepareToSleep(_ frame: RunFrame) -> UInt64 {
+        let state = frame.state!
+        lock.withLock {
+            kernel.arm(deadline: wakeDeadline(for: state, runDeadline: frame.deadline))
+            sleepingIn = state
+            sleepingDeadline = frame.deadline
+        }
+        setWaiting(true)
+        return frame.sink != nil ? now() : 0
+    }
+
+    /// Keeps the ready descriptors for step 9 and consumes the wake-up, so the next wait blocks again. Returns
+    /// whether the timer expired.
+    private func consumeWakeUp(_ ready: ReadyEvents, _ frame: RunFrame) -> Bool {
         var sawWakeUp = false
         var sawTimer = false
         for index in 0..<ready.count {
@@ -128,12 +137,18 @@ extension Loop {
             }
         }
         if sawWakeUp {
-            selector.drainWakeUp()
+            kernel.consumeWakeUp()
             wakePending.store(false, ordering: .releasing)
         }
-        if sawTimer { selector.drainTimer() }
+        return sawTimer
+    }
 
+    /// Consumes the timer expiry, ends the sleep for other threads, counts the iteration and (after a sleep) its
+    /// wake reason, publishes the counters, and tells the tracer: one lock for all of it.
+    private func recordWakeUp(_ frame: RunFrame, poll: Bool, sawTimer: Bool, sleptFrom: UInt64) {
         let reason: WakeReason? = lock.withLock {
+            // Under the lock: another thread may re-arm the timer until `sleepingIn` is cleared.
+            if sawTimer { kernel.consumeTimerExpiry() }
             let reason = poll ? nil : wakeReason(frame, sawTimer: sawTimer)
             sleepingIn = nil
             frame.unpublished.iterations += 1
@@ -145,14 +160,14 @@ extension Loop {
             return reason
         }
         if let reason, let sink = frame.sink {
-            sink.wakeUp(frame.context(loop: self), reason: reason, slept: monotonicNanoseconds() &- sleptFrom)
+            sink.wakeUp(frame.context(loop: self), reason: reason, slept: now() &- sleptFrom)
         }
     }
 
     /// What ended a sleep, most specific first (lock held: the mode's ports and sources are read).
     private func wakeReason(_ frame: RunFrame, sawTimer: Bool) -> WakeReason {
         if frame.stopRequested.load(ordering: .acquiring) { return .stop }
-        if sawTimer { return monotonicNanoseconds() >= frame.deadline ? .timeout : .timer }
+        if sawTimer { return now() >= frame.deadline ? .timeout : .timer }
         if !frame.readyTokens.isEmpty { return .descriptor }
         if frame.state.ports.contains(where: { $0.queuedCount > 0 }) { return .port }
         if frame.state.sources.contains(where: { $0.isSignaled }) { return .source }
@@ -175,9 +190,9 @@ extension Loop {
     func doTimers(_ frame: RunFrame) {
         let state = frame.state!
         lock.withLock {
-            let now = monotonicNanoseconds()
+            let date = now()
             for timer in state.timers {
-                if timer.fireDateNanoseconds > now { break }
+                if timer.fireDateNanoseconds > date { break }
                 if !timer.isFiring { frame.timers.append(timer) }
             }
         }
@@ -189,7 +204,7 @@ extension Loop {
         lock.lock()
         // An earlier callout of this pass may have invalidated, removed or rescheduled it.
         guard timer.isValid, !timer.isFiring, timer.modes.contains(frame.mode),
-              timer.fireDateNanoseconds <= monotonicNanoseconds() else {
+              timer.fireDateNanoseconds <= now() else {
             lock.unlock()
             return
         }
@@ -215,7 +230,7 @@ extension Loop {
                 _ = detach(timer)
             } else if !timer.fireDateSetDuringCallout {
                 let next = LoopTimer.nextGridDate(after: scheduled, interval: timer.intervalNanoseconds,
-                                                  now: monotonicNanoseconds())
+                                                  now: now())
                 timer.missedSlots = next.skipped
                 reschedule(timer, to: next.date)
             }

@@ -38,3 +38,20 @@ func currentThreadName() -> String {
 func isCurrentThreadLoop(_ loop: Loop) -> Bool {
     pthread_getspecific(threadLoopKey) == Unmanaged.passUnretained(loop).toOpaque()
 }
+
+@_spi(VirtualTime)
+extension Loop {
+    /// Gives the calling thread a loop on `kernel`, for tests that drive time themselves: afterwards
+    /// ``current`` is that loop, and it is torn down when the thread exits, like any other.
+    /// - Precondition: a secondary thread that has no loop yet; one loop per kernel.
+    public static func makeCurrent(on kernel: VirtualKernel) -> Loop {
+        requireUsage(!currentThreadIsMain(), "Loop.makeCurrent(on:): the main thread's loop is always a real one; use a new thread")
+        requireUsage(pthread_getspecific(threadLoopKey) == nil,
+                     "Loop.makeCurrent(on:): this thread already has a loop; call it first thing on a new thread")
+        kernel.attachLoop()
+        _ = mainLoop
+        let loop = Loop(isMain: false, kernel: .virtual(kernel))
+        pthread_setspecific(threadLoopKey, Unmanaged.passRetained(loop).toOpaque())
+        return loop
+    }
+}

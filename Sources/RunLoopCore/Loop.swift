@@ -41,7 +41,8 @@ public final class Loop: @unchecked Sendable {
 
     /// Guards everything marked "guarded by lock" below, and the scheduling state of items bound to this loop.
     let lock = ConditionLock()
-    let selector: Selector
+    /// The kernel (epoll, or a test's virtual one) and the clock timers and run timeouts are scheduled on.
+    let kernel: Kernel
     let blocks = BlockQueue()
 
     // Guarded by lock.
@@ -69,11 +70,11 @@ public final class Loop: @unchecked Sendable {
     private let descriptorsLock = ConditionLock()
     private var descriptorsClosed = false
 
-    init(isMain: Bool) {
+    init(isMain: Bool, kernel: Kernel = .epoll(EpollKernel())) {
         self.id = Sequence.next()
         self.isMain = isMain
         self.threadID = isMain ? getpid() : crl_gettid()
-        self.selector = Selector()
+        self.kernel = kernel
         LoopEventSink.current?.loopCreated(loopID: id, threadID: threadID, name: isMain ? "main" : currentThreadName())
     }
 
@@ -153,7 +154,7 @@ public final class Loop: @unchecked Sendable {
         guard !wakePending.load(ordering: .relaxed),
               wakePending.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         descriptorsLock.withLock {
-            if !descriptorsClosed { selector.wakeUp() }
+            if !descriptorsClosed { kernel.wakeUp() }
         }
     }
 
@@ -195,7 +196,8 @@ public final class Loop: @unchecked Sendable {
     public func perform(after delay: Duration, inModes modes: [Mode] = [.default], label: String? = nil,
                         _ block: @escaping () -> Void) -> LoopTimer {
         requireUsage(delay >= .zero, "Loop.perform(after:): the delay must not be negative (got \(delay))")
-        let timer = LoopTimer(after: delay, label: label) { _ in block() }
+        // On the loop's clock, which is not CLOCK_MONOTONIC on a virtual kernel.
+        let timer = LoopTimer(fireAt: Instant(nanoseconds: now()).advanced(by: delay), label: label) { _ in block() }
         for mode in modes { add(timer, forMode: mode) }
         return timer
     }
@@ -233,7 +235,7 @@ public final class Loop: @unchecked Sendable {
             for item in commonItems { item.removeFromAllModes(loop: self) }
             commonItems.removeAll()
             commonItemIDs.removeAll()
-            for state in modes.values { state.waitSet.close() }
+            for state in modes.values { kernel.backend.close(state.waitSet) }
             modes.removeAll()
             framePool.removeAll()
         }
@@ -247,12 +249,18 @@ public final class Loop: @unchecked Sendable {
         descriptorsLock.withLock {
             guard !descriptorsClosed else { return }
             descriptorsClosed = true
-            selector.close()
+            kernel.backend.close()
         }
         if !modes.isEmpty {
-            for state in modes.values { state.waitSet.close() }
+            for state in modes.values { kernel.backend.close(state.waitSet) }
             modes.removeAll()
         }
+    }
+
+    /// The loop's clock: CLOCK_MONOTONIC, or a virtual kernel's.
+    @inline(__always)
+    func now() -> UInt64 {
+        kernel.now()
     }
 
     func setWaiting(_ value: Bool) {

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
-import RunLoopCore
+@_spi(VirtualTime) import RunLoopCore
 import Testing
 
 /// A thread-safe event log that tests compare against exact traces like "Entry BT BS BW AW T1 Exit".
@@ -102,7 +102,29 @@ final class LoopTestThread: @unchecked Sendable {
     }
 }
 
-/// A loop running on its own thread until `stop()`, for cross-thread tests.
+/// Runs `body` on a new thread whose loop is on a new virtual kernel, and returns its result once the thread
+/// has exited. With `autoAdvance` a run never really sleeps: the clock jumps to the loop's next deadline.
+func onVirtualLoop<T>(autoAdvance: Bool = true, _ body: @escaping @Sendable (VirtualKernel, Loop) -> T) -> T {
+    onNewThread(name: "rl-virtual") {
+        let kernel = VirtualKernel(autoAdvance: autoAdvance)
+        return body(kernel, Loop.makeCurrent(on: kernel))
+    }
+}
+
+extension VirtualKernel {
+    /// The virtual time elapsed since `start`.
+    func elapsed(since start: Loop.Instant) -> Duration {
+        start.duration(to: now)
+    }
+
+    /// The sleeps since `start`, each as (from, until) offsets from `start`.
+    func sleepOffsets(since start: Loop.Instant) -> [ClosedRange<Duration>] {
+        sleeps.filter { $0.from >= start }.map { start.duration(to: $0.from)...start.duration(to: $0.until) }
+    }
+}
+
+/// A loop running on its own thread until `stop()`, for cross-thread tests; on a virtual kernel when one is
+/// given.
 final class BackgroundLoop: @unchecked Sendable {
     private let ready = DispatchSemaphore(value: 0)
     private let finished = Shared(false)
@@ -111,9 +133,9 @@ final class BackgroundLoop: @unchecked Sendable {
     /// Keeps the default mode alive while the loop idles.
     let keepAlive = LoopSource {}
 
-    init(setup: @escaping @Sendable (Loop) -> Void = { _ in }) {
+    init(kernel: VirtualKernel? = nil, setup: @escaping @Sendable (Loop) -> Void = { _ in }) {
         thread = LoopTestThread { [loopBox, ready, finished, keepAlive] in
-            let loop = Loop.current
+            let loop = kernel.map { Loop.makeCurrent(on: $0) } ?? Loop.current
             loop.add(keepAlive, forMode: .default)
             setup(loop)
             loopBox.value = loop

@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopCore
+@_spi(VirtualTime) import RunLoopCore
 import Testing
 
 /// Rulebook §2: modes, the common-modes token, empty modes.
@@ -104,8 +104,7 @@ import Testing
     }
 
     @Test func aModeThatBecomesEmptyFinishesInsteadOfSleepingUntilTheTimeout() {
-        let (trace, result, elapsed) = onNewThread { () -> (String, Loop.RunResult, Double) in
-            let loop = Loop.current
+        let (trace, result, elapsed, sleeps) = onVirtualLoop { kernel, loop -> (String, Loop.RunResult, Duration, Int) in
             let log = TraceLog()
             loop.add(traceObserver(log), forMode: .default)
             let source = LoopSource { log.append("S1") }
@@ -114,13 +113,14 @@ import Testing
                 log.append("B1")
                 source.invalidate()
             }
-            let start = Loop.Instant.now
+            let start = kernel.now
             let result = loop.run(mode: .default, timeout: .seconds(5))
-            return (log.text, result, milliseconds(start, .now))
+            return (log.text, result, kernel.elapsed(since: start), kernel.sleeps.count)
         }
         #expect(trace == "Entry BT BS B1 Exit")
         #expect(result == .finished)
-        #expect(elapsed < 1000)
+        #expect(elapsed == .zero)
+        #expect(sleeps == 0)
     }
 
     @Test func aPendingBlockKeepsItsModeAlive() {

@@ -74,8 +74,10 @@ import Testing
             let elapsed = milliseconds(start, .now)
             return (result, elapsed, loop.statistics.wakeUps(.timeout))
         }
+        // On the real kernel only that the timerfd ends the run, not before its deadline; the exact timeout rules
+        // are TimerTests' (virtual time).
         #expect(result == .timedOut)
-        #expect(elapsed >= 50 && elapsed < 500)
+        #expect(elapsed >= 50)
         #expect(wakeUps == 1)
     }
 
