@@ -18,6 +18,9 @@ public enum Metric {
         public let help: String
         /// Whether a bigger value is worse (for comparisons).
         public let higherIsWorse: Bool
+        /// Whether the summary has the figure at all (a distribution with values, a loop that ran): a budget must
+        /// never pass on a figure that is not there, such as the p99 of a latency nothing measured.
+        var hasData: @Sendable (TraceSummary) -> Bool = { _ in true }
         let read: @Sendable (TraceSummary) -> Double
     }
 
@@ -25,7 +28,8 @@ public enum Metric {
 
     private static func distribution(_ prefix: String, _ help: String, _ path: @escaping @Sendable (TraceSummary) -> DistributionSummary) -> [Definition] {
         statistics.map { stat in
-            Definition(name: "\(prefix).\(stat)", unit: .duration, help: "\(help) (\(stat))", higherIsWorse: true) {
+            Definition(name: "\(prefix).\(stat)", unit: .duration, help: "\(help) (\(stat))", higherIsWorse: true,
+                       hasData: { path($0).count > 0 }) {
                 path($0).value(of: stat) ?? 0
             }
         }
@@ -38,7 +42,8 @@ public enum Metric {
     /// Every metric, in a stable order.
     public static let all: [Definition] = {
         var list: [Definition] = [
-            Definition(name: "loop.utilization", unit: .ratio, help: "busy time ÷ wall time of all loops", higherIsWorse: true) { $0.overall.utilization },
+            Definition(name: "loop.utilization", unit: .ratio, help: "busy time ÷ wall time of all loops", higherIsWorse: true,
+                       hasData: { $0.overall.wallNanoseconds > 0 }) { $0.overall.utilization },
             count("loop.iterations", "iterations of all runs") { $0.overall.iterations },
             count("loop.runs", "runs") { $0.overall.runs },
         ]
@@ -54,13 +59,15 @@ public enum Metric {
             count("timer.firings", "timer callouts") { $0.overall.timerFirings },
             count("timer.missed", "grid slots skipped by repeating timers") { $0.overall.timerMissed },
             count("timer.late_firings", "firings later than tolerance + the late threshold") { $0.overall.timerLateFirings },
-            Definition(name: "timer.within_tolerance", unit: .ratio, help: "share of firings within their tolerance window", higherIsWorse: false) { $0.overall.timerWithinTolerance },
-            Definition(name: "timer.drift.max", unit: .rate, help: "largest lateness trend of any timer (per second of run)", higherIsWorse: true) {
+            Definition(name: "timer.within_tolerance", unit: .ratio, help: "share of firings of timers with a tolerance within it", higherIsWorse: false,
+                       hasData: { ($0.overall.timerFiringsWithTolerance ?? $0.overall.timerFirings) > 0 }) { $0.overall.timerWithinTolerance },
+            Definition(name: "timer.drift.max", unit: .rate, help: "largest lateness trend of any timer (per second of run)", higherIsWorse: true,
+                       hasData: { !$0.timers.isEmpty }) {
                 $0.timers.map { abs($0.driftNanosecondsPerSecond) }.max() ?? 0
             },
         ]
         list += distribution("backlog", "work pending at a wake-up (a count, not a duration)") { $0.overall.backlogAtWakeUp }.map {
-            Definition(name: $0.name, unit: .count, help: $0.help, higherIsWorse: true, read: $0.read)
+            Definition(name: $0.name, unit: .count, help: $0.help, higherIsWorse: true, hasData: $0.hasData, read: $0.read)
         }
         for kind in ["timer", "source", "descriptor", "port", "block", "observer"] {
             list += distribution("callout.\(kind)", "duration of one \(kind) callout") { $0.overall.calloutDurations[kind] ?? DistributionSummary() }
@@ -87,4 +94,6 @@ public enum Metric {
 
 extension Metric.Definition {
     public func value(in summary: TraceSummary) -> Double { read(summary) }
+    /// Whether `summary` has this figure; when not, `value(in:)` is a placeholder 0 that must not be judged.
+    public func isMeasured(in summary: TraceSummary) -> Bool { hasData(summary) }
 }

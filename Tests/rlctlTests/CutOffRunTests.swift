@@ -65,59 +65,59 @@ import Testing
         return (trace, result)
     }
 
-    private func summary(_ trace: String) throws -> [String: Any] {
+    static func summary(_ trace: String) throws -> [String: Any] {
         let result = try CLI.run(["summarize", trace, "--format", "json"])
         try #require(result.status == 0, "\(result.stderr)")
         return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
     }
 
-    private func loop(_ summary: [String: Any]) throws -> [String: Any] {
+    static func loop(_ summary: [String: Any]) throws -> [String: Any] {
         let loops = try #require(summary["loops"] as? [[String: Any]])
         return try #require(loops.first { $0["loopID"] as? Int == 1 })
     }
 
-    private func check(_ trace: String, budget: String) throws -> CLI.Result {
+    static func check(_ trace: String, budget: String) throws -> CLI.Result {
         let file = CLI.temporary("cut.budget")
         defer { try? FileManager.default.removeItem(atPath: file) }
         try budget.write(toFile: file, atomically: true, encoding: .utf8)
         return try CLI.run(["check", trace, "--budget", file])
     }
 
-    private func uint(_ value: Any?) -> UInt64 { (value as? NSNumber)?.uint64Value ?? 0 }
+    static func uint(_ value: Any?) -> UInt64 { (value as? NSNumber)?.uint64Value ?? 0 }
 
     /// The loop's wall, asleep and iterations are exactly what its recorded events add up to, and it ran.
-    private func expectFiguresMatch(_ trace: String, _ loop: [String: Any]) throws {
+    static func expectFiguresMatch(_ trace: String, _ loop: [String: Any]) throws {
         let recorded = try Recorded(trace: trace)
-        #expect(uint(loop["wallNanoseconds"]) == recorded.wall)
-        #expect(uint(loop["sleepNanoseconds"]) == recorded.asleep)
-        #expect(uint(loop["busyNanoseconds"]) == recorded.wall - recorded.asleep)
+        #expect(Self.uint(loop["wallNanoseconds"]) == recorded.wall)
+        #expect(Self.uint(loop["sleepNanoseconds"]) == recorded.asleep)
+        #expect(Self.uint(loop["busyNanoseconds"]) == recorded.wall - recorded.asleep)
         #expect(loop["iterations"] as? Int == recorded.iterations)
         #expect(recorded.wall > 0 && (loop["utilization"] as? Double ?? 0) > 0, "a loop that ran is never summarized as 0 ns")
         let results = loop["results"] as? [String: Int] ?? [:]
         #expect(loop["runs"] as? Int == results.values.reduce(0, +), "runs and their results agree: \(results)")
     }
 
-    private let budget = "loop.utilization <= 100%\n"
+    static let budget = "loop.utilization <= 100%\n"
 
     @Test func sigkillLeavesARunThatDidNotEnd() throws {
         let (trace, result) = try record(["timers", "--duration", "2s"], signal: SIGKILL)
         defer { try? FileManager.default.removeItem(atPath: trace) }
         #expect(result.status == -1 || result.status == 9 || result.status == 137, "killed: \(result.status)")
-        let s = try summary(trace)
-        let loop = try loop(s)
-        try expectFiguresMatch(trace, loop)
+        let s = try Self.summary(trace)
+        let loop = try Self.loop(s)
+        try Self.expectFiguresMatch(trace, loop)
         #expect(loop["results"] as? [String: Int] == ["did_not_end": 1])
-        #expect(uint(loop["cutOffAtNanoseconds"]) == (try Recorded(trace: trace)).lastEvent)
+        #expect(Self.uint(loop["cutOffAtNanoseconds"]) == (try Recorded(trace: trace)).lastEvent)
         #expect((s["health"] as? [String: Any])?["runsCutOff"] as? Int == 1)
 
         let text = try CLI.run(["summarize", trace])
         #expect(text.stdout.contains("did not end 1 (trace cut off at +"), "\(text.stdout.prefix(600))")
         #expect(!text.stdout.contains("every run complete"))
 
-        let verdict = try check(trace, budget: budget)
+        let verdict = try Self.check(trace, budget: Self.budget)
         #expect(verdict.status == 3, "a cut-off run never passes: \(verdict.stdout)")
         #expect(verdict.stdout.contains("INCOMPLETE") && !verdict.stdout.contains("PASS"), "\(verdict.stdout)")
-        let allowed = try check(trace, budget: budget + "trace.runs_incomplete <= 1\n")
+        let allowed = try Self.check(trace, budget: Self.budget + "trace.runs_incomplete <= 1\n")
         #expect(allowed.status == 0, "a budget may allow it: \(allowed.stdout)")
     }
 
@@ -126,14 +126,14 @@ import Testing
         let (trace, result) = try record(["timers", "--duration", "2s"], signal: signal)
         defer { try? FileManager.default.removeItem(atPath: trace) }
         #expect(result.status == 0, "\(result.stderr)")
-        let s = try summary(trace)
-        let loop = try loop(s)
-        try expectFiguresMatch(trace, loop)
+        let s = try Self.summary(trace)
+        let loop = try Self.loop(s)
+        try Self.expectFiguresMatch(trace, loop)
         // The workload's run is stopped; a last zero-timeout run may follow to drain queued work.
         let results = loop["results"] as? [String: Int] ?? [:]
         #expect(results["stopped"] == 1 && results["did_not_end"] == nil && results["end_lost"] == nil, "\(results)")
-        #expect(uint(loop["wallNanoseconds"]) < 1_500_000_000, "ended early by the signal")
-        let verdict = try check(trace, budget: budget)
+        #expect(Self.uint(loop["wallNanoseconds"]) < 1_500_000_000, "ended early by the signal")
+        let verdict = try Self.check(trace, budget: Self.budget)
         #expect(verdict.status == 0 && verdict.stdout.contains("PASS loop.utilization"), "\(verdict.stdout)")
     }
 
@@ -141,17 +141,17 @@ import Testing
         let (trace, result) = try record(["blocks", "--rate", "0", "--buffer-kib", "64", "--duration", "300ms"])
         defer { try? FileManager.default.removeItem(atPath: trace) }
         #expect(result.status == 0, "\(result.stderr)")
-        let s = try summary(trace)
+        let s = try Self.summary(trace)
         let health = try #require(s["health"] as? [String: Any])
-        let lost = uint(health["eventsLost"])
+        let lost = Self.uint(health["eventsLost"])
         #expect(lost > 0, "a 64 KiB buffer under a flood loses events")
-        let loop = try loop(s)
-        try expectFiguresMatch(trace, loop)
-        #expect(uint(loop["lostEventsAffecting"]) == lost, "one loss total for the loop and the trace")
+        let loop = try Self.loop(s)
+        try Self.expectFiguresMatch(trace, loop)
+        #expect(Self.uint(loop["lostEventsAffecting"]) == lost, "one loss total for the loop and the trace")
         let text = try CLI.run(["summarize", trace]).stdout
         #expect(text.contains("(!) \(lost) lost events in its window"), "\(text.prefix(800))")
         #expect(text.contains(" utilization ") && text.split(separator: "\n").first { $0.contains(" utilization ") }?.hasSuffix("(!)") == true)
-        let verdict = try check(trace, budget: budget)
+        let verdict = try Self.check(trace, budget: Self.budget)
         #expect(verdict.status == 3, "\(verdict.stdout)")
     }
 
@@ -159,17 +159,17 @@ import Testing
         let (trace, result) = try record(["timers", "--flight-recorder", "--buffer-kib", "64", "--duration", "1s"])
         defer { try? FileManager.default.removeItem(atPath: trace) }
         #expect(result.status == 0, "\(result.stderr)")
-        let s = try summary(trace)
-        let loop = try loop(s)
+        let s = try Self.summary(trace)
+        let loop = try Self.loop(s)
         let recorded = try Recorded(trace: trace)
         #expect(recorded.runsWithoutBegin == 1, "the ring overwrote the run's begin (else this test shows nothing)")
-        try expectFiguresMatch(trace, loop)
+        try Self.expectFiguresMatch(trace, loop)
         #expect(loop["runsBegunBeforeTrace"] as? Int == 1)
         #expect(loop["runs"] as? Int == recorded.runBegins + 1)
         #expect((loop["iterations"] as? Int ?? 0) > 0)
         let text = try CLI.run(["summarize", trace]).stdout
         #expect(text.contains("began before the trace's first event"), "\(text.prefix(800))")
-        let verdict = try check(trace, budget: budget)
+        let verdict = try Self.check(trace, budget: Self.budget)
         #expect(verdict.status == 3, "\(verdict.stdout)")
     }
 }

@@ -66,6 +66,8 @@ struct CheckVerdicts {
         let value: Double
         let passed: Bool
         let unit: Metric.Unit
+        /// No repetition has the figure (nothing measured it): the rule cannot pass.
+        let noData: Bool
     }
 
     let lines: [Line]
@@ -75,14 +77,16 @@ struct CheckVerdicts {
     let incompleteness: [String]
     /// Incomplete data the budget does not allow: the verdict is "incomplete" (exit 3), never a pass.
     let incompleteForbidden: Bool
-    var failed: Int { lines.filter { !$0.passed }.count }
+    var failed: Int { lines.filter { !$0.passed && !$0.noData }.count }
     var passed: Bool { failed == 0 && !incompleteForbidden }
 
     init(budget: Budget, report: RunReport) {
         lines = budget.rules.map { rule in
             let metric = Metric.named(rule.metric)!
-            let value = Comparison.median(report.values(of: metric))
-            return Line(rule: rule, value: value, passed: rule.comparison.holds(value, rule.limit), unit: metric.unit)
+            let measured = report.repetitions.filter { metric.isMeasured(in: $0) }
+            guard !measured.isEmpty else { return Line(rule: rule, value: 0, passed: false, unit: metric.unit, noData: true) }
+            let value = Comparison.median(measured.map { metric.value(in: $0) })
+            return Line(rule: rule, value: value, passed: rule.comparison.holds(value, rule.limit), unit: metric.unit, noData: false)
         }
         lost = report.repetitions.map { $0.health.eventsLost + $0.health.packetsLost }.reduce(0, +)
         incompleteRuns = report.repetitions.map { h -> UInt64 in
@@ -91,6 +95,8 @@ struct CheckVerdicts {
         var reasons: [String] = []
         if lost > 0 { reasons.append("\(lost) events/packets lost") }
         if incompleteRuns > 0 { reasons.append("\(incompleteRuns) run(s) cut off or begun before the trace") }
+        let unmeasured = lines.filter(\.noData).map(\.rule.metric)
+        if !unmeasured.isEmpty { reasons.append("no data for " + unmeasured.joined(separator: ", ")) }
         incompleteness = reasons
         let lines = self.lines
         // Allowed only by rules on that kind of incompleteness, all of which hold.
@@ -99,14 +105,22 @@ struct CheckVerdicts {
             return !rules.isEmpty && rules.allSatisfy(\.passed)
         }
         incompleteForbidden = (lost > 0 && !allowed(Budget.lossMetrics)) || (incompleteRuns > 0 && !allowed(Budget.runMetrics))
+            || !unmeasured.isEmpty
     }
 
-    private var mark: String { incompleteness.isEmpty ? "" : "  (!)" }
+    /// Figures over lost events or cut-off runs cover only part of what ran.
+    private var partial: Bool { lost > 0 || incompleteRuns > 0 }
+    private var mark: String { partial ? "  (!)" : "" }
 
     private var traceLine: String {
         if incompleteness.isEmpty { return "trace: complete" }
-        let what = "trace: INCOMPLETE — " + incompleteness.joined(separator: ", ") + "; figures marked (!) cover only part of the runs"
-        return what + (incompleteForbidden ? "; the budget does not allow incomplete data (a rule such as `trace.lost <= N` or `trace.runs_incomplete <= N` would)" : "; the budget allows it")
+        var what = "trace: INCOMPLETE — " + incompleteness.joined(separator: ", ")
+        if partial { what += "; figures marked (!) cover only part of the runs" }
+        guard incompleteForbidden else { return what + "; the budget allows it" }
+        if partial {
+            what += "; the budget does not allow incomplete data (a rule such as `trace.lost <= N` or `trace.runs_incomplete <= N` would)"
+        }
+        return what
     }
 
     private var verdict: String {
@@ -116,8 +130,10 @@ struct CheckVerdicts {
 
     /// A rule that holds on incomplete data the budget does not allow has not passed: its figure may be missing.
     private func status(_ line: Line) -> String {
-        !line.passed ? "FAIL " : (incompleteForbidden ? "  ?  " : "PASS ")
+        line.noData || (line.passed && incompleteForbidden) ? "  ?  " : (line.passed ? "PASS " : "FAIL ")
     }
+
+    private func valueText(_ line: Line) -> String { line.noData ? "no data" : formatMetric(line.value, unit: line.unit) }
 
     private func limitText(_ line: Line) -> String {
         "\(line.rule.comparison.rawValue) \(formatMetric(line.rule.limit, unit: line.unit))"
@@ -126,20 +142,20 @@ struct CheckVerdicts {
     func render(_ format: CheckFormat) -> String {
         switch format {
         case .text:
-            var out = lines.map { status($0) + $0.rule.metric.padded(30) + formatMetric($0.value, unit: $0.unit).leftPad(10) + "  " + limitText($0) + mark }
+            var out = lines.map { status($0) + $0.rule.metric.padded(30) + valueText($0).leftPad(10) + "  " + limitText($0) + mark }
             out.append(traceLine)
             out.append(verdict)
             return out.joined(separator: "\n")
         case .markdown:
             var out = ["### rlctl check: " + (passed ? "✅ " : "❌ ") + verdict, "",
                        "| | metric | value | limit |", "| --- | --- | --- | --- |"]
-            out += lines.map { "| \(!$0.passed ? "❌" : (incompleteForbidden ? "⚠️" : "✅")) | `\($0.rule.metric)` | \(formatMetric($0.value, unit: $0.unit))\(mark) | \(limitText($0)) |" }
+            out += lines.map { "| \($0.noData || ($0.passed && incompleteForbidden) ? "⚠️" : ($0.passed ? "✅" : "❌")) | `\($0.rule.metric)` | \(valueText($0))\(mark) | \(limitText($0)) |" }
             out.append("")
             out.append(incompleteness.isEmpty ? "Trace complete: no events lost, every run complete." : "⚠️ " + traceLine.dropFirst("trace: ".count) + ".")
             return out.joined(separator: "\n")
         case .json:
             let items = lines.map { line -> String in
-                "{\"metric\":\"\(line.rule.metric)\",\"value\":\(line.value),\"comparison\":\"\(line.rule.comparison.rawValue)\",\"limit\":\(line.rule.limit),\"passed\":\(line.passed)}"
+                "{\"metric\":\"\(line.rule.metric)\",\"value\":\(line.noData ? "null" : "\(line.value)"),\"comparison\":\"\(line.rule.comparison.rawValue)\",\"limit\":\(line.rule.limit),\"passed\":\(line.passed)}"
             }
             return "{\"passed\":\(passed),\"incomplete\":\(incompleteForbidden),\"lost\":\(lost),\"runsIncomplete\":\(incompleteRuns),\"rules\":[\(items.joined(separator: ","))]}"
         case .junit:
@@ -147,7 +163,9 @@ struct CheckVerdicts {
                        "<testsuite name=\"rlctl check\" tests=\"\(lines.count + 1)\" failures=\"\(failed + (incompleteForbidden ? 1 : 0))\">"]
             for line in lines {
                 out.append("  <testcase classname=\"rlctl.budget\" name=\"\(xml(line.rule.text))\">")
-                if !line.passed {
+                if line.noData {
+                    out.append("    <failure message=\"\(xml("\(line.rule.metric): no data in the trace"))\"/>")
+                } else if !line.passed {
                     out.append("    <failure message=\"\(xml("\(line.rule.metric) = \(formatMetric(line.value, unit: line.unit)), limit \(limitText(line))"))\"/>")
                 }
                 out.append("  </testcase>")
