@@ -345,48 +345,45 @@ final class LoopTracker {
     func cause(at time: UInt64, timerModes: ModeSet) -> String {
         if time < firstTimestamp { return "before the trace's first event" }
         if runStack.isEmpty { return "loop not running" }
-        var holder: (kind: CalloutKind, label: String?)?
         var depth = 1
         while true {
-            if depth > 1 {
-                guard let mode = runMode(depth: depth, at: time), timerModes.contains(mode) else {
-                    return holder.map { Self.name($0.kind, $0.label) } ?? "loop overhead (between callouts)"
+            let found = covering(time, depth: depth)
+            guard let callout = found.callout else {
+                return found.asleep ? Self.asleep : "loop overhead (between callouts)"
+            }
+            guard let nestedMode = found.nestedRunMode, timerModes.contains(nestedMode) else {
+                return Self.name(callout.kind, callout.label)
+            }
+            depth += 1
+        }
+    }
+
+    /// What covered `time` at run depth `depth`, in one pass over the ring (late firings can be frequent): the
+    /// callout made from that run (the latest to start), whether that run slept, and the mode of a run nested one
+    /// level deeper.
+    private func covering(_ time: UInt64, depth: Int) -> (callout: (kind: CalloutKind, label: String?)?, asleep: Bool, nestedRunMode: Int?) {
+        var calloutStart: UInt64 = 0
+        var callout: (kind: CalloutKind, label: String?)?
+        var asleep = false
+        var nestedRunMode: Int?
+        for interval in recent where interval.start <= time && time <= interval.end {
+            if interval.depth == depth {
+                switch interval.what {
+                case .callout(let kind, let label):
+                    if callout == nil || interval.start >= calloutStart { callout = (kind, label); calloutStart = interval.start }
+                case .sleep:
+                    asleep = true
+                case .run:
+                    break
                 }
+            } else if interval.depth == depth + 1, case .run = interval.what {
+                nestedRunMode = interval.mode
             }
-            if let callout = callout(depth: depth, at: time) {
-                holder = callout
-                depth += 1
-                continue
-            }
-            return asleep(depth: depth, at: time) ? Self.asleep : "loop overhead (between callouts)"
         }
-    }
-
-    /// The callout made from the run at `depth` that covers `time`, still running or finished.
-    private func callout(depth: Int, at time: UInt64) -> (kind: CalloutKind, label: String?)? {
-        if let open = calloutStack.first(where: { $0.depth == depth && $0.start <= time }) { return (open.kind, open.label) }
-        var best: Interval?
-        for interval in recent where interval.depth == depth && interval.start <= time && time <= interval.end {
-            if case .callout = interval.what, best == nil || interval.start >= best!.start { best = interval }
-        }
-        if let best, case .callout(let kind, let label) = best.what { return (kind, label) }
-        return nil
-    }
-
-    private func asleep(depth: Int, at time: UInt64) -> Bool {
-        recent.contains { interval in
-            if case .sleep = interval.what { return interval.depth == depth && interval.start <= time && time <= interval.end }
-            return false
-        }
-    }
-
-    /// The mode of the run at `depth` that covered `time`, nil when no run at that depth did.
-    private func runMode(depth: Int, at time: UInt64) -> Int? {
-        if depth <= runStack.count, runStack[depth - 1].start <= time { return runStack[depth - 1].mode }
-        for interval in recent where interval.depth == depth && interval.start <= time && time <= interval.end {
-            if case .run = interval.what { return interval.mode }
-        }
-        return nil
+        // Callouts and runs still open cover every moment since they began.
+        if let open = calloutStack.first(where: { $0.depth == depth && $0.start <= time }) { callout = (open.kind, open.label) }
+        if depth < runStack.count, runStack[depth].start <= time { nestedRunMode = runStack[depth].mode }
+        return (callout, asleep, nestedRunMode)
     }
 
     // ===== results =====
