@@ -231,9 +231,11 @@ run_flows() {
 
     __rf_dir=$dir __rf_before_entries=$before_entries __rf_before_sessions=$before_sessions __rf_armed=1
 
+    local own_summary=""
     if [ -z "${GITHUB_STEP_SUMMARY:-}" ]; then
         export GITHUB_STEP_SUMMARY="$work/step-summary.md"
         : >"$GITHUB_STEP_SUMMARY"
+        own_summary=$GITHUB_STEP_SUMMARY
     fi
     local timeout_seconds=${README_FLOWS_TIMEOUT:-1800}
 
@@ -271,6 +273,11 @@ run_flows() {
                 ;;
         esac
     done
+    # Nobody else shows what the blocks wrote to the job summary (the CI example's comparison): the log does.
+    if [ -n "$own_summary" ] && [ -s "$own_summary" ]; then
+        echo "== what the blocks wrote to \$GITHUB_STEP_SUMMARY:"
+        cat "$own_summary"
+    fi
     echo "== readme-flows: $ran block(s) passed, $skipped skipped, $written file(s) written, $((SECONDS - total_start))s"
     printf '   %s\n' "${report[@]}"
 }
