@@ -39,8 +39,8 @@ die() { echo "readme-flows: $*" >&2; exit 1; }
 
 # ---------- extraction ----------
 
-# Splits the Markdown file "$1" into items in "$2" (a folder; "$3" names the file in messages): NNN.meta ("kind line [name]") and NNN.body.
-# kind is run, skip or file; line is the Markdown line of the block's first content line.
+# Splits the Markdown file "$1" into items in the folder "$2" ("$3" names the file in messages): NNN.body and
+# NNN.meta, "kind line [name]", where kind is run, skip or file and line is the block's first content line.
 extract() {
     local path=$1 out=$2 markdown=$3
     local number=0 line_number=0 in_block=0 fence="" indent=0 kind="" name="" start=0 info language line
@@ -95,16 +95,17 @@ extract() {
 }
 
 # Turns one shell block into a script that runs each complete command and checks its status.
-# "$1" the block, "$2" the Markdown line of its first line, "$3" the Markdown file (for messages).
+# "$1" the block, "$2" the Markdown line of its first line, "$3" the Markdown file (for messages); the script
+# names the file from README_FLOWS_NAME, so no file name is ever pasted into shell code.
 instrument() {
     local body=$1 first=$2 markdown=$3
     local chunk="" chunk_start=0 line_number=$((first - 1)) line
-    printf '%s\n' "__rf_fail() { __rf_reported=1; printf 'readme-flows: %s:%s: failed (exit %s): %s\n' '$markdown' \"\$1\" \"\$2\" \"\$3\" >&2; exit \"\$2\"; }"
+    printf '%s\n' "__rf_fail() { __rf_reported=1; printf 'readme-flows: %s:%s: failed (exit %s): %s\n' \"\$README_FLOWS_NAME\" \"\$1\" \"\$2\" \"\$3\" >&2; exit \"\$2\"; }"
     printf '%s\n' "__rf_at=0; __rf_text=''; __rf_reported=''"
     # A failing simple command ends the shell through -e before the status check runs: the ERR trap says where.
     printf '%s\n' "trap '__rf_fail \"\$__rf_at\" \"\$?\" \"\$__rf_text\"' ERR"
     # -u and syntax errors end the shell without the ERR trap.
-    printf '%s\n' "trap '__rf_s=\$?; [ \$__rf_s -eq 0 ] || [ -n \"\$__rf_reported\" ] || printf \"readme-flows: %s:%s: failed (exit %s): %s\\n\" '$markdown' \"\$__rf_at\" \"\$__rf_s\" \"\$__rf_text\" >&2' EXIT"
+    printf '%s\n' "trap '__rf_s=\$?; [ \$__rf_s -eq 0 ] || [ -n \"\$__rf_reported\" ] || printf \"readme-flows: %s:%s: failed (exit %s): %s\\n\" \"\$README_FLOWS_NAME\" \"\$__rf_at\" \"\$__rf_s\" \"\$__rf_text\" >&2' EXIT"
     while IFS= read -r line || [ -n "$line" ]; do
         line_number=$((line_number + 1))
         if [ -z "$chunk" ]; then
@@ -261,7 +262,9 @@ run_flows() {
                 local script="$work/block-$start.sh"
                 instrument "$(cat "$body")" "$start" "$markdown" >"$script"
                 local block_start=$SECONDS status=0
-                (cd "$dir" && timeout -k 10 "$timeout_seconds" bash -euo pipefail "$script") || status=$?
+                # No terminal input: a command that would prompt fails instead of waiting for the timeout.
+                (cd "$dir" && README_FLOWS_NAME=$markdown timeout -k 10 "$timeout_seconds" \
+                    bash -euo pipefail "$script" </dev/null) || status=$?
                 local took=$((SECONDS - block_start))
                 if [ $status -ne 0 ]; then
                     [ $status -eq 124 ] && echo "readme-flows: $markdown:$start: the block took longer than ${timeout_seconds}s" >&2
