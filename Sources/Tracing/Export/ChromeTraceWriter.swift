@@ -10,6 +10,10 @@ struct ChromeTraceWriter {
     /// Per loop: the start of the current utilization window and the sleep inside it.
     private var windows: [UInt64: (start: UInt64, slept: UInt64)] = [:]
     private var origin: UInt64?
+    /// Per thread: slices begun and not yet ended, and its last event. A trace cut off leaves slices open (they
+    /// are closed at the thread's last event, marked as cut off); a flight-recorder ring starts with ends whose
+    /// begins it overwrote (they are left out, so viewers do not close the wrong slice).
+    private var open: [Int32: (slices: Int, last: UInt64)] = [:]
     private static let window: UInt64 = 100_000_000   // 100 ms utilization samples
 
     init(out: BufferedFile) {
@@ -39,6 +43,21 @@ struct ChromeTraceWriter {
         func slice(_ phase: String, _ name: String, _ args: String = "") -> String {
             "{\"ph\":\"\(phase)\",\"name\":\(jsonString(name)),\"cat\":\"callout\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts)\(args.isEmpty ? "" : ",\"args\":{\(args)}")}"
         }
+        var thread = open[tid] ?? (0, event.timestamp)
+        thread.last = max(thread.last, event.timestamp)
+        switch event.payload {
+        case .runBegin, .timerFireBegin, .sourcePerformBegin, .blockBegin, .observerBegin:
+            thread.slices += 1
+        case .runEnd, .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd:
+            guard thread.slices > 0 else {
+                open[tid] = thread
+                return
+            }
+            thread.slices -= 1
+        default:
+            break
+        }
+        open[tid] = thread
         switch event.payload {
         case .activity(let activity, let place):
             emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"\(activity.description)\",\"cat\":\"activity\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"loop\":\(place.loopID),\"mode\":\(jsonString(place.mode)),\"iteration\":\(place.iteration),\"depth\":\(place.depth)}}")
@@ -81,6 +100,12 @@ struct ChromeTraceWriter {
     }
 
     mutating func finish(health: TraceHealth) {
+        for (tid, thread) in open.sorted(by: { $0.key < $1.key }) where thread.slices > 0 {
+            let ts = micros(thread.last)
+            for _ in 0..<thread.slices {
+                emit("{\"ph\":\"E\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"did_not_end\":\"trace cut off\"}}")
+            }
+        }
         emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\(jsonString("run loops (events lost: \(health.eventsLost))"))}}")
         out.write("\n]}\n")
     }
