@@ -191,7 +191,7 @@ public enum SummaryReport {
         out.append("")
         let cut = s.health.cutOffAtNanoseconds.map { " (up to the cut-off at \(offset($0, in: s.health)))" } ?? ""
         let results = o.results.sorted { $0.key < $1.key }.map { "\(describeResult($0.key)) \($0.value)" }.joined(separator: ", ")
-        out.append("Utilization **\(formatPercent(o.utilization))**\(mark) over \(formatNanoseconds(o.wallNanoseconds)) of runs\(cut); \(o.runs) runs (calls of Loop.run\(results.isEmpty ? "" : ": " + results)), \(o.iterations) iterations, \(o.stalls) stalls (iterations busier than \(formatNanoseconds(s.stallThresholdNanoseconds))), \(o.timerMissed) missed timer slots.")
+        out.append("Utilization **\(formatPercent(o.utilization))**\(mark) over \(formatNanoseconds(o.wallNanoseconds)) of runs\(cut); \(o.runs) run\(o.runs == 1 ? "" : "s") (calls of Loop.run\(results.isEmpty ? "" : ": " + results)), \(o.iterations) iterations, \(o.stalls) stalls (iterations busier than \(formatNanoseconds(s.stallThresholdNanoseconds))), \(o.timerMissed) missed timer slots.")
         if !s.timers.isEmpty {
             out.append("")
             out.append("| timer | firings | missed | tolerance | lateness p50 | p99 | max | drift | late | most late while |")
