@@ -343,7 +343,6 @@ static void write_packet_header(uint8_t *p, thread_buffer *tb, uint64_t begin_ts
 static void close_current(thread_buffer *tb) {
     write_packet_header(sub_base(tb, tb->current), tb, tb->first_ts, tb->offset);
     tb->packet_events[tb->current] = tb->events;
-    __atomic_store_n(&tb->recorded, tb->recorded + tb->events, __ATOMIC_RELAXED);
     atomic_store_explicit(&tb->state[tb->current], SUB_READY, memory_order_release);
     tb->current = UINT32_MAX;
     tb->offset = tb->sub_size;
@@ -508,6 +507,9 @@ static inline __attribute__((always_inline)) uint8_t *reserve(uint8_t event_id, 
 static inline __attribute__((always_inline)) void commit(thread_buffer *tb, uint32_t size) {
     tb->offset += EVENT_HEADER_SIZE + size;
     tb->events++;
+    // Counted per event, not when the packet closes: progress read while recording would otherwise stay at 0
+    // until a whole packet (256 KiB by default) is full. Only this thread writes it; readers load it relaxed.
+    __atomic_store_n(&tb->recorded, tb->recorded + 1, __ATOMIC_RELAXED);
     atomic_store_explicit(&tb->busy, 0, memory_order_release);
 }
 

@@ -24,6 +24,19 @@ public struct DurationValue: Codable, Sendable, Equatable, Comparable, CustomStr
         nanoseconds = Int64(ns.rounded())
     }
 
+    /// Parses a command-line value, saying what is wrong with a bad one (a missing unit, a negative value).
+    public static func parseArgument(_ text: String) throws(WorkloadError) -> DurationValue {
+        let trimmed = text.trimmingCharacters(in: " ")
+        if let number = Double(trimmed), number.isFinite {
+            throw WorkloadError("\"\(text)\" has no unit: write \(trimmed)s, \(trimmed)ms, \(trimmed)us or \(trimmed)ns")
+        }
+        guard let value = DurationValue(parsing: trimmed) else {
+            throw WorkloadError("\"\(text)\" is not a duration: write a number and a unit (500us, 2ms, 1.5s)")
+        }
+        guard value.nanoseconds >= 0 else { throw WorkloadError("\"\(text)\" is negative: a duration must be 0 or more") }
+        return value
+    }
+
     public init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let seconds = try? container.decode(Double.self) {

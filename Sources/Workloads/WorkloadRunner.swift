@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import RunLoopCore
 import Synchronization
@@ -6,19 +7,25 @@ import Synchronization
 public final class WorkloadRunner: @unchecked Sendable {
     public let spec: WorkloadSpec
     private let cancelled = Atomic<Bool>(false)
-    private let loopBox = Atomic<UInt>(0)
+    /// Guards `interrupter` (NSLock: ThreadSanitizer sees it).
+    private let lock = NSLock()
+    private var interrupter: LoopSource?
 
     public init(spec: WorkloadSpec) {
         self.spec = spec
     }
 
-    /// Ends the run early (from any thread, e.g. a SIGINT handler): producers stop and the loop returns.
+    /// Ends the run early (from any thread, e.g. a SIGINT handler): producers stop and the loop returns. Before
+    /// the run starts, it makes the run return at once.
     public func cancel() {
         cancelled.store(true, ordering: .releasing)
-        Loop.main.stop()
-        if let raw = UnsafeRawPointer(bitPattern: loopBox.load(ordering: .acquiring)) {
-            Unmanaged<Loop>.fromOpaque(raw).takeUnretainedValue().stop()
-        }
+        // Not Loop.stop(): a stop that comes while the loop is between two runs is ignored, and one that comes
+        // during a nested run (the modes workload) ends only that one. A signalled source is performed by
+        // whichever run comes next, and its handler stops every level (see run()).
+        lock.lock()
+        let source = interrupter
+        lock.unlock()
+        source?.signalAndWakeUp()
     }
 
     public var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
@@ -33,7 +40,21 @@ public final class WorkloadRunner: @unchecked Sendable {
     /// Sets everything up, runs the loop until the duration has passed, then tears it all down.
     public func run() -> Outcome {
         let loop = Loop.current
-        loopBox.store(UInt(bitPattern: Unmanaged.passUnretained(loop).toOpaque()), ordering: .releasing)
+        let interrupter = LoopSource(label: "rlctl-interrupt") { [unowned self] in
+            loop.stop()
+            // A nested run is ending: the run it returns to must stop too.
+            if loop.runDepth > 1 { self.lock.lock(); _ = self.interrupter?.signal(); self.lock.unlock() }
+        }
+        loop.add(interrupter, forMode: .common)
+        lock.lock()
+        self.interrupter = interrupter
+        lock.unlock()
+        defer {
+            lock.lock()
+            self.interrupter = nil
+            lock.unlock()
+            interrupter.invalidate()
+        }
         let deadline = Loop.Instant.now.advanced(by: spec.duration.duration)
         let produced = Counter()
         let stop: @Sendable () -> Bool = { [self] in self.isCancelled }

@@ -24,6 +24,15 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
         self.elements = elements
     }
 
+    private enum CodingKeys: String, CodingKey, CaseIterable { case duration, elements }
+
+    public init(from decoder: Decoder) throws {
+        try rejectUnknownKeys(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue), of: "a workload")
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        duration = try c.decode(DurationValue.self, forKey: .duration)
+        elements = try c.decode([Element].self, forKey: .elements)
+    }
+
     /// One element; `kind` selects which.
     public enum Element: Codable, Sendable, Equatable {
         case timers(Timers)
@@ -68,6 +77,7 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
 
     /// Repeating timers, their first fire dates spread over one interval.
     public struct Timers: Codable, Sendable, Equatable {
+        static let elementKinds = "a timers element"
         public var count: Int = 10
         public var interval: DurationValue = .milliseconds(1)
         public var tolerance: DurationValue = .zero
@@ -80,8 +90,9 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
             self.handlerCost = handlerCost
         }
 
-        enum CodingKeys: String, CodingKey { case count, interval, tolerance, handlerCost = "handler_cost" }
+        enum CodingKeys: String, CodingKey, CaseIterable { case count, interval, tolerance, handlerCost = "handler_cost" }
         public init(from decoder: Decoder) throws {
+            try rejectUnknownKeys(in: decoder, allowed: ["kind"] + CodingKeys.allCases.map(\.rawValue), of: Self.elementKinds)
             let c = try decoder.container(keyedBy: CodingKeys.self)
             count = try c.decodeIfPresent(Int.self, forKey: .count) ?? 10
             interval = try c.decodeIfPresent(DurationValue.self, forKey: .interval) ?? .milliseconds(1)
@@ -92,6 +103,7 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
 
     /// Producer threads feeding the loop: custom sources, port requests, descriptor writes or performed blocks.
     public struct Producers: Codable, Sendable, Equatable {
+        static let elementKinds = "a sources, ports, io or blocks element"
         public var threads: Int = 2
         /// Events per second per thread; 0 means as fast as possible.
         public var rate: Double = 1000
@@ -106,8 +118,9 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
             self.bytes = bytes
         }
 
-        enum CodingKeys: String, CodingKey { case threads, rate, handlerCost = "handler_cost", bytes }
+        enum CodingKeys: String, CodingKey, CaseIterable { case threads, rate, handlerCost = "handler_cost", bytes }
         public init(from decoder: Decoder) throws {
+            try rejectUnknownKeys(in: decoder, allowed: ["kind"] + CodingKeys.allCases.map(\.rawValue), of: Self.elementKinds)
             let c = try decoder.container(keyedBy: CodingKeys.self)
             threads = try c.decodeIfPresent(Int.self, forKey: .threads) ?? 2
             rate = try c.decodeIfPresent(Double.self, forKey: .rate) ?? 1000
@@ -119,6 +132,7 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
     /// Mode switches: every `period` a callout runs the loop nested in a modal mode for `hold`; a common-mode
     /// timer keeps firing there, a default-mode timer waits.
     public struct Modes: Codable, Sendable, Equatable {
+        static let elementKinds = "a modes element"
         public var period: DurationValue = .milliseconds(100)
         public var hold: DurationValue = .milliseconds(30)
         public var interval: DurationValue = .milliseconds(5)
@@ -129,8 +143,9 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
             self.interval = interval
         }
 
-        enum CodingKeys: String, CodingKey { case period, hold, interval }
+        enum CodingKeys: String, CodingKey, CaseIterable { case period, hold, interval }
         public init(from decoder: Decoder) throws {
+            try rejectUnknownKeys(in: decoder, allowed: ["kind"] + CodingKeys.allCases.map(\.rawValue), of: Self.elementKinds)
             let c = try decoder.container(keyedBy: CodingKeys.self)
             period = try c.decodeIfPresent(DurationValue.self, forKey: .period) ?? .milliseconds(100)
             hold = try c.decodeIfPresent(DurationValue.self, forKey: .hold) ?? .milliseconds(30)
@@ -140,6 +155,7 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
 
     /// A repeating timer whose every `every`-th callout burns `cost` of CPU: stalls and drift to look at.
     public struct Jank: Codable, Sendable, Equatable {
+        static let elementKinds = "a jank element"
         public var interval: DurationValue = .milliseconds(16)
         public var every: Int = 10
         public var cost: DurationValue = .milliseconds(25)
@@ -150,8 +166,9 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
             self.cost = cost
         }
 
-        enum CodingKeys: String, CodingKey { case interval, every, cost }
+        enum CodingKeys: String, CodingKey, CaseIterable { case interval, every, cost }
         public init(from decoder: Decoder) throws {
+            try rejectUnknownKeys(in: decoder, allowed: ["kind"] + CodingKeys.allCases.map(\.rawValue), of: Self.elementKinds)
             let c = try decoder.container(keyedBy: CodingKeys.self)
             interval = try c.decodeIfPresent(DurationValue.self, forKey: .interval) ?? .milliseconds(16)
             every = try c.decodeIfPresent(Int.self, forKey: .every) ?? 10
@@ -188,4 +205,22 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
 public struct WorkloadError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// Any key, to list what a mapping holds.
+private struct AnyKey: CodingKey {
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { return nil }
+}
+
+/// A misspelt key (`cnt: 3`) would otherwise leave its field at the default without a word.
+private func rejectUnknownKeys(in decoder: Decoder, allowed: [String], of what: String) throws {
+    let container = try decoder.container(keyedBy: AnyKey.self)
+    for key in container.allKeys.map(\.stringValue).sorted() where !allowed.contains(key) {
+        throw DecodingError.dataCorrupted(.init(
+            codingPath: decoder.codingPath,
+            debugDescription: "unknown key \"\(key)\" in \(what) (it takes \(allowed.joined(separator: ", ")))"))
+    }
 }

@@ -4,6 +4,8 @@ import Testing
 /// Runs the built rlctl binary.
 struct CLI {
     static let binary: String = {
+        // Another build of rlctl (an older commit, a release build) can be put under the same tests.
+        if let other = ProcessInfo.processInfo.environment["RLCTL_TEST_BINARY"], !other.isEmpty { return other }
         let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for candidate in [dir, dir.deletingLastPathComponent()] {
             let path = candidate.appendingPathComponent("rlctl").path
@@ -192,6 +194,23 @@ let sharedTrace: String = {
         let regressed = try CLI.run(["compare", baseline, current, "--threshold", "10%", "--format", "markdown"])
         #expect(regressed.status == 1, "\(regressed.stdout)\(regressed.stderr)")
         #expect(regressed.stdout.contains("timer.lateness.p99") && regressed.stdout.contains("❌"))
+    }
+
+    /// The loop announced itself once, to the first repetition's recorder: from the second on it lost its name.
+    @Test func everyRepetitionNamesItsLoop() throws {
+        let report = CLI.temporary("repeat.json")
+        defer { try? FileManager.default.removeItem(atPath: report) }
+        let result = try CLI.run(["run", "timers", "--count", "2", "--duration", "200ms", "--repeat", "3", "--output", report])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any]
+        let repetitions = json?["repetitions"] as? [[String: Any]] ?? []
+        #expect(repetitions.count == 3)
+        for (index, repetition) in repetitions.enumerated() {
+            let loops = repetition["loops"] as? [[String: Any]] ?? []
+            #expect(loops.count == 1 && loops.first?["name"] as? String == "main" && loops.first?["threadID"] != nil,
+                    "repetition \(index + 1): \(loops.map { ($0["name"], $0["threadID"]) })")
+        }
+        #expect(result.stdout.components(separatedBy: ", main)").count == 4, "every text summary names the loop: \(result.stdout)")
     }
 
     @Test func aWorkloadFileMixesElements() throws {

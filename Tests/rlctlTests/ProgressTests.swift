@@ -43,6 +43,20 @@ import Testing
         #expect(terminal.hasSuffix("\r\u{1B}[K"), "the line is cleared before the summary: \(terminal.suffix(80))")
     }
 
+    /// The count used to move only per written packet (256 KiB): a whole jank run that wrote 805 events showed
+    /// "0 events written" from start to end.
+    @Test func theProgressLineCountsEventsAsTheyAreRecorded() throws {
+        let (status, terminal) = try terminalOutput(["run", "jank", "--duration", "1500ms"])
+        #expect(status == 0)
+        let counts = terminal.components(separatedBy: "\r\u{1B}[K").compactMap { update -> Int? in
+            guard let range = update.range(of: " events written") else { return nil }
+            return Int(update[..<range.lowerBound].split(separator: " ").last ?? "")
+        }
+        #expect(counts.count >= 2, "updates: \(terminal)")
+        #expect((counts.last ?? 0) > 0, "the last update still says 0 events: \(counts)")
+        #expect(counts == counts.sorted(), "the count never goes back: \(counts)")
+    }
+
     @Test func shortRunsAndPipesShowNoProgress() throws {
         let (status, terminal) = try terminalOutput(["run", "timers", "--count", "2", "--duration", "600ms"])
         #expect(status == 0)

@@ -1,3 +1,4 @@
+import CRecorder
 import CRunLoopTracepoints
 import RunLoopCore
 
@@ -16,7 +17,13 @@ import RunLoopCore
 /// In a build without LTTng-UST (see `docs/lttng.md`) the sink still works and records nothing;
 /// ``isCompiledIn`` tells which build this is.
 public final class LTTngSink: LoopEventSink, @unchecked Sendable {
-    public override init() {}
+    /// Names the calling thread's loop if it was created before this sink was installed (an LTTng trace takes a
+    /// loop's thread from the event's vtid context, so only that thread can announce it).
+    public override init() {
+        super.init()
+        let me = rlsig_thread_id()
+        for loop in KnownLoops.alive where loop.threadID == me { loopCreated(loopID: loop.id, threadID: loop.threadID, name: loop.name) }
+    }
 
     /// Whether this build contains the `runloop` tracepoint provider (liblttng-ust-dev was found at build time
     /// and `RLCTL_DISABLE_LTTNG` was not set). When false, the sink records nothing.
@@ -40,6 +47,7 @@ public final class LTTngSink: LoopEventSink, @unchecked Sendable {
     // ===== events =====
 
     public override func loopCreated(loopID: UInt64, threadID: Int32, name: String) {
+        KnownLoops.created(loopID: loopID, threadID: threadID, name: name)
         guard rl_tp_enabled(RL_TP_LOOP_CREATE) != 0 else { return }
         name.withCString { rl_trace_loop_create(loopID, threadID, $0) }
     }

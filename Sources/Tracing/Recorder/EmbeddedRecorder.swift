@@ -91,6 +91,8 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     private var writeError: String?
     private var bytesWritten: UInt64 = 0
     private var state: State = .idle
+    /// Serializes start and stop: a signal handler's thread may stop the recording while the main thread does.
+    private let stateLock = NSLock()
 
     private enum State { case idle, recording, stopped }
 
@@ -137,6 +139,8 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
 
     /// Starts recording events from every thread.
     public func start() throws {
+        stateLock.lock()
+        defer { stateLock.unlock() }
         guard state == .idle else { throw RecorderError("this recorder was already started") }
         var config = rlrec_config()
         config.sub_buffer_size = UInt32(options.packetSize)
@@ -150,6 +154,8 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
             throw RecorderError("another embedded recording is running in this process")
         }
         state = .recording
+        // Loops created before this recording reported their creation to an earlier sink, or to none.
+        for loop in KnownLoops.alive { rlrec_loop_create(loop.id, loop.threadID, loop.name) }
         if options.mode == .discard {
             // Overwrite mode writes only at stop: the producers may take back any unwritten packet until then.
             writer = WriterThread(interval: options.flushInterval) { [unowned self] in self.drain() }
@@ -159,7 +165,8 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     /// Whether the recording is running.
     public var isRecording: Bool { state == .recording }
 
-    /// Events recorded and lost so far (exact once stopped).
+    /// Events recorded and lost so far while recording, counted as each event is recorded, whether or not its
+    /// packet has been written yet. The exact figures of a finished recording are in ``stop()``'s ``Summary``.
     public var progress: (recorded: UInt64, lost: UInt64) {
         let stats = rlrec_statistics()
         return (stats.events_recorded, stats.events_discarded + stats.threads_without_buffer)
@@ -173,9 +180,12 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     }
 
     /// Stops recording, writes every remaining packet and closes the stream files. Safe to call from a thread
-    /// that handles SIGINT/SIGTERM: the trace is complete and readable when it returns.
+    /// that handles SIGINT/SIGTERM, even while another thread stops it too: the later call waits for the
+    /// earlier one and throws "not recording"; the trace is complete and readable when either returns.
     @discardableResult
     public func stop() throws -> Summary {
+        stateLock.lock()
+        defer { stateLock.unlock() }
         guard state == .recording else { throw RecorderError("this recorder is not recording") }
         state = .stopped
         rlrec_stop()
@@ -239,6 +249,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     // ===== the events =====
 
     public override func loopCreated(loopID: UInt64, threadID: Int32, name: String) {
+        KnownLoops.created(loopID: loopID, threadID: threadID, name: name)
         rlrec_loop_create(loopID, threadID, name)
     }
 

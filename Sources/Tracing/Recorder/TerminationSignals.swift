@@ -5,9 +5,16 @@ import Glibc
 /// Turns SIGINT and SIGTERM into a call on an ordinary thread, so a recording can be stopped and its trace
 /// completed before the process exits.
 public enum TerminationSignals {
-    /// Calls `handler` with the signal number on a dedicated thread each time SIGINT or SIGTERM arrives. The
-    /// handler usually stops the recording and then calls ``exit(reraising:)``. A later `watch` replaces the
-    /// handler: one watcher thread serves the process, so every signal reaches the newest handler.
+    /// Signals that arrive within this time of the last one passed on are the same request delivered again and
+    /// are not passed on: timeout(1) signals its child and then the child's process group, some supervisors do
+    /// the same, and a terminal's Ctrl-C reaches every process of the foreground group. A person who presses
+    /// Ctrl-C twice to mean it takes longer than this.
+    public static let repeatWindow: Duration = .milliseconds(300)
+
+    /// Calls `handler` with the signal number on a dedicated thread each time SIGINT or SIGTERM arrives (repeats
+    /// within ``repeatWindow`` excepted). The handler usually stops the recording and then calls
+    /// ``exit(reraising:)``. A later `watch` replaces the handler: one watcher thread serves the process, so every
+    /// signal reaches the newest handler.
     public static func watch(_ handler: @escaping @Sendable (Int32) -> Void) throws {
         watcher.lock.lock()
         defer { watcher.lock.unlock() }
@@ -25,17 +32,28 @@ public enum TerminationSignals {
         watcher.started = true
     }
 
-    /// The watcher thread: each signal byte goes to the handler installed at that moment.
+    /// The watcher thread: each signal record goes to the handler installed at that moment.
     private static func serve(fd: Int32) {
-        var byte: UInt8 = 0
+        let window = UInt64(repeatWindow.components.seconds) * 1_000_000_000
+            + UInt64(repeatWindow.components.attoseconds / 1_000_000_000)
+        var lastPassedOn: UInt64?
+        var record = [UInt8](repeating: 0, count: Int(RLSIG_RECORD_SIZE))
         while true {
-            let n = read(fd, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
-            guard n == 1 else { return }
+            var got = 0
+            while got < record.count {
+                let n = record.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, $0.count - got) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return }
+                got += n
+            }
+            let signo = Int32(record[0])
+            let arrived = record.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 1, as: UInt64.self) }
+            if let last = lastPassedOn, arrived >= last, arrived - last < window { continue }
+            lastPassedOn = arrived
             watcher.lock.lock()
             let handler = watcher.handler
             watcher.lock.unlock()
-            handler?(Int32(byte))
+            handler?(signo)
         }
     }
 

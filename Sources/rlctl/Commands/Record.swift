@@ -15,10 +15,14 @@ struct Record: ParsableCommand {
         should exec the program. Needs lttng-tools (and an rlctl built with libbabeltrace2).
 
         Ctrl-C goes to the program as usual; rlctl waits for it to end, then summarizes. SIGTERM sent to rlctl is \
-        passed on to the program.
+        passed on to the program. A SIGINT or SIGTERM that reaches rlctl before the program started means it does \
+        not start (exit status 1, rlctl says so). After the program ended, a further Ctrl-C (more than 0.3 s \
+        after the last) stops the session, says the summary was skipped and ends rlctl at once (status 130).
 
-        Exit status: 0 the program exited 0; 1 the program failed (the summary is still printed); 2 a usage \
-        error, lttng-tools missing, or an unreadable trace; 3 no runloop events reached the trace.
+        Exit status: 0 the program exited 0; 1 the program failed or did not start (the summary is still printed \
+        when its loops recorded events; otherwise rlctl says that none were); 2 a usage error, lttng-tools \
+        missing, or an unreadable trace; 3 the program exited 0 but no runloop events reached the trace (it did \
+        not install the sink).
 
         Examples:
           rlctl record -- .build/release/runloop-demo 2
@@ -67,15 +71,26 @@ struct Record: ParsableCommand {
             throw Failure.input("cannot set up the LTTng session: \(error)")
         }
 
+        // A signal during the set-up: the program, still held at its gate, never runs.
+        guard Interruptions.shared.startForwarding(to: child.pid) else {
+            child.abandon()
+            session.destroy()
+            let signo = Interruptions.shared.interruption ?? SIGINT
+            throw Failure(message: "\(signalName(signo)) before \(child.command) started: it did not run", status: .violation)
+        }
         let ending: GatedChild.Ending
         do {
-            let forwarding = SignalForwarding(to: child.pid)
-            defer { forwarding.end() }
             try child.release()
             ending = child.waitForExit()
         } catch {
+            Interruptions.shared.startSummarizing()
             session.destroy()
             throw error
+        }
+        Interruptions.shared.startSummarizing()
+        Interruptions.shared.onSecondSignal {
+            try? session.stop()
+            return destination.completedNote()
         }
         do { try session.stop() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
 
@@ -83,38 +98,16 @@ struct Record: ParsableCommand {
         let summary = TraceReaders.containsTrace(at: destination.path)
             ? try summarizeTrace(at: destination.path, options: analysis.summarizerOptions) : nil
         guard let summary, summary.health.eventsRead > 0 else {
+            // A program that failed before its loops ran (bad arguments, say) is a failed program first.
+            guard ending.succeeded else {
+                throw Failure(message: "\(child.command) \(ending), and no runloop events were recorded (nothing to summarize)",
+                              status: .violation)
+            }
             throw Failure(message: "no runloop events reached the trace from \(child.command), which \(ending): the program must call LoopEventSink.install(LTTngSink()) (module Tracing) before its loops run",
                           status: .incomplete)
         }
         let title = "\(command.joined(separator: " ")) — LTTng" + (destination.keep ? ", trace \(destination.path)" : "")
-        print(format.render(summary, title: format == .json ? nil : title))
+        Interruptions.shared.output { print(format.render(summary, title: format == .json ? nil : title)) }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
-    }
-}
-
-/// While the recorded program runs: Ctrl-C is the program's business (the terminal sends it there too), so
-/// rlctl ignores SIGINT; a SIGTERM aimed at rlctl is passed on to the program.
-final class SignalForwarding: @unchecked Sendable {
-    private let lock = NSLock()
-    private var target: pid_t?
-
-    init(to pid: pid_t) {
-        target = pid
-        try? TerminationSignals.watch { [self] signo in
-            guard signo == SIGTERM else { return }
-            lock.lock()
-            defer { lock.unlock() }
-            if let target { kill(target, SIGTERM) }
-        }
-        signal(SIGINT, SIG_IGN)
-    }
-
-    /// The program has ended: signals end rlctl again.
-    func end() {
-        lock.lock()
-        target = nil
-        lock.unlock()
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
     }
 }

@@ -1,6 +1,7 @@
 import Analysis
 import ArgumentParser
 import Foundation
+import Glibc
 import RunLoopCore
 import Tracing
 import Workloads
@@ -11,8 +12,13 @@ struct Run: ParsableCommand {
         discussion: """
         Traces with the embedded recorder by default (no tracer needed). --tracer lttng traces through a real \
         LTTng session instead (runloop:* for this process; rlctl starts the session daemon if none runs; see \
-        rlctl doctor). --tracer none runs untraced, to measure tracing's own overhead. Ctrl-C ends the run early \
-        and still summarizes a complete trace.
+        rlctl doctor). --tracer none runs untraced, to measure tracing's own overhead.
+
+        Ctrl-C or SIGTERM at any moment: the run ends early (with --repeat, later repetitions do not start), the \
+        trace is completed and the summary of what ran is printed, exit status as usual (0). A signal before the \
+        workload started means it does not start: the trace and the summary are empty and rlctl says so. A second \
+        Ctrl-C (more than 0.3 s after the first) completes the trace, says the summary was skipped and ends rlctl \
+        at once (status 130, 143 for SIGTERM).
 
         Examples:
           rlctl run timers --count 50 --interval 1ms --duration 5s
@@ -29,18 +35,18 @@ struct Run: ParsableCommand {
     @Option(help: "A workload file (JSON or YAML) instead of a built-in workload.")
     var file: String?
 
-    @Option(help: "How long each repetition runs, e.g. 3s.")
+    @Option(help: "How long each repetition runs, e.g. 3s.", transform: durationArgument)
     var duration: DurationValue = .seconds(3)
 
     @Option(help: "timers: how many timers.") var count: Int?
-    @Option(help: "timers, jank, modes: the interval, e.g. 1ms.") var interval: DurationValue?
-    @Option(help: "timers: the tolerance, e.g. 200us.") var tolerance: DurationValue?
-    @Option(help: "CPU time each handler burns, e.g. 50us.") var handlerCost: DurationValue?
+    @Option(help: "timers, jank, modes: the interval, e.g. 1ms.", transform: durationArgument) var interval: DurationValue?
+    @Option(help: "timers: the tolerance, e.g. 200us.", transform: durationArgument) var tolerance: DurationValue?
+    @Option(help: "CPU time each handler burns, e.g. 50us.", transform: durationArgument) var handlerCost: DurationValue?
     @Option(help: "sources, ports, io, blocks: producer threads.") var threads: Int?
     @Option(help: "sources, ports, io, blocks: events per second per thread (0 = as fast as possible).") var rate: Double?
     @Option(help: "ports, io: bytes per message.") var bytes: Int?
     @Option(help: "jank: every how many frames a callout burns CPU.") var every: Int?
-    @Option(help: "jank: how much CPU that callout burns, e.g. 25ms.") var cost: DurationValue?
+    @Option(help: "jank: how much CPU that callout burns, e.g. 25ms.", transform: durationArgument) var cost: DurationValue?
 
     @Option(help: "embedded (default), lttng or none.")
     var tracer: TracerChoice = .embedded
@@ -83,12 +89,17 @@ struct Run: ParsableCommand {
         let name = workload?.rawValue ?? file!
         var summaries: [TraceSummary] = []
         for repetition in 1...`repeat` {
+            // A signal between two repetitions (or during a summary) ends the series: the next one does not start.
+            if repetition > 1, let signo = Interruptions.shared.interruption {
+                note("\(signalName(signo)): repetitions \(repetition) to \(`repeat`) did not run")
+                break
+            }
             let title = "\(name) — \(describe(spec))" + (`repeat` > 1 ? " — repetition \(repetition)/\(`repeat`)" : "")
             let result = try runOnce(spec, repetition: repetition)
             if let summaryResult = result {
                 summaries.append(summaryResult)
                 if `repeat` == 1 || format == .text {
-                    print(format.render(summaryResult, title: format == .json ? nil : title))
+                    Interruptions.shared.output { print(format.render(summaryResult, title: format == .json ? nil : title)) }
                 }
             }
         }
@@ -121,16 +132,13 @@ struct Run: ParsableCommand {
     /// One repetition: trace it with the chosen tracer and summarize; nil with --tracer none.
     private func runOnce(_ spec: WorkloadSpec, repetition: Int) throws -> TraceSummary? {
         let runner = WorkloadRunner(spec: spec)
-        let interrupted = InterruptFlag()
-        try? TerminationSignals.watch { signo in
-            if interrupted.set() { runner.cancel() } else { TerminationSignals.exit(reraising: signo) }
-        }
         switch tracer {
         case .none:
-            let progress = ProgressLine(total: spec.duration.duration, enabled: true) { "running untraced…" }
-            let outcome = runner.run()
-            progress.finish()
-            print("untraced: \(outcome.loopStatistics.iterations) iterations, \(outcome.loopStatistics.sleeps) sleeps, \(outcome.loopStatistics.timersFired) timer callouts, \(outcome.loopStatistics.sourcesHandled) sources, \(outcome.loopStatistics.blocksRun) blocks, \(outcome.produced) produced in \(outcome.elapsed)")
+            Interruptions.shared.onSecondSignal(nil)
+            guard let outcome = runUnlessInterrupted(runner, spec: spec, progress: { _ in "running untraced…" }) else {
+                return nil
+            }
+            Interruptions.shared.output { print(untracedLine(outcome, spec: spec)) }
             return nil
         case .embedded:
             // The recorder itself refuses a folder that already holds a trace.
@@ -149,33 +157,71 @@ struct Run: ParsableCommand {
                 throw Failure.input(error.description)
             }
             LoopEventSink.install(recorder)
-            let clock = RunClock(total: spec.duration)
-            let progress = ProgressLine(total: spec.duration.duration, enabled: true) {
+            Interruptions.shared.onSecondSignal {
+                LoopEventSink.install(nil)
+                _ = try? recorder.stop()
+                return destination.completedNote()
+            }
+            _ = runUnlessInterrupted(runner, spec: spec) { clock in
                 let p = recorder.progress
                 return "running… \(clock.elapsedOfTotal), \(p.recorded) events written, \(p.lost) lost"
             }
-            _ = runner.run()
-            progress.finish()
+            Interruptions.shared.startSummarizing()
             LoopEventSink.install(nil)
             do { try recorder.stop() } catch let error as RecorderError { throw Failure.input(error.description) }
             return try summarizeTrace(at: folder, options: analysis.summarizerOptions)
         case .lttng:
             let destination = try traceDestination(repetition: repetition, mustBeNew: true)
             defer { destination.removeUnlessKept() }
-            try traceWithLTTng(into: destination.path) {
-                let clock = RunClock(total: spec.duration)
-                let progress = ProgressLine(total: spec.duration.duration, enabled: true) {
-                    "running… \(clock.elapsedOfTotal), traced by LTTng"
-                }
-                _ = runner.run()
-                progress.finish()
+            try traceWithLTTng(into: destination) {
+                _ = runUnlessInterrupted(runner, spec: spec) { clock in "running… \(clock.elapsedOfTotal), traced by LTTng" }
             }
             return try summarizeTrace(at: destination.path, options: analysis.summarizerOptions)
         }
     }
 
+    /// Runs the workload unless a signal came first (nil then: it did not start), with the progress line; says on
+    /// stderr when a signal ended it early.
+    private func runUnlessInterrupted(_ runner: WorkloadRunner, spec: WorkloadSpec,
+                                      progress render: @escaping @Sendable (RunClock) -> String) -> WorkloadRunner.Outcome? {
+        guard Interruptions.shared.startRunning(cancel: { runner.cancel() }) else {
+            let signo = Interruptions.shared.interruption ?? SIGINT
+            note("\(signalName(signo)) before the workload started: it did not run" + (tracer == .none ? "" : ", so its trace and summary are empty"))
+            return nil
+        }
+        let clock = RunClock(total: spec.duration)
+        let line = ProgressLine(total: spec.duration.duration, enabled: true) { render(clock) }
+        let outcome = runner.run()
+        line.finish()
+        if let signo = Interruptions.shared.interruption {
+            note("\(signalName(signo)) ended the run after \(formatNanoseconds(UInt64(outcome.elapsed.nanosecondsClamped))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds)))" + (tracer == .none ? "" : "; the summary covers that part"))
+        }
+        return outcome
+    }
+
+    /// What an untraced run did, in the workload's own counts (no trace to summarize).
+    private func untracedLine(_ outcome: WorkloadRunner.Outcome, spec: WorkloadSpec) -> String {
+        let s = outcome.loopStatistics
+        var parts = ["\(s.iterations) iterations", "\(s.sleeps) sleeps"]
+        var hasTimers = false, hasSources = false, hasBlocks = false, hasProducers = false
+        for element in spec.elements {
+            switch element {
+            case .timers, .jank, .modes: hasTimers = true
+            case .sources, .ports, .io: hasSources = true; hasProducers = true
+            case .blocks: hasBlocks = true; hasProducers = true
+            }
+        }
+        if hasTimers { parts.append("\(s.timersFired) timer callouts") }
+        if hasSources { parts.append("\(s.sourcesHandled) source callouts") }
+        if hasBlocks { parts.append("\(s.blocksRun) blocks") }
+        // What the producer threads managed to hand the loop (signals, messages, writes, blocks).
+        if hasProducers { parts.append("\(outcome.produced) events sent by producer threads") }
+        return "untraced, ran \(formatNanoseconds(UInt64(outcome.elapsed.nanosecondsClamped))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds))): " + parts.joined(separator: ", ")
+    }
+
     /// Runs `body` with `LTTngSink` installed, inside an LTTng session that records this process into `folder`.
-    private func traceWithLTTng(into folder: String, _ body: () -> Void) throws {
+    private func traceWithLTTng(into destination: TraceDestination, _ body: () -> Void) throws {
+        let folder = destination.path
         let subbuffer = max(4, (bufferKib + 3) / 4)
         var channel = LTTngRecording.channelOptions(subbufferSize: "\(1 << (Int.bitWidth - (subbuffer - 1).leadingZeroBitCount))K",
                                                    subbufferCount: 4)
@@ -187,7 +233,13 @@ struct Run: ParsableCommand {
             throw Failure.input("cannot set up the LTTng session: \(error)")
         }
         LoopEventSink.install(LTTngSink())
+        Interruptions.shared.onSecondSignal {
+            LoopEventSink.install(nil)
+            try? session.stop()
+            return destination.completedNote()
+        }
         body()
+        Interruptions.shared.startSummarizing()
         LoopEventSink.install(nil)
         do { try session.stop() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
     }
@@ -214,16 +266,19 @@ enum TracerChoice: String, ExpressibleByArgument, CaseIterable {
     case embedded, lttng, none
 }
 
-/// Set once by the first SIGINT/SIGTERM; a second one ends the process at once.
-final class InterruptFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var isSet = false
-    /// Returns true the first time.
-    func set() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if isSet { return false }
-        isSet = true
-        return true
+/// One line on stderr about how a signal changed the run.
+func note(_ text: String) {
+    Interruptions.shared.output { FileHandle.standardError.write(Data("rlctl: \(text)\n".utf8)) }
+}
+
+func signalName(_ signo: Int32) -> String {
+    signo == SIGINT ? "SIGINT" : (signo == SIGTERM ? "SIGTERM" : "signal \(signo)")
+}
+
+extension Duration {
+    /// Whole nanoseconds, 0 for a negative duration.
+    var nanosecondsClamped: Int64 {
+        let (seconds, attoseconds) = components
+        return max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

@@ -2,11 +2,10 @@ import Analysis
 import ArgumentParser
 import Workloads
 
-extension DurationValue: ExpressibleByArgument {
-    public init?(argument: String) {
-        self.init(parsing: argument)
-        if nanoseconds < 0 { return nil }
-    }
+/// Duration options parse through this rather than ExpressibleByArgument, whose failure can only say "invalid":
+/// `--duration 3` must say that the unit is missing.
+func durationArgument(_ text: String) throws -> DurationValue {
+    try DurationValue.parseArgument(text)
 }
 
 /// How a summary is printed.
@@ -16,10 +15,10 @@ enum SummaryFormat: String, ExpressibleByArgument, CaseIterable {
 
 /// The thresholds every command that summarizes a trace shares.
 struct AnalysisOptions: ParsableArguments {
-    @Option(help: "Iterations busier than this are stalls, e.g. 16ms.")
+    @Option(help: "Iterations busier than this are stalls, e.g. 16ms.", transform: durationArgument)
     var stall: DurationValue = .milliseconds(16)
 
-    @Option(help: "A timer this much later than its tolerance is late and gets a cause, e.g. 1ms.")
+    @Option(help: "A timer this much later than its tolerance is late and gets a cause, e.g. 1ms.", transform: durationArgument)
     var late: DurationValue = .milliseconds(1)
 
     var summarizerOptions: TraceSummarizer.Options {

@@ -56,6 +56,15 @@ struct TraceDestination {
         }
     }
 
+    /// After a second signal: the kept trace is complete (say where); a temporary one goes.
+    func completedNote() -> String? {
+        guard keep else {
+            removeUnlessKept()
+            return nil
+        }
+        return "the trace in \(path) is complete"
+    }
+
     func removeUnlessKept() {
         if !keep { try? FileManager.default.removeItem(atPath: path) }
     }

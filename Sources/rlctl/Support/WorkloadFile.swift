@@ -5,8 +5,17 @@ import Yams
 /// Reads a workload file: JSON (`.json`) or YAML (anything else).
 enum WorkloadFile {
     static func load(_ path: String) throws -> WorkloadSpec {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        // Through a file handle, not FileManager.contents: that refuses pipes, and `--file <(generate-workload)`
+        // is one.
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+              let handle = FileHandle(forReadingAtPath: path) else {
             throw Failure.input("\(path): no such workload file (or it cannot be read)")
+        }
+        defer { try? handle.close() }
+        let data: Data
+        do { data = try handle.readToEnd() ?? Data() } catch {
+            throw Failure.input("\(path): cannot read the workload file: \(error.localizedDescription)")
         }
         do {
             if path.hasSuffix(".json") {
@@ -22,7 +31,10 @@ enum WorkloadFile {
 
     private static func describe(_ error: DecodingError) -> String {
         func path(_ context: DecodingError.Context) -> String {
-            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            let keys = context.codingPath.reduce("") { path, key in
+                if let index = key.intValue { return path + "[\(index)]" }
+                return path.isEmpty ? key.stringValue : path + "." + key.stringValue
+            }
             return keys.isEmpty ? "" : " at \(keys)"
         }
         switch error {
