@@ -20,8 +20,9 @@ struct RLCtl: ParsableCommand {
         // Before anything else: a signal during start-up must not end rlctl with nothing (see Interruptions).
         Interruptions.shared.install()
         do {
-            try requireCommand(Array(CommandLine.arguments.dropFirst()))
-            var command = try parseAsRoot()
+            let arguments = joiningNegativeValues(Array(CommandLine.arguments.dropFirst()))
+            try requireCommand(arguments)
+            var command = try parseAsRoot(arguments)
             if !(command is Run || command is Record) { Interruptions.shared.endOnSignal() }
             try command.run()
         } catch let failure as Failure {
@@ -59,6 +60,27 @@ struct RLCtl: ParsableCommand {
                 throw Failure.input("rlctl help takes one command (got \(arguments.dropFirst().joined(separator: " ")))")
             }
         }
+    }
+
+    /// `--duration -1s` reads to ArgumentParser as an option with no value followed by an unknown flag ("Missing
+    /// value"); joined as `--duration=-1s`, the value reaches the option, which says what is wrong with it. Not
+    /// after `--`: that is record's program and its arguments.
+    static func joiningNegativeValues(_ arguments: [String]) -> [String] {
+        var result: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--" { return result + arguments[index...] }
+            if argument.hasPrefix("--"), !argument.contains("="), index + 1 < arguments.count,
+               arguments[index + 1].hasPrefix("-"), let next = arguments[index + 1].dropFirst().first, next.isNumber || next == "." {
+                result.append("\(argument)=\(arguments[index + 1])")
+                index += 2
+                continue
+            }
+            result.append(argument)
+            index += 1
+        }
+        return result
     }
 
     /// ArgumentParser lists an option's values one per line; the failure stays one line with the values in it.
@@ -103,6 +125,8 @@ final class Interruptions: @unchecked Sendable {
     private let lock = NSLock()
     private var phase: Phase = .preparing
     private var first: Int32?
+    /// What a signal during preparation keeps from starting, for the message.
+    private var preparing = "the workload"
     private var ending = false
     /// Completes the trace when a second signal ends rlctl; returns what to tell the user about it.
     private var completion: (@Sendable () -> String?)?
@@ -135,6 +159,13 @@ final class Interruptions: @unchecked Sendable {
         let pending = first
         lock.unlock()
         if let pending { TerminationSignals.exit(reraising: pending) }
+    }
+
+    /// Names what the command is preparing to start ("the workload", "the program").
+    func prepare(_ what: String) {
+        lock.lock()
+        preparing = what
+        lock.unlock()
     }
 
     /// Moves to running; false (and no change) when a signal already asked to stop, so nothing starts.
@@ -200,7 +231,7 @@ final class Interruptions: @unchecked Sendable {
                     cancel()
                     note = "\(name): ending the run early; the summary follows (again to skip it)"
                 case .summarizing: note = "\(name): finishing the summary (again to skip it)"
-                default: note = "\(name): the workload will not start (again to end at once)"
+                default: note = "\(name): \(preparing) will not start (again to end at once)"
                 }
                 FileHandle.standardError.write(Data("rlctl: \(note)\n".utf8))
                 lock.unlock()

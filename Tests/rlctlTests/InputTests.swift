@@ -26,6 +26,9 @@ import Testing
         try expectUsageError(["run", "timers", "--interval", "2.5"], mentions: ["--interval", "no unit", "2.5ms"])
         try expectUsageError(["summarize", "/nonexistent", "--stall", "16"], mentions: ["--stall", "no unit"])
         try expectUsageError(["run", "timers", "--duration", "soon"], mentions: ["not a duration"])
+        // A negative value is the option's value, not an unknown flag ("Missing value for '--duration'").
+        try expectUsageError(["run", "timers", "--duration", "-1s"], mentions: ["--duration", "\"-1s\" is negative"])
+        try expectUsageError(["run", "timers", "--interval", "-.5ms"], mentions: ["--interval", "is negative"])
     }
 
     @Test func unknownKeysInAWorkloadFileAreErrors() throws {

@@ -54,6 +54,7 @@ struct Record: ParsableCommand {
     }
 
     func run() throws {
+        Interruptions.shared.prepare("the program")
         try LTTngRecording.requireUsable("rlctl record")
         let destination = try TraceDestination(requested: output, label: "record")
         defer { destination.removeUnlessKept() }
