@@ -83,6 +83,23 @@ struct LTTngCommandTests {
         #expect((json?["health"] as? [String: Any])?["eventsLost"] as? Int == 0)
         #expect(FileManager.default.fileExists(atPath: trace + "/ust"), "the LTTng trace is kept")
     }
+
+    /// The loop announced itself to the first repetition's sink only: from the second on, LTTng traces had its
+    /// events but not its name.
+    @Test func everyLTTngRepetitionNamesItsLoop() throws {
+        let report = CLI.temporary("run-lttng-repeat.json")
+        defer { try? FileManager.default.removeItem(atPath: report) }
+        let result = try CLI.run(["run", "timers", "--tracer", "lttng", "--count", "2", "--duration", "200ms",
+                                  "--repeat", "2", "--output", report, "--format", "json"])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any]
+        let repetitions = json?["repetitions"] as? [[String: Any]] ?? []
+        #expect(repetitions.count == 2)
+        for (index, repetition) in repetitions.enumerated() {
+            let names = (repetition["loops"] as? [[String: Any]] ?? []).map { $0["name"] as? String }
+            #expect(names == ["main"], "repetition \(index + 1): \(names)")
+        }
+    }
 }
 
 /// LTTng set-up problems, each reported with what to do; these need no LTTng at all.
