@@ -147,6 +147,22 @@ import Testing
         }
     }
 
+    /// Ctrl-C during the first of three repetitions ends the series: it used to cancel that repetition only,
+    /// and the next ones ran in full.
+    @Test func ctrlCEndsASeriesOfRepetitions() throws {
+        let report = CLI.temporary("series.json")
+        defer { try? FileManager.default.removeItem(atPath: report) }
+        let child = try Child(["run", "timers", "--count", "2", "--duration", "2s", "--repeat", "3", "--output", report])
+        try child.waitUntilSignalsAreCaught()
+        usleep(900_000)
+        child.send(SIGINT)
+        let end = child.finish()
+        #expect(end.reason == .exit && end.status == 0, "status \(end.status), stderr: \(end.stderr)")
+        #expect(end.stderr.contains("repetitions 2 to 3 did not run"), "\(end.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any]
+        #expect((json?["repetitions"] as? [Any])?.count == 1, "the report keeps what ran")
+    }
+
     /// The second Ctrl-C ends rlctl at once, says the summary was skipped, and still leaves a complete trace.
     @Test func aSecondCtrlCSkipsTheSummaryAndKeepsACompleteTrace() throws {
         let folder = CLI.temporary("second.rltrace")

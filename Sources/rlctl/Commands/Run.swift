@@ -91,7 +91,7 @@ struct Run: ParsableCommand {
         for repetition in 1...`repeat` {
             // A signal between two repetitions (or during a summary) ends the series: the next one does not start.
             if repetition > 1, let signo = Interruptions.shared.interruption {
-                note("\(signalName(signo)): repetitions \(repetition) to \(`repeat`) did not run")
+                note("\(signalName(signo)): " + (repetition == `repeat` ? "repetition \(repetition) did not run" : "repetitions \(repetition) to \(`repeat`) did not run"))
                 break
             }
             let title = "\(name) — \(describe(spec))" + (`repeat` > 1 ? " — repetition \(repetition)/\(`repeat`)" : "")
