@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 int rl_child_spawn_gated(const char *path, char *const argv[], char *const envp[], rl_gated_child *child) {
@@ -55,9 +57,26 @@ int rl_child_spawn_gated(const char *path, char *const argv[], char *const envp[
 int rl_child_release(rl_gated_child *child) {
     char byte = 1;
     ssize_t n;
+    // A child that died at its gate (a terminal's Ctrl-C reaches it too) leaves no reader: the write would raise
+    // SIGPIPE and end rlctl without a word. Blocked for this thread, and a SIGPIPE it caused taken back.
+    sigset_t pipe_only, saved;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &saved);
     do { n = write(child->gate_fd, &byte, 1); } while (n < 0 && errno == EINTR);
+    int write_error = n < 0 ? errno : 0;
+    if (write_error == EPIPE) {
+        struct timespec none = {0, 0};
+        while (sigtimedwait(&pipe_only, NULL, &none) < 0 && errno == EINTR) {}
+    }
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
     close(child->gate_fd);
     child->gate_fd = -1;
+    if (write_error != 0) {
+        close(child->error_fd);
+        child->error_fd = -1;
+        return write_error;
+    }
     int code = 0;
     size_t got = 0;
     while (got < sizeof code) {

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 /// The exit statuses the README documents, for the cases that used to get them wrong.
@@ -43,6 +44,42 @@ struct RecordExitCodeTests {
         let result = try CLI.run(["record", "--", "/bin/sh", "-c", "kill -TERM $$"])
         #expect(result.status == 1, "exit \(result.status): \(result.stderr)")
         #expect(result.stderr.contains("sh was killed by signal 15"), "\(result.stderr)")
+    }
+
+    /// The program killed while it waits at its gate (rlctl is still setting up the session): opening the gate
+    /// raised SIGPIPE, which ended rlctl without a word.
+    @Test func aProgramKilledAtItsGateIsAFailedProgram() throws {
+        var caughtAtTheGate = false
+        for _ in 0..<3 where !caughtAtTheGate {
+            var result: CLI.Result?
+            result = try CLI.run(["record", "--", CLI.sibling("runloop-demo"), "1"]) { process in
+                // The gated child runs rlctl's image until it is released and executes the program; rlctl's other
+                // children (lttng commands) run rlctl's image only for the instant before their exec.
+                func children() -> [pid_t] {
+                    let text = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/task/\(process.processIdentifier)/children", encoding: .utf8)) ?? ""
+                    return text.split(separator: " ").compactMap { pid_t($0) }
+                }
+                func image(_ pid: pid_t) -> String { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? "" }
+                let end = ContinuousClock.now + .seconds(10)
+                while ContinuousClock.now < end && process.isRunning {
+                    for child in children() {
+                        if image(child).hasSuffix("/runloop-demo") { return }   // released already: too late
+                        guard image(child).hasSuffix("/rlctl") else { continue }
+                        usleep(30_000)
+                        if image(child).hasSuffix("/rlctl") && children().contains(child) {
+                            kill(child, SIGKILL)
+                            caughtAtTheGate = true
+                            return
+                        }
+                    }
+                    usleep(1_000)
+                }
+            }
+            guard caughtAtTheGate, let result else { continue }
+            #expect(result.status == 1, "exit \(result.status): \(result.stderr)")
+            #expect(result.stderr.contains("runloop-demo was killed by signal 9 (Killed) before it started; it did not run"), "\(result.stderr)")
+        }
+        #expect(caughtAtTheGate, "the program was never caught at its gate in three tries")
     }
 
     @Test func aProgramThatSucceedsWithoutTheSinkStillGetsTheAdvice() throws {

@@ -23,8 +23,8 @@ typedef struct rl_gated_child {
 /// execve(path, argv, envp). Returns 0, or an errno value when the pipes or fork fail.
 int rl_child_spawn_gated(const char *path, char *const argv[], char *const envp[], rl_gated_child *child);
 
-/// Opens the gate and waits until the child has executed the program. Returns 0, or the errno of the failed
-/// execve (the child has then exited with status 127).
+/// Opens the gate and waits until the child has executed the program. Returns 0, the errno of the failed
+/// execve (the child has then exited with status 127), or EPIPE when the child had already died at its gate.
 int rl_child_release(rl_gated_child *child);
 
 /// Closes the gate without releasing the child: it exits with status 127 without running the program.

@@ -27,11 +27,15 @@ final class GatedChild {
         pid = child.pid
     }
 
-    /// Lets the program run; fails when it could not be executed.
+    /// Lets the program run; fails when it could not be executed, or (status 1, a failed program) when it was
+    /// killed while it waited at the gate.
     func release() throws {
         let rc = rl_child_release(&child)
         guard rc == 0 else {
-            _ = waitForExit()
+            let ending = waitForExit()
+            if rc == EPIPE, case .signaled = ending {
+                throw Failure(message: "\(command) \(ending) before it started; it did not run", status: .violation)
+            }
             throw Failure.input("cannot run \(command): \(String(cString: strerror(rc)))")
         }
     }
