@@ -166,7 +166,6 @@ struct Run: ParsableCommand {
                 let p = recorder.progress
                 return "running… \(clock.elapsedOfTotal), \(p.recorded) events written, \(p.lost) lost"
             }
-            Interruptions.shared.startSummarizing()
             LoopEventSink.install(nil)
             do { try recorder.stop() } catch let error as RecorderError { throw Failure.input(error.description) }
             return try summarizeTrace(at: folder, options: analysis.summarizerOptions)
@@ -192,6 +191,8 @@ struct Run: ParsableCommand {
         let clock = RunClock(total: spec.duration)
         let line = ProgressLine(total: spec.duration.duration, enabled: true) { render(clock) }
         let outcome = runner.run()
+        // From here a signal no longer cancels anything: it is about the summary.
+        Interruptions.shared.startSummarizing()
         line.finish()
         if let signo = Interruptions.shared.interruption {
             note("\(signalName(signo)) ended the run after \(formatNanoseconds(UInt64(outcome.elapsed.nanosecondsClamped))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds)))" + (tracer == .none ? "" : "; the summary covers that part"))
