@@ -252,3 +252,38 @@ final class Problems: @unchecked Sendable {
     func add(_ problem: String) { lock.lock(); list.append(problem); lock.unlock() }
     var all: [String] { lock.lock(); defer { lock.unlock() }; return list }
 }
+
+/// `record`: after the program ended, a second Ctrl-C skips the summary and leaves the LTTng trace complete.
+@Suite(.serialized, .enabled(if: LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
+struct RecordSignalTests {
+    @Test func aSecondCtrlCAfterTheProgramEndedSkipsTheSummary() throws {
+        let output = CLI.temporary("record-second")
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        // A program with many events, so that reading them back takes a while: rlctl itself, running a flood under
+        // its own LTTng session (the events reach both sessions).
+        let child = try SignalTests.Child(["record", "--output", output, "--", CLI.binary, "run", "blocks", "--rate", "0",
+                                           "--threads", "1", "--tracer", "lttng", "--duration", "400ms", "--format", "json"])
+        try child.waitUntilSignalsAreCaught()
+        // Until the program has been started and then reaped: rlctl is then stopping the session and summarizing.
+        let childrenFile = "/proc/\(child.pid)/task/\(child.pid)/children"
+        let limit = ContinuousClock.now + .seconds(60)
+        var sawProgram = false
+        while ContinuousClock.now < limit && child.process.isRunning {
+            let running = !((try? String(contentsOfFile: childrenFile, encoding: .utf8)) ?? "").isEmpty
+            if running { sawProgram = true } else if sawProgram { break }
+            usleep(2_000)
+        }
+        try #require(sawProgram && child.process.isRunning, "rlctl ended before the test could interrupt its summary")
+        child.send(SIGINT)
+        usleep(400_000)
+        let second = ContinuousClock.now
+        child.send(SIGINT)
+        let end = child.finish()
+        let took = ContinuousClock.now - second
+        #expect(end.reason == .uncaughtSignal && end.status == SIGINT, "status \(end.status) (\(end.reason)), stderr: \(end.stderr)")
+        #expect(end.stderr.contains("SIGINT: finishing the summary"), "\(end.stderr)")
+        #expect(end.stderr.contains("SIGINT again: summary skipped; the trace in \(output) is complete"), "\(end.stderr)")
+        #expect(took < .seconds(10), "the second Ctrl-C took \(took)")
+        #expect(FileManager.default.fileExists(atPath: output + "/ust"), "the LTTng trace is kept")
+    }
+}
