@@ -265,14 +265,27 @@ struct RecordSignalTests {
                                            "--threads", "1", "--tracer", "lttng", "--duration", "400ms", "--format", "json"])
         try child.waitUntilSignalsAreCaught()
         // Until the program has been started and then reaped: rlctl is then stopping the session and summarizing.
+        // rlctl's other children (lttng commands, the program still at its gate) have other command lines.
         let childrenFile = "/proc/\(child.pid)/task/\(child.pid)/children"
+        // Reaped, not merely exited: a zombie still counts (rlctl has not yet noticed, and a signal then is the
+        // program's Ctrl-C).
+        func children() -> [Substring] {
+            ((try? String(contentsOfFile: childrenFile, encoding: .utf8)) ?? "").split(separator: " ")
+        }
         let limit = ContinuousClock.now + .seconds(60)
-        var sawProgram = false
+        var program: Substring?
         while ContinuousClock.now < limit && child.process.isRunning {
-            let running = !((try? String(contentsOfFile: childrenFile, encoding: .utf8)) ?? "").isEmpty
-            if running { sawProgram = true } else if sawProgram { break }
+            if let program {
+                if !children().contains(program) { break }
+            } else {
+                program = children().first { pid in
+                    let line = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
+                    return line.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }.prefix(3) == [CLI.binary, "run", "blocks"]
+                }
+            }
             usleep(2_000)
         }
+        let sawProgram = program != nil
         try #require(sawProgram && child.process.isRunning, "rlctl ended before the test could interrupt its summary")
         child.send(SIGINT)
         usleep(400_000)
