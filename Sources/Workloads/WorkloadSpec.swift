@@ -29,7 +29,8 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
     public init(from decoder: Decoder) throws {
         try rejectUnknownKeys(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue), of: "a workload")
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        duration = try c.decode(DurationValue.self, forKey: .duration)
+        // As `rlctl run --duration` (the README promises every field a default).
+        duration = try c.decodeIfPresent(DurationValue.self, forKey: .duration) ?? .seconds(3)
         elements = try c.decode([Element].self, forKey: .elements)
     }
 

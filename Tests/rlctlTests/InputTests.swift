@@ -65,6 +65,13 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
     }
 
+    /// Every field has a default, duration included (it was required).
+    @Test func aWorkloadFileWithoutADurationRunsForTheDefault() throws {
+        let result = try CLI.run(["run", "--file", try file("noduration.yaml", "elements:\n  - kind: jank\n"), "--tracer", "none"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(" of 3.00s: "), "\(result.stdout)")
+    }
+
     @Test func anUntracedRunSaysWhatItDidInPlainFigures() throws {
         let timers = try CLI.run(["run", "timers", "--count", "2", "--duration", "300ms", "--tracer", "none"])
         #expect(timers.status == 0, "\(timers.stderr)")
