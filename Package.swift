@@ -67,12 +67,19 @@ let package = Package(
         ),
         // The embedded recorder's lock-free per-thread buffers (the event hot path).
         .target(name: "CRecorder"),
-        // The `runloop` LTTng-UST tracepoint provider and the rl_trace_* functions (stubs without LTTng).
+        // The rl_trace_* functions and the loader of the `runloop` LTTng-UST provider (empty without LTTng).
+        // The provider itself (provider/, linked with liblttng-ust) is not compiled into this target: the
+        // LTTngProviderBuilder plugin builds it as librunloop-lttng-provider.so into this target's resources,
+        // and runloop_tracepoints.c dlopens it when an LTTngSink first needs it, so processes that never trace
+        // with LTTng never load liblttng-ust (docs/lttng.md, "Loading the provider").
         .target(
             name: "CRunLoopTracepoints",
+            exclude: ["provider"],
             cSettings: haveLTTng ? [.define("RLCTL_HAVE_LTTNG")] : [],
-            linkerSettings: haveLTTng ? [.linkedLibrary("lttng-ust"), .linkedLibrary("dl")] : []
+            linkerSettings: haveLTTng ? [.linkedLibrary("dl")] : [],
+            plugins: haveLTTng ? ["LTTngProviderBuilder"] : []
         ),
+        .plugin(name: "LTTngProviderBuilder", capability: .buildTool()),
         // The CTF reader's libbabeltrace2 graph and sink component (a stub without libbabeltrace2).
         .target(
             name: "CBabeltrace2",

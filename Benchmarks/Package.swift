@@ -69,12 +69,15 @@ let package = Package(
                 .product(name: "Tracing", package: "rlctl"),
             ]
         ),
-        // tracebench's C baseline: the `runloop` tracepoints called from C. Its header search path to the
-        // provider (Sources/CRunLoopTracepoints/include in the main package) comes with the Tracing product.
+        // tracebench's C baseline: the `runloop` tracepoints called from C, with call sites of its own and the
+        // probes of the provider library LTTngSink loads (LTTNG_UST_TRACEPOINT_PROBE_DYNAMIC_LINKAGE: it dlopens
+        // liblttng-ust-tracepoint, hence libdl). Its header search path to the provider
+        // (Sources/CRunLoopTracepoints/include in the main package) comes with the Tracing product.
         .target(
             name: "CTraceBaseline",
             dependencies: [.product(name: "Tracing", package: "rlctl")],
-            cSettings: lttngInstalledAndEnabled() ? [.define("RLCTL_HAVE_LTTNG")] : []
+            cSettings: lttngInstalledAndEnabled() ? [.define("RLCTL_HAVE_LTTNG")] : [],
+            linkerSettings: lttngInstalledAndEnabled() ? [.linkedLibrary("dl")] : []
         ),
         // timerfd, eventfd, epoll and RUSAGE_THREAD for the raw floors and the idle measurement.
         .target(name: "CBenchSupport"),

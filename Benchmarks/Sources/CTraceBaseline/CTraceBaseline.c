@@ -2,9 +2,16 @@
 
 #ifdef RLCTL_HAVE_LTTNG
 
-// Declares the provider's tracepoints without defining them: the probes and the tracepoint structures are
-// those of the main package's CRunLoopTracepoints (linked in through the Tracing product), so the process has
-// one `runloop` provider, and both paths enable, record and count the very same events.
+// A C application instrumented the way lttng-ust(3) documents for a provider in a shared object ("Dynamically
+// loading the tracepoint provider"): this file defines the tracepoint call sites (LTTNG_UST_TRACEPOINT_DEFINE)
+// and, with LTTNG_UST_TRACEPOINT_PROBE_DYNAMIC_LINKAGE, links no LTTng library — its constructor dlopens
+// liblttng-ust-tracepoint.so.1 to register them. The probes are those of the main package's
+// librunloop-lttng-provider.so, which LTTngSink loads before tracebench measures anything (lttngPeers() asks
+// LTTngSink.isCompiledIn first); liblttng-ust then binds these call sites to the same probes, so a session that
+// enables runloop:before_timers records both paths into the same buffers. The call sites' state words are this
+// file's own: the check below is a direct load, as in any application with its call sites built in.
+#define LTTNG_UST_TRACEPOINT_DEFINE
+#define LTTNG_UST_TRACEPOINT_PROBE_DYNAMIC_LINKAGE
 #include "runloop_provider.h"
 
 int tbc_compiled_in(void) { return 1; }

@@ -5,8 +5,8 @@ import RunLoopCore
 import Tracing
 
 // The LTTng rows: LTTngSink (the Swift path a loop takes) next to a C baseline that calls the same `runloop`
-// tracepoints with lttng_ust_tracepoint() (CTraceBaseline, built by the same compiler in the same release build,
-// linked into this binary against the one provider of CRunLoopTracepoints). Both emit the same event with the
+// tracepoints with lttng_ust_tracepoint() (CTraceBaseline, built by the same compiler in the same release build:
+// its own call sites, bound to the probes of the librunloop-lttng-provider.so that LTTngSink loads). Both emit the same event with the
 // same fields, without a session and with one enabling `runloop:*`. Every enabled round's trace is read back: it
 // must hold every event, with the right fields, and LTTng must report nothing discarded, or the figures are
 // marked as not comparable.

@@ -5,8 +5,9 @@
  * (Sources/Tracing/Readers/CTFTraceReader.swift), the embedded recorder's CTF metadata and every analysis
  * rely on them. Enumeration values are those of Sources/Tracing/Model/SchemaValues.swift.
  *
- * Only runloop_tracepoints.c includes this header, and only when the package was built with LTTng
- * (RLCTL_HAVE_LTTNG). Swift never sees it: include/module.modulemap exports rl_tracepoints.h alone.
+ * Included by provider/runloop_lttng_provider.c (the probes and tracepoints of librunloop-lttng-provider.so)
+ * and by C code that calls the tracepoints itself (tracebench's baseline). Swift never sees it:
+ * include/module.modulemap exports rl_tracepoints.h alone.
  */
 
 #undef LTTNG_UST_TRACEPOINT_PROVIDER

@@ -19,15 +19,28 @@ import RunLoopCore
 public final class LTTngSink: LoopEventSink, @unchecked Sendable {
     /// Names the calling thread's loop if it was created before this sink was installed (an LTTng trace takes a
     /// loop's thread from the event's vtid context, so only that thread can announce it).
+    /// Loads the `runloop` provider library (and with it liblttng-ust) now, before any loop reports to the sink;
+    /// when it cannot be loaded, says why once on stderr (``providerLoadError``) and records nothing.
     public override init() {
+        _ = rl_trace_load_for_sink()
         super.init()
         let me = rlsig_thread_id()
         for loop in KnownLoops.alive where loop.threadID == me { loopCreated(loopID: loop.id, threadID: loop.threadID, name: loop.name) }
     }
 
-    /// Whether this build contains the `runloop` tracepoint provider (liblttng-ust-dev was found at build time
-    /// and `RLCTL_DISABLE_LTTNG` was not set). When false, the sink records nothing.
+    /// Whether the `runloop` tracepoint provider is available to this process: liblttng-ust-dev was found at build
+    /// time, `RLCTL_DISABLE_LTTNG` was not set, and its library (librunloop-lttng-provider.so) loads — asking loads
+    /// it. When false, the sink records nothing (see ``isProviderBuilt`` and ``providerLoadError``).
     public static var isCompiledIn: Bool { rl_trace_compiled_in() != 0 }
+
+    /// Whether this build made the provider library (LTTng-UST found at build time); loads nothing.
+    public static var isProviderBuilt: Bool { rl_trace_provider_built() != 0 }
+
+    /// Why the provider library could not be loaded (the paths tried and what to do), or nil.
+    public static var providerLoadError: String? { rl_trace_load_error().map { String(cString: $0) } }
+
+    /// The file the provider library was loaded from, or nil when it is not loaded.
+    public static var providerPath: String? { rl_trace_provider_path().map { String(cString: $0) } }
 
     /// How many `runloop` events an LTTng session enables in this process right now (0 without a session, or
     /// when not compiled in). LTTng enables events asynchronously after `lttng enable-event`/`lttng start`.

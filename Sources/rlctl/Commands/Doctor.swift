@@ -41,8 +41,13 @@ struct Doctor: ParsableCommand {
 
     private func checkProvider(_ report: inout DoctorReport) -> Bool {
         if LTTngSink.isCompiledIn {
-            report.add("LTTng provider", .passed, "compiled into this rlctl (\(LTTngSink.providerEventCount) runloop:* tracepoints)")
+            report.add("LTTng provider", .passed, "loaded from \(LTTngSink.providerPath ?? "?") (\(LTTngSink.providerEventCount) runloop:* tracepoints)")
             return true
+        }
+        if LTTngSink.isProviderBuilt {   // built with LTTng, but its library does not load here
+            report.add("LTTng provider", .failed, LTTngSink.providerLoadError ?? "the provider library does not load",
+                       fix: "rebuild (swift build) so that librunloop-lttng-provider.so is beside rlctl, or set RLCTL_LTTNG_PROVIDER to its path")
+            return false
         }
         let disabled = ProcessInfo.processInfo.environment["RLCTL_DISABLE_LTTNG"].map { !["", "0", "false", "no", "off"].contains($0.lowercased()) } ?? false
         report.add("LTTng provider", .failed, "this rlctl was built without liblttng-ust",

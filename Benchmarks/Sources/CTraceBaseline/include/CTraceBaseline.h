@@ -1,6 +1,7 @@
 // The C baseline of tracebench: the `runloop` provider's tracepoints called straight from C, as an
-// application instrumented with lttng_ust_tracepoint() would call them, in the same binary and the same build
-// as the Swift path (LTTngSink) it is compared with.
+// application instrumented with lttng_ust_tracepoint() would call them (its own call sites, the provider's
+// probes in the dlopen'ed librunloop-lttng-provider.so), in the same binary and the same build as the Swift path
+// (LTTngSink) it is compared with.
 #ifndef CTRACEBASELINE_H
 #define CTRACEBASELINE_H
 
