@@ -129,17 +129,23 @@ import Tracing
         let stopEmitting = Atomic<Bool>(false)
         let target = Atomic<UInt>(0)          // the recorder the threads emit into (kept alive in `recorders`)
         var recorders: [EmbeddedRecorder] = []
+        let emitters = EmittingThreads()
         let done = DispatchGroup()
         for thread in 0..<threads {
             done.enter()
             Thread {
                 var n: UInt64 = 0
+                var reportedTo: UInt = 0
                 while !stopEmitting.load(ordering: .relaxed) {
                     let bits = target.load(ordering: .acquiring)
                     guard let pointer = UnsafeRawPointer(bitPattern: bits) else { continue }
                     let recorder = Unmanaged<EmbeddedRecorder>.fromOpaque(pointer).takeUnretainedValue()
                     recorder.sourceSignaled(sourceID: UInt64(thread) << 32 | n, at: 0)
                     n += 1
+                    if bits != reportedTo {
+                        reportedTo = bits
+                        emitters.reached(bits, thread: thread)
+                    }
                 }
                 done.leave()
             }.start()
@@ -154,8 +160,13 @@ import Tracing
             let recorder = try EmbeddedRecorder(directory: folder, options: options)
             recorders.append(recorder)
             try recorder.start()
-            target.store(UInt(bitPattern: Unmanaged.passUnretained(recorder).toOpaque()), ordering: .releasing)
-            usleep(30_000)
+            let bits = UInt(bitPattern: Unmanaged.passUnretained(recorder).toOpaque())
+            target.store(bits, ordering: .releasing)
+            // Every thread must be emitting into this recorder when it stops: a fixed sleep was not enough on two
+            // loaded cores (a thread not scheduled within it left its stream out, and the test failed).
+            #expect(emitters.waitUntil(threads, reached: bits, within: .seconds(20)),
+                    "not every emitting thread reached recording \(index) within 20 s")
+            usleep(10_000)
             let summary = try recorder.stop()
             usleep(5_000)                     // the threads go on emitting into the stopped recorder
             #expect(summary.eventsRecorded > 0)
@@ -173,7 +184,30 @@ import Tracing
                 last[event.threadID] = id
             }
             #expect(outOfOrder == 0)
-            #expect(last.count == threads)
+            #expect(last.count == threads, "recording \(index): streams \(last.keys.sorted()), recorded \(summary.eventsRecorded), lost \(summary.eventsLost)")
         }
+    }
+}
+
+/// Which emitting threads have reached which recorder, so a test stops a recorder only once all emit into it.
+private final class EmittingThreads: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var reached: [UInt: Set<Int>] = [:]
+
+    func reached(_ recorder: UInt, thread: Int) {
+        condition.lock()
+        reached[recorder, default: []].insert(thread)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func waitUntil(_ count: Int, reached recorder: UInt, within timeout: Duration) -> Bool {
+        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
+        condition.lock()
+        defer { condition.unlock() }
+        while (reached[recorder]?.count ?? 0) < count {
+            if !condition.wait(until: deadline) { return (reached[recorder]?.count ?? 0) >= count }
+        }
+        return true
     }
 }
