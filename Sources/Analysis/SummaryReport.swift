@@ -44,6 +44,9 @@ public enum SummaryReport {
     /// Why the trace does not tell the whole story, one line each; empty for a complete trace.
     static func healthProblems(_ h: TraceSummary.Health) -> [String] {
         var out: [String] = []
+        if h.eventsRead == 0 {
+            out.append("the trace holds no events: nothing traced ran, or the recording was killed before it wrote its first packet")
+        }
         if !h.complete {
             out.append("\(h.eventsLost) events and \(h.packetsLost) packets lost in \(h.lossWindows.count) window(s); figures marked (!) cover a window with losses")
         }

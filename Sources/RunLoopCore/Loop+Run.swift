@@ -1,7 +1,7 @@
 import CRunLoopLinux
 
 // Running: the entry points, a run's Entry/Exit frame, and the iteration as the ten steps of the rulebook
-// (../shared/runloop-semantics.md §3). The step functions live in Loop+Steps.swift.
+// (docs/semantics.md §3). The step functions live in Loop+Steps.swift.
 
 extension Loop {
     /// Runs the loop once in `mode` until a result: see the type documentation for the iteration order.

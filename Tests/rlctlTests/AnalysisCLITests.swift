@@ -17,6 +17,29 @@ import Testing
         #expect(json.stdout.contains("\"value\":null") && json.stdout.contains("\"passed\":false"), "\(json.stdout)")
     }
 
+    @Test func aTraceWithNoEventsIsNeverCompleteNorAPass() throws {
+        // What a SIGKILL leaves when it comes before the recorder wrote its first packet: the metadata alone.
+        let trace = CLI.temporary("empty.rltrace")
+        let budget = CLI.temporary("lost.budget")
+        defer {
+            try? FileManager.default.removeItem(atPath: trace)
+            try? FileManager.default.removeItem(atPath: budget)
+        }
+        #expect(try CLI.run(["run", "timers", "--duration", "100ms", "--trace", trace]).status == 0)
+        for file in try FileManager.default.contentsOfDirectory(atPath: trace) where file.hasPrefix("stream-") {
+            try FileManager.default.removeItem(atPath: trace + "/" + file)
+        }
+        let summary = try CLI.run(["summarize", trace])
+        #expect(summary.status == 0, "\(summary.stderr)")
+        #expect(summary.stdout.contains("trace: 0 events — INCOMPLETE:") && summary.stdout.contains("the trace holds no events"),
+                "\(summary.stdout)")
+        // A budget on losses alone holds on an empty trace, and must still not pass it.
+        try "trace.lost == 0\n".write(toFile: budget, atomically: true, encoding: .utf8)
+        let check = try CLI.run(["check", trace, "--budget", budget])
+        #expect(check.status == 3, "\(check.stdout)\(check.stderr)")
+        #expect(check.stdout.contains("the trace holds no events"), "\(check.stdout)")
+    }
+
     @Test func compareWarnsAboutDifferentWorkloadsAndShowsUtilizationInPoints() throws {
         let timers = CLI.temporary("timers.json")
         let jank = CLI.temporary("jank.rltrace")

@@ -95,6 +95,10 @@ struct CheckVerdicts {
         var reasons: [String] = []
         if lost > 0 { reasons.append("\(lost) events/packets lost") }
         if incompleteRuns > 0 { reasons.append("\(incompleteRuns) run(s) cut off or begun before the trace") }
+        // A trace that holds no event at all (a recording killed before it wrote its first packet) shows nothing
+        // ran, whatever its loss counters say: no rule can allow it.
+        let empty = report.repetitions.filter { $0.health.eventsRead == 0 }.count
+        if empty > 0 { reasons.append(empty == 1 ? "the trace holds no events" : "\(empty) traces hold no events") }
         let unmeasured = lines.filter(\.noData).map(\.rule.metric)
         if !unmeasured.isEmpty { reasons.append("no data for " + unmeasured.joined(separator: ", ")) }
         incompleteness = reasons
@@ -105,7 +109,7 @@ struct CheckVerdicts {
             return !rules.isEmpty && rules.allSatisfy(\.passed)
         }
         incompleteForbidden = (lost > 0 && !allowed(Budget.lossMetrics)) || (incompleteRuns > 0 && !allowed(Budget.runMetrics))
-            || !unmeasured.isEmpty
+            || !unmeasured.isEmpty || empty > 0
     }
 
     /// Figures over lost events or cut-off runs cover only part of what ran.
