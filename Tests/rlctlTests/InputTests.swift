@@ -72,6 +72,21 @@ import Testing
         #expect(result.stdout.contains(" of 3.00s: "), "\(result.stdout)")
     }
 
+    /// `--duration` with `--file` was silently ignored (the file's 2s ran); now it overrides the file's duration.
+    @Test func anExplicitDurationOverridesTheWorkloadFiles() throws {
+        let workload = try file("twoseconds.yaml", "duration: 2s\nelements:\n  - kind: timers\n    count: 2\n")
+        let result = try CLI.run(["run", "--file", workload, "--duration", "300ms", "--tracer", "none"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(" of 300ms: "), "\(result.stdout)")
+    }
+
+    /// A built-in workload's element flags have nothing to set in a workload file: refused, not ignored.
+    @Test func elementFlagsWithAWorkloadFileAreErrors() throws {
+        let workload = try file("flags.yaml", "duration: 1s\nelements:\n  - kind: timers\n")
+        try expectUsageError(["run", "--file", workload, "--count", "5"], mentions: ["--count", "with --file, write it in the file"])
+        try expectUsageError(["run", "--file", workload, "--rate", "10", "--every", "3"], mentions: ["--rate, --every"])
+    }
+
     @Test func anUntracedRunSaysWhatItDidInPlainFigures() throws {
         let timers = try CLI.run(["run", "timers", "--count", "2", "--duration", "300ms", "--tracer", "none"])
         #expect(timers.status == 0, "\(timers.stderr)")

@@ -35,8 +35,10 @@ struct Run: ParsableCommand {
     @Option(help: "A workload file (JSON or YAML) instead of a built-in workload.")
     var file: String?
 
-    @Option(help: "How long each repetition runs, e.g. 3s.", transform: durationArgument)
-    var duration: DurationValue = .seconds(3)
+    // Optional so that an explicit --duration can override a workload file's own duration (3s otherwise).
+    @Option(help: "How long each repetition runs, e.g. 3s (default 3s; with --file, overrides the file's duration).",
+            transform: durationArgument)
+    var duration: DurationValue?
 
     @Option(help: "timers: how many timers.") var count: Int?
     @Option(help: "timers, jank, modes: the interval, e.g. 1ms.", transform: durationArgument) var interval: DurationValue?
@@ -74,7 +76,20 @@ struct Run: ParsableCommand {
     func validate() throws {
         if workload == nil && file == nil { throw ValidationError("name a workload (rlctl list) or give --file") }
         if workload != nil && file != nil { throw ValidationError("give a workload or --file, not both") }
-        guard duration.nanoseconds > 0 else { throw ValidationError("--duration must be greater than zero") }
+        if let duration, duration.nanoseconds <= 0 { throw ValidationError("--duration must be greater than zero") }
+        if file != nil {
+            // A workload file describes its elements itself: a flag for a built-in workload's element would be
+            // silently ignored, so it is refused.
+            let elementFlags: [(String, Bool)] = [
+                ("--count", count != nil), ("--interval", interval != nil), ("--tolerance", tolerance != nil),
+                ("--handler-cost", handlerCost != nil), ("--threads", threads != nil), ("--rate", rate != nil),
+                ("--bytes", bytes != nil), ("--every", every != nil), ("--cost", cost != nil),
+            ]
+            let given = elementFlags.filter(\.1).map(\.0)
+            if !given.isEmpty {
+                throw ValidationError("\(given.joined(separator: ", ")) \(given.count == 1 ? "sets" : "set") a built-in workload's element; with --file, write it in the file")
+            }
+        }
         guard (1...1000).contains(`repeat`) else { throw ValidationError("--repeat must be 1 to 1000 (got \(`repeat`))") }
         guard (64...1_048_576).contains(bufferKib) else { throw ValidationError("--buffer-kib must be 64 to 1048576 (got \(bufferKib))") }
         if tracer == .none && trace != nil { throw ValidationError("--trace needs a tracer (not --tracer none)") }
@@ -112,14 +127,15 @@ struct Run: ParsableCommand {
     }
 
     private func workloadSpec() throws -> WorkloadSpec {
-        let spec: WorkloadSpec
+        var spec: WorkloadSpec
         if let file {
             spec = try WorkloadFile.load(file)
+            if let duration { spec.duration = duration }
         } else {
             var o = BuiltInWorkload.Overrides()
             o.count = count; o.interval = interval; o.tolerance = tolerance; o.handlerCost = handlerCost
             o.threads = threads; o.rate = rate; o.bytes = bytes; o.every = every; o.cost = cost
-            spec = workload!.spec(duration: duration, o)
+            spec = workload!.spec(duration: duration ?? .seconds(3), o)
         }
         do { try spec.validate() } catch { throw Failure.input(error.description) }
         return spec
