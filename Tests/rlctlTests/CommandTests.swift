@@ -70,9 +70,20 @@ let sharedTrace: String = {
     @Test func helpIsTheManual() throws {
         let root = try CLI.run(["--help"])
         #expect(root.status == 0)
-        for command in ["run", "record", "summarize", "export", "check", "compare", "list", "doctor"] { #expect(root.stdout.contains(command)) }
+        let commands = ["run", "record", "summarize", "export", "check", "compare", "list", "doctor"]
+        // Each as a row of the subcommand list: the bare word is also in the abstract ("run-loop").
+        let rows = root.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        for command in commands { #expect(rows.contains { $0.hasPrefix(command + " ") }, "no row for \(command) in: \(root.stdout)") }
         let run = try CLI.run(["help", "run"])
         #expect(run.status == 0 && run.stdout.contains("--duration") && run.stdout.contains("--tracer"))
+        // Every command answers --help and -h with its manual, record included (it used to take them for the
+        // program to record); after `--` they are the program's.
+        for command in commands {
+            for flag in ["--help", "-h"] {
+                let help = try CLI.run([command, flag])
+                #expect(help.status == 0 && help.stdout.contains("USAGE: rlctl \(command)"), "rlctl \(command) \(flag): \(help.stdout)\(help.stderr)")
+            }
+        }
     }
 
     @Test func listDescribesEveryWorkload() throws {

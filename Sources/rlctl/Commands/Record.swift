@@ -48,6 +48,9 @@ struct Record: ParsableCommand {
     var command: [String] = []
 
     mutating func validate() throws {
+        // Before `--` these are rlctl's own flags (every command answers them with its manual); after it, they
+        // are the program's.
+        if let first = command.first, first == "--help" || first == "-h" { throw CleanExit.helpRequest(Self.self) }
         if command.first == "--" { command.removeFirst() }
         guard !command.isEmpty else { throw ValidationError("give the program to record after --, e.g. rlctl record -- ./my-app") }
         if let numSubbuf, numSubbuf < 2 { throw ValidationError("--num-subbuf must be at least 2 (got \(numSubbuf))") }
