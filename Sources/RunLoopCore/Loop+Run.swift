@@ -19,6 +19,7 @@ extension Loop {
         requireUsage(isOwnedByCurrentThread,
                      "Loop.run: loop \(id) belongs to thread \(threadID) but was run from thread \(crl_gettid()); a loop only runs on its own thread (use Loop.current)")
         requireUsage(timeout >= .zero, "Loop.run: the timeout must not be negative (got \(timeout))")
+        announceToCurrentSink()
         let start = now()
         guard let frame = beginRun(mode: mode, deadline: Instant(nanoseconds: start).advanced(by: timeout).nanoseconds,
                                    pollsOnly: timeout == .zero, returnAfterSourceHandled: returnAfterSourceHandled) else {

@@ -38,6 +38,11 @@ public final class Loop: @unchecked Sendable {
     public let threadID: Int32
     /// Whether this is the main thread's loop.
     public let isMain: Bool
+    /// The name `loop_create` reports: "main", or the thread's name.
+    let name: String
+    /// The sink last told this loop's name and thread (loop thread only). Installed sinks are never freed, so an
+    /// identity is never reused by a later one.
+    private var announcedTo: ObjectIdentifier?
 
     /// Guards everything marked "guarded by lock" below, and the scheduling state of items bound to this loop.
     let lock = ConditionLock()
@@ -75,7 +80,16 @@ public final class Loop: @unchecked Sendable {
         self.isMain = isMain
         self.threadID = isMain ? getpid() : crl_gettid()
         self.kernel = kernel
-        LoopEventSink.current?.loopCreated(loopID: id, threadID: threadID, name: isMain ? "main" : currentThreadName())
+        self.name = isMain ? "main" : currentThreadName()
+        announceToCurrentSink()
+    }
+
+    /// Tells the installed sink this loop's name and thread once: at creation, and again at the next run when a
+    /// sink was installed since (a second recording, `rlctl run --repeat`), before any of the run's events.
+    func announceToCurrentSink() {
+        guard let sink = LoopEventSink.current, announcedTo != ObjectIdentifier(sink) else { return }
+        announcedTo = ObjectIdentifier(sink)
+        sink.loopCreated(loopID: id, threadID: threadID, name: name)
     }
 
     deinit {

@@ -1,4 +1,3 @@
-import CRecorder
 import CRunLoopTracepoints
 import RunLoopCore
 
@@ -17,15 +16,11 @@ import RunLoopCore
 /// In a build without LTTng-UST (see `docs/lttng.md`) the sink still works and records nothing;
 /// ``isCompiledIn`` tells which build this is.
 public final class LTTngSink: LoopEventSink, @unchecked Sendable {
-    /// Names the calling thread's loop if it was created before this sink was installed (an LTTng trace takes a
-    /// loop's thread from the event's vtid context, so only that thread can announce it).
     /// Loads the `runloop` provider library (and with it liblttng-ust) now, before any loop reports to the sink;
     /// when it cannot be loaded, says why once on stderr (``providerLoadError``) and records nothing.
     public override init() {
         _ = rl_trace_load_for_sink()
         super.init()
-        let me = rlsig_thread_id()
-        for loop in KnownLoops.alive where loop.threadID == me { loopCreated(loopID: loop.id, threadID: loop.threadID, name: loop.name) }
     }
 
     /// Whether the `runloop` tracepoint provider is available to this process: liblttng-ust-dev was found at build
@@ -60,7 +55,6 @@ public final class LTTngSink: LoopEventSink, @unchecked Sendable {
     // ===== events =====
 
     public override func loopCreated(loopID: UInt64, threadID: Int32, name: String) {
-        KnownLoops.created(loopID: loopID, threadID: threadID, name: name)
         guard rl_tp_enabled(RL_TP_LOOP_CREATE) != 0 else { return }
         name.withCString { rl_trace_loop_create(loopID, threadID, $0) }
     }

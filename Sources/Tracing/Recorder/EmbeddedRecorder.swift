@@ -154,8 +154,6 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
             throw RecorderError("another embedded recording is running in this process")
         }
         state = .recording
-        // Loops created before this recording reported their creation to an earlier sink, or to none.
-        for loop in KnownLoops.alive { rlrec_loop_create(loop.id, loop.threadID, loop.name) }
         if options.mode == .discard {
             // Overwrite mode writes only at stop: the producers may take back any unwritten packet until then.
             writer = WriterThread(interval: options.flushInterval) { [unowned self] in self.drain() }
@@ -249,7 +247,6 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     // ===== the events =====
 
     public override func loopCreated(loopID: UInt64, threadID: Int32, name: String) {
-        KnownLoops.created(loopID: loopID, threadID: threadID, name: name)
         rlrec_loop_create(loopID, threadID, name)
     }
 
