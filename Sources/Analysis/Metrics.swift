@@ -79,9 +79,7 @@ public enum Metric {
             },
             count("trace.lost", "events lost by the tracer (never hidden)") { $0.health.eventsLost },
             count("trace.packets_lost", "whole packets lost by the tracer") { $0.health.packetsLost },
-            count("trace.runs_incomplete", "runs whose begin or end is not in the trace (cut off, flight-recorder ring, lost)") {
-                ($0.health.runsCutOff ?? 0) + ($0.health.runsEndLost ?? 0) + ($0.health.runsBegunBeforeTrace ?? 0)
-            },
+            count("trace.runs_incomplete", "runs whose begin or end is not in the trace (cut off, flight-recorder ring, lost)") { $0.health.incompleteRunCount },
             count("trace.events", "events read") { $0.health.eventsRead },
         ]
         return list

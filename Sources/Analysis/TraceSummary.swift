@@ -36,7 +36,9 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         /// No events or packets lost.
         public var complete: Bool { eventsLost == 0 && packetsLost == 0 }
         /// Some run's start or end is not in the trace: run-level figures cover only the part that is.
-        public var runsIncomplete: Bool { (runsCutOff ?? 0) + (runsEndLost ?? 0) + (runsBegunBeforeTrace ?? 0) > 0 }
+        public var runsIncomplete: Bool { incompleteRunCount > 0 }
+        /// Runs whose begin or end is not in the trace (the `trace.runs_incomplete` metric, and `check`'s count).
+        public var incompleteRunCount: UInt64 { (runsCutOff ?? 0) + (runsEndLost ?? 0) + (runsBegunBeforeTrace ?? 0) }
 
         public struct LossWindow: Codable, Sendable, Equatable {
             public var stream: String

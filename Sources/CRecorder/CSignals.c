@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,8 +67,4 @@ void rlsig_reraise(int signo) {
     kill(getpid(), signo);
     struct timespec pause = {0, 100000000};
     nanosleep(&pause, NULL);
-}
-
-int rlsig_thread_id(void) {
-    return (int)syscall(SYS_gettid);
 }

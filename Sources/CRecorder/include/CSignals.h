@@ -11,7 +11,5 @@ int rlsig_install(void);
 /// Restores the default action for SIGINT and SIGTERM and re-raises `signo` (to exit with the signal's status).
 void rlsig_reraise(int signo);
 
-/// The calling thread's kernel id (what LTTng's vtid context and the recorder's streams name).
-int rlsig_thread_id(void);
 
 #endif

@@ -89,9 +89,7 @@ struct CheckVerdicts {
             return Line(rule: rule, value: value, passed: rule.comparison.holds(value, rule.limit), unit: metric.unit, noData: false)
         }
         lost = report.repetitions.map { $0.health.eventsLost + $0.health.packetsLost }.reduce(0, +)
-        incompleteRuns = report.repetitions.map { h -> UInt64 in
-            (h.health.runsCutOff ?? 0) + (h.health.runsEndLost ?? 0) + (h.health.runsBegunBeforeTrace ?? 0)
-        }.reduce(0, +)
+        incompleteRuns = report.repetitions.map(\.health.incompleteRunCount).reduce(0, +)
         var reasons: [String] = []
         if lost > 0 { reasons.append("\(lost) events/packets lost") }
         if incompleteRuns > 0 { reasons.append("\(incompleteRuns) run(s) cut off or begun before the trace") }
