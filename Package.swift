@@ -46,6 +46,8 @@ let package = Package(
     products: [
         .library(name: "RunLoopCore", targets: ["RunLoopCore"]),
         .library(name: "Tracing", targets: ["Tracing"]),
+        .library(name: "TraceReading", targets: ["TraceReading"]),
+        .library(name: "Analysis", targets: ["Analysis"]),
         .executable(name: "rlctl", targets: ["rlctl"]),
         .executable(name: "runloop-demo", targets: ["runloop-demo"]),
     ],
@@ -58,10 +60,13 @@ let package = Package(
     targets: [
         // epoll, eventfd, timerfd and the monotonic clock, for RunLoopCore/Platform only.
         .target(name: "CRunLoopLinux"),
+        // The trace vocabulary and schema: activities, run results, wake reasons, item kinds, the events and
+        // their fields. Shared by the loop, the tracers, the readers and the analyses; depends on nothing.
+        .target(name: "TraceModel"),
         .target(
             name: "RunLoopCore",
             dependencies: [
-                "CRunLoopLinux",
+                "CRunLoopLinux", "TraceModel",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
@@ -86,20 +91,25 @@ let package = Package(
             cSettings: haveBabeltrace2 ? [.define("RLCTL_HAVE_BABELTRACE2")] : [],
             linkerSettings: haveBabeltrace2 ? [.linkedLibrary("babeltrace2")] : []
         ),
-        .target(name: "Tracing", dependencies: ["RunLoopCore", "CRecorder", "CRunLoopTracepoints", "CBabeltrace2"]),
-        // Starting a program held at a gate until `rlctl record` has told LTTng to trace it.
-        .target(name: "CChildProcess"),
-        // Summaries computed from any trace: latency, timer drift, stalls, budgets.
+        // Recording: the loop's events into the embedded recorder or LTTng, and LTTng sessions.
+        .target(name: "Tracing", dependencies: ["RunLoopCore", "TraceModel", "CRecorder", "CRunLoopTracepoints"]),
+        // Reading: any trace (embedded or CTF from LTTng) back into TraceModel events. Links neither the loop nor
+        // liblttng-ust.
+        .target(name: "TraceReading", dependencies: ["TraceModel", "CBabeltrace2"]),
+        // rlctl's process plumbing: termination signals turned into calls, programs started held at a gate until
+        // `rlctl record` has told LTTng to trace them.
+        .target(name: "CProcess"),
+        // Summaries computed from any trace (latency, timer drift, stalls, budgets), their reports, and exports.
         .target(
             name: "Analysis",
-            dependencies: ["Tracing", "RunLoopCore", .product(name: "Histogram", package: "hdrhistogram-swift")]
+            dependencies: ["TraceReading", "TraceModel", .product(name: "Histogram", package: "hdrhistogram-swift")]
         ),
         // The workloads `rlctl run` drives: built-in presets and workload files.
         .target(name: "Workloads", dependencies: ["RunLoopCore"]),
         .executableTarget(
             name: "rlctl",
             dependencies: [
-                "RunLoopCore", "Tracing", "Analysis", "Workloads", "CChildProcess",
+                "RunLoopCore", "Tracing", "TraceReading", "Analysis", "Workloads", "CProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
             ]
@@ -107,8 +117,8 @@ let package = Package(
         // An application built on RunLoopCore with the LTTng sink installed: what `rlctl record` traces.
         .executableTarget(name: "runloop-demo", dependencies: ["RunLoopCore", "Tracing"], path: "Examples/runloop-demo"),
         .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore"]),
-        .testTarget(name: "TracingTests", dependencies: ["Tracing", "RunLoopCore"]),
-        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Tracing", "RunLoopCore"]),
+        .testTarget(name: "TracingTests", dependencies: ["Tracing", "TraceReading", "RunLoopCore"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "TraceReading", "Tracing", "RunLoopCore"]),
         // End to end: runs the built rlctl binary.
         .testTarget(name: "rlctlTests", dependencies: ["rlctl", "runloop-demo"]),
     ]

@@ -1,3 +1,4 @@
+import TraceModel
 import Foundation
 
 /// A CI budget: one rule per line, `metric OP limit`, e.g. `timer.lateness.p99 <= 2ms`, `loop.utilization <= 0.8`,

@@ -1,3 +1,4 @@
+import TraceModel
 import Histogram
 
 /// A latency distribution in nanoseconds: an HDR histogram (3 significant digits, 1 ns to 1 hour).

@@ -1,3 +1,5 @@
+import TraceModel
+
 /// A nanosecond count in the unit that keeps it readable: `850ns`, `12.3us`, `4.56ms`, `1.20s`.
 public func formatNanoseconds(_ value: Double) -> String {
     let v = abs(value)

@@ -1,5 +1,5 @@
-import RunLoopCore
-import Tracing
+import TraceModel
+import TraceReading
 
 /// One loop's running totals while a trace streams by.
 final class LoopTracker {
@@ -145,7 +145,7 @@ final class LoopTracker {
         runStack.append(OpenRun(start: ts, mode: mode))
     }
 
-    func runEnd(_ result: Loop.RunResult, at ts: UInt64) {
+    func runEnd(_ result: LoopRunResult, at ts: UInt64) {
         seen(ts)
         inRun(at: ts)
         closeBacklog()
@@ -168,7 +168,7 @@ final class LoopTracker {
         }
     }
 
-    func activity(_ activity: Loop.Activity, _ place: TraceEvent.Place, at ts: UInt64) {
+    func activity(_ activity: LoopActivity, _ place: TraceEvent.Place, at ts: UInt64) {
         seen(ts)
         let depth = Int(max(place.depth, 1))
         if depth > runStack.count {
@@ -228,7 +228,7 @@ final class LoopTracker {
 
     // ===== sleeps and wake-ups =====
 
-    func wakeUp(_ reason: Loop.WakeReason, slept duration: UInt64, at ts: UInt64) {
+    func wakeUp(_ reason: LoopWakeReason, slept duration: UInt64, at ts: UInt64) {
         seen(ts)
         inRun(at: ts)
         // A sleep that began before the run's first recorded event counts only from there (flight recorder).
@@ -274,7 +274,7 @@ final class LoopTracker {
         countBacklog(dueAt: scheduled)
     }
 
-    func sourcePerformed(kind: LoopEventSink.SourceKind, signaled: UInt64, at ts: UInt64) {
+    func sourcePerformed(kind: LoopSourceKind, signaled: UInt64, at ts: UInt64) {
         seen(ts)
         switch kind {
         case .custom:

@@ -1,3 +1,5 @@
+import TraceModel
+
 /// The metric names budgets and comparisons use, and how to read each from a summary.
 public enum Metric {
     /// What a metric's number means, which decides how thresholds are written and checked.

@@ -1,3 +1,5 @@
+import TraceModel
+
 /// What `rlctl run --output` writes: every repetition's summary, so `compare` can judge noise.
 public struct RunReport: Codable, Sendable {
     public var format = "rlctl-run-report/1"

@@ -1,3 +1,4 @@
+import TraceModel
 import Foundation
 
 /// Writes a ``TraceSummary`` for people: a text report with small histograms, or markdown for a pull request.

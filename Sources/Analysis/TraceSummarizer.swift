@@ -1,5 +1,5 @@
-import RunLoopCore
-import Tracing
+import TraceModel
+import TraceReading
 
 /// Computes a ``TraceSummary`` from a stream of events, in constant memory whatever the trace's length
 /// (memory grows only with the number of loops, timers and labels, not with events).

@@ -1,3 +1,5 @@
+import TraceModel
+
 /// Everything `rlctl summarize` reports about a trace, per loop and overall. Codable: `--format json` writes it
 /// as is, and `rlctl check` reads budgets' metrics from it.
 public struct TraceSummary: Codable, Sendable, Equatable {

@@ -1,6 +1,8 @@
+import Analysis
 import Foundation
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// The Chrome export of a trace whose ends or begins are missing still nests: viewers see every slice closed.

@@ -1,6 +1,7 @@
 import Analysis
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// Runs whose begin or end is not in the trace: the figures come from the events that are there.

@@ -1,6 +1,7 @@
 import Analysis
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// What held the loop when a late timer came due, when a callout runs the loop nested in another mode (a modal

@@ -1,6 +1,7 @@
 @testable import Analysis
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// What the text and Markdown reports say: every figure explained, none that has no meaning for the data.

@@ -1,6 +1,7 @@
 import Analysis
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// A reader over events built in the test.

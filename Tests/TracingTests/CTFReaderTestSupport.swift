@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// Writes small CTF 1.8 traces with `runloop` events by hand, without LTTng: the generic side of

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// `CTFTraceReader` on hand-written CTF 1.8 traces (no LTTng needed), and on every kind of bad input.

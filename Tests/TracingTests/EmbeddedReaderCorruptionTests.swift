@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// A truncated or corrupt trace gives a clear error naming the file and offset, never a crash.

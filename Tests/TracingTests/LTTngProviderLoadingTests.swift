@@ -2,6 +2,7 @@ import CRunLoopTracepoints
 import Foundation
 import Glibc
 import Testing
+import TraceReading
 import Tracing
 
 /// Whether this build has a provider library to test (the package found liblttng-ust-dev); outside CI a build

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// Real LTTng: a loop traced through `LTTngSink` into an LTTng session, read back with `CTFTraceReader`.

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// Whether the LTTng round-trip tests can run here, and what to do when they cannot.

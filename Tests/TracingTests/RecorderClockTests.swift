@@ -3,6 +3,7 @@ import Glibc
 import RunLoopCore
 import Synchronization
 import Testing
+import TraceReading
 import Tracing
 
 /// The recorder's timestamps against CLOCK_MONOTONIC, and its stop handshake against threads still emitting.

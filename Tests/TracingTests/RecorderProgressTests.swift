@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// What a recording reports while it runs, and what a second recording in the same process knows.

@@ -1,7 +1,9 @@
+import Dispatch
 import Foundation
 import Glibc
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// A recording interrupted by SIGINT or SIGTERM still leaves a complete, readable trace.
@@ -12,17 +14,23 @@ import Tracing
     }
 
     /// In the child: records a loop that never ends, signals itself after 200 timer firings, and must leave
-    /// through the watcher, which stops the recording and re-raises the signal.
+    /// through the signal handler, which stops the recording and re-raises the signal.
     static func recordUntilSignalled(_ signal: Int32) -> Never {
         let recorder = try! EmbeddedRecorder(directory: folder(parent: getppid(), signal: signal))
         try! recorder.start()
         LoopEventSink.install(recorder)
-        try! TerminationSignals.watch { signo in
+        // Stopped from another thread while the loop emits, as rlctl's signal watcher does; the handler then
+        // ends the process by the signal.
+        Glibc.signal(signal, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
+        source.setEventHandler {
             let summary = try! recorder.stop()
             print("recorded \(summary.eventsRecorded) lost \(summary.eventsLost)")
             fflush(nil)
-            TerminationSignals.exit(reraising: signo)
+            Glibc.signal(signal, SIG_DFL)
+            raise(signal)
         }
+        source.resume()
         let loop = Loop.current
         var fired = 0
         loop.add(LoopTimer(after: .zero, interval: .microseconds(500)) { _ in

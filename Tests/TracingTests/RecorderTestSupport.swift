@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RunLoopCore
+import TraceReading
 import Tracing
 
 /// A fresh folder under the system temp directory.

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// The embedded recorder: what goes in comes back out, in order, with every loss counted.

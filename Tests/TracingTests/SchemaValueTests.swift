@@ -1,5 +1,6 @@
 import RunLoopCore
 import Testing
+import TraceReading
 import Tracing
 
 /// The integer values of trace enumerations are a public contract shared by both backends.

@@ -11,7 +11,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "CSignals.h"
 
 /// How events are stamped (always in CLOCK_MONOTONIC nanoseconds).
 typedef enum rlrec_clock : int32_t {

@@ -1,4 +1,5 @@
 import Synchronization
+import TraceModel
 
 /// Receives every activity and callout of every loop in the process: the one seam tracing plugs into.
 ///
@@ -10,30 +11,9 @@ open class LoopEventSink: @unchecked Sendable {
     public init() {}
 
     /// The kind of a performed source, as `source_perform_begin` reports it.
-    public enum SourceKind: UInt8, Sendable, CustomStringConvertible {
-        case custom, descriptor, port
-        public var description: String {
-            switch self {
-            case .custom: return "custom"
-            case .descriptor: return "descriptor"
-            case .port: return "port"
-            }
-        }
-    }
-
+    public typealias SourceKind = LoopSourceKind
     /// What an item is, for ``itemLabeled(id:kind:label:)``.
-    public enum ItemKind: UInt8, Sendable, CustomStringConvertible {
-        case timer, source, descriptor, port, observer
-        public var description: String {
-            switch self {
-            case .timer: return "timer"
-            case .source: return "source"
-            case .descriptor: return "descriptor"
-            case .port: return "port"
-            case .observer: return "observer"
-            }
-        }
-    }
+    public typealias ItemKind = LoopItemKind
 
     /// Where an event happened: the loop, the run's mode and nesting depth, and the iteration.
     public struct Context {

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Glibc
 import RunLoopCore
+import TraceReading
 import Tracing
 
 struct Doctor: ParsableCommand {

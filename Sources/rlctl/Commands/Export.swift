@@ -1,5 +1,7 @@
 import ArgumentParser
-import Tracing
+import TraceReading
+import Analysis
+import TraceModel
 
 extension TraceExportFormat: ExpressibleByArgument {}
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import TraceReading
 import Tracing
 
 struct Record: ParsableCommand {

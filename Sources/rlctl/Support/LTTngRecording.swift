@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TraceReading
 import Tracing
 
 /// What `record`, `run --tracer lttng` and `doctor` share: checking that LTTng can be used, the trace folder,

@@ -1,5 +1,6 @@
 import Analysis
 import Foundation
+import TraceReading
 import Tracing
 
 /// Reads a trace folder and summarizes it; input problems become one-line failures with exit status 2.

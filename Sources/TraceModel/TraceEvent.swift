@@ -1,4 +1,4 @@
-import RunLoopCore
+
 
 /// One event of a run-loop trace, whichever backend recorded it (the embedded recorder or LTTng).
 ///
@@ -35,11 +35,11 @@ public struct TraceEvent: Sendable, Equatable {
 
     public enum Payload: Sendable, Equatable {
         /// `runloop:entry`, `before_timers`, `before_sources`, `before_waiting`, `after_waiting`, `exit`.
-        case activity(Loop.Activity, Place)
+        case activity(LoopActivity, Place)
         /// `runloop:run_begin`.
         case runBegin(loopID: UInt64, mode: String, timeoutNanoseconds: UInt64, returnAfterSourceHandled: Bool)
         /// `runloop:run_end`.
-        case runEnd(loopID: UInt64, mode: String, result: Loop.RunResult)
+        case runEnd(loopID: UInt64, mode: String, result: LoopRunResult)
         /// `runloop:timer_fire_begin`: `scheduled` is the fire date; `missed` counts skipped grid slots.
         case timerFireBegin(loopID: UInt64, timerID: UInt64, scheduled: UInt64, tolerance: UInt64, interval: UInt64, missed: UInt64)
         /// `runloop:timer_fire_end`.
@@ -47,7 +47,7 @@ public struct TraceEvent: Sendable, Equatable {
         /// `runloop:source_signal`, emitted on the signalling thread.
         case sourceSignal(sourceID: UInt64)
         /// `runloop:source_perform_begin`: `signaled` is the first-signal time (custom), send time (port) or 0.
-        case sourcePerformBegin(loopID: UInt64, sourceID: UInt64, kind: LoopEventSink.SourceKind, order: Int64, signaled: UInt64)
+        case sourcePerformBegin(loopID: UInt64, sourceID: UInt64, kind: LoopSourceKind, order: Int64, signaled: UInt64)
         /// `runloop:source_perform_end`.
         case sourcePerformEnd(loopID: UInt64, sourceID: UInt64)
         /// `runloop:block_begin`: `enqueued` is when `perform` queued it.
@@ -55,15 +55,15 @@ public struct TraceEvent: Sendable, Equatable {
         /// `runloop:block_end`.
         case blockEnd(loopID: UInt64, blockID: UInt64)
         /// `runloop:observer_begin`.
-        case observerBegin(loopID: UInt64, observerID: UInt64, activity: Loop.Activity)
+        case observerBegin(loopID: UInt64, observerID: UInt64, activity: LoopActivity)
         /// `runloop:observer_end`.
         case observerEnd(loopID: UInt64, observerID: UInt64)
         /// `runloop:wakeup`: what ended a sleep and how long it lasted.
-        case wakeUp(loopID: UInt64, reason: Loop.WakeReason, slept: UInt64)
+        case wakeUp(loopID: UInt64, reason: LoopWakeReason, slept: UInt64)
         /// `runloop:loop_create`.
         case loopCreate(loopID: UInt64, threadID: Int32, name: String)
         /// `runloop:item_label`: the user's name for a timer, source, port or observer.
-        case itemLabel(itemID: UInt64, kind: LoopEventSink.ItemKind, label: String)
+        case itemLabel(itemID: UInt64, kind: LoopItemKind, label: String)
     }
 
     /// The event's full name, as LTTng shows it (`runloop:before_waiting`).

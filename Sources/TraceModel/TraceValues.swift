@@ -1,9 +1,9 @@
-import RunLoopCore
+
 
 // The integer values enumerations take in traces. Both backends (the LTTng provider header and the recorder's
 // CTF metadata) declare these exact mappings; readers decode them with the initializers below.
 
-extension Loop.RunResult {
+extension LoopRunResult {
     /// CFRunLoop's values: finished 1, stopped 2, timed_out 3, handled_source 4.
     public var traceValue: Int64 {
         switch self {
@@ -25,43 +25,43 @@ extension Loop.RunResult {
     }
 }
 
-extension Loop.Activity {
+extension LoopActivity {
     /// A single activity from its CF bit value (1, 2, 4, 32, 64, 128).
     public init?(traceValue: Int64) {
-        let activity = Loop.Activity(rawValue: UInt(clamping: max(traceValue, 0)))
-        guard Loop.Activity.ordered.contains(activity) else { return nil }
+        let activity = LoopActivity(rawValue: UInt(clamping: max(traceValue, 0)))
+        guard LoopActivity.ordered.contains(activity) else { return nil }
         self = activity
     }
 
     public var traceValue: Int64 { Int64(rawValue) }
 }
 
-extension Loop.WakeReason {
+extension LoopWakeReason {
     /// timer 0, source 1, descriptor 2, port 3, manual 4, timeout 5, stop 6.
     public var traceValue: Int64 { Int64(rawValue) }
 
     public init?(traceValue: Int64) {
-        guard let value = UInt8(exactly: traceValue), let reason = Loop.WakeReason(rawValue: value) else { return nil }
+        guard let value = UInt8(exactly: traceValue), let reason = LoopWakeReason(rawValue: value) else { return nil }
         self = reason
     }
 }
 
-extension LoopEventSink.SourceKind {
+extension LoopSourceKind {
     /// custom 0, descriptor 1, port 2.
     public var traceValue: Int64 { Int64(rawValue) }
 
     public init?(traceValue: Int64) {
-        guard let value = UInt8(exactly: traceValue), let kind = LoopEventSink.SourceKind(rawValue: value) else { return nil }
+        guard let value = UInt8(exactly: traceValue), let kind = LoopSourceKind(rawValue: value) else { return nil }
         self = kind
     }
 }
 
-extension LoopEventSink.ItemKind {
+extension LoopItemKind {
     /// timer 0, source 1, descriptor 2, port 3, observer 4.
     public var traceValue: Int64 { Int64(rawValue) }
 
     public init?(traceValue: Int64) {
-        guard let value = UInt8(exactly: traceValue), let kind = LoopEventSink.ItemKind(rawValue: value) else { return nil }
+        guard let value = UInt8(exactly: traceValue), let kind = LoopItemKind(rawValue: value) else { return nil }
         self = kind
     }
 }

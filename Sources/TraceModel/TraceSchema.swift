@@ -1,4 +1,4 @@
-import RunLoopCore
+
 
 /// The embedded recorder's trace format, "rlctl CTF", version 1.
 ///
@@ -59,8 +59,8 @@ public enum TraceSchema {
         case runBegin, runEnd, timerFireBegin, timerFireEnd, sourceSignal, sourcePerformBegin, sourcePerformEnd
         case blockBegin, blockEnd, observerBegin, observerEnd, wakeUp, loopCreate, itemLabel
 
-        static func activity(_ activity: Loop.Activity) -> EventID {
-            // On the CF activity bits (SchemaValues: entry 1 … exit 128), not on Loop.Activity's static members:
+        public static func activity(_ activity: LoopActivity) -> EventID {
+            // On the CF activity bits (SchemaValues: entry 1 … exit 128), not on LoopActivity's static members:
             // those are globals of another module, and each comparison with one calls its accessor, on every
             // activity event the recorder writes.
             switch activity.rawValue {
@@ -74,11 +74,11 @@ public enum TraceSchema {
         }
     }
 
-    static let activityLabels: [(String, Int64)] = Loop.Activity.ordered.map { ($0.description, $0.traceValue) }
-    static let resultLabels: [(String, Int64)] = [Loop.RunResult.finished, .stopped, .timedOut, .handledSource].map { ($0.description, $0.traceValue) }
-    static let reasonLabels: [(String, Int64)] = Loop.WakeReason.allCases.map { ($0.description, $0.traceValue) }
-    static let sourceKindLabels: [(String, Int64)] = [LoopEventSink.SourceKind.custom, .descriptor, .port].map { ($0.description, $0.traceValue) }
-    static let itemKindLabels: [(String, Int64)] = [LoopEventSink.ItemKind.timer, .source, .descriptor, .port, .observer].map { ($0.description, $0.traceValue) }
+    static let activityLabels: [(String, Int64)] = LoopActivity.ordered.map { ($0.description, $0.traceValue) }
+    static let resultLabels: [(String, Int64)] = [LoopRunResult.finished, .stopped, .timedOut, .handledSource].map { ($0.description, $0.traceValue) }
+    static let reasonLabels: [(String, Int64)] = LoopWakeReason.allCases.map { ($0.description, $0.traceValue) }
+    static let sourceKindLabels: [(String, Int64)] = [LoopSourceKind.custom, .descriptor, .port].map { ($0.description, $0.traceValue) }
+    static let itemKindLabels: [(String, Int64)] = [LoopItemKind.timer, .source, .descriptor, .port, .observer].map { ($0.description, $0.traceValue) }
 
     /// Every event, in id order.
     public static let events: [EventDescription] = {
@@ -201,7 +201,7 @@ public enum TraceSchema {
 }
 
 extension String {
-    func leftPadded(to width: Int) -> String {
+    package func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

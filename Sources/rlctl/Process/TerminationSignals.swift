@@ -1,10 +1,10 @@
-import CRecorder
+import CProcess
 import Foundation
 import Glibc
 
 /// Turns SIGINT and SIGTERM into a call on an ordinary thread, so a recording can be stopped and its trace
 /// completed before the process exits.
-public enum TerminationSignals {
+enum TerminationSignals {
     /// Signals that arrive within this time of the last one passed on are the same request delivered again and
     /// are not passed on: timeout(1) signals its child and then the child's process group, some supervisors do
     /// the same, and a terminal's Ctrl-C reaches every process of the foreground group. A person who presses
@@ -21,13 +21,13 @@ public enum TerminationSignals {
         watcher.handler = handler
         guard !watcher.started else { return }
         let fd = rlsig_install()
-        guard fd >= 0 else { throw RecorderError("cannot watch SIGINT/SIGTERM: \(String(cString: strerror(-fd)))") }
+        guard fd >= 0 else { throw Failure.input("cannot watch SIGINT/SIGTERM: \(String(cString: strerror(-fd)))") }
         var thread = pthread_t()
         let rc = pthread_create(&thread, nil, { raw in
             TerminationSignals.serve(fd: Int32(Int(bitPattern: raw)))
             return nil
         }, UnsafeMutableRawPointer(bitPattern: Int(fd)))
-        guard rc == 0 else { throw RecorderError("cannot start the signal watcher thread (pthread_create: \(rc))") }
+        guard rc == 0 else { throw Failure.input("cannot start the signal watcher thread (pthread_create: \(rc))") }
         pthread_detach(thread)
         watcher.started = true
     }

@@ -1,4 +1,4 @@
-import CChildProcess
+import CProcess
 import Foundation
 import Glibc
 import Tracing

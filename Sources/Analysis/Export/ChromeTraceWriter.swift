@@ -1,4 +1,4 @@
-import RunLoopCore
+import TraceModel
 
 /// Chrome trace-event JSON (the format Perfetto UI and chrome://tracing open): one track per loop thread, a
 /// slice per callout and per sleep, an instant per activity, and a utilization counter per loop.

@@ -1,3 +1,4 @@
+import TraceModel
 import Foundation
 
 /// Finds the CTF traces under a path: LTTng writes a session as `<output>/ust/uid/<uid>/64-bit/` (per-user

@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopCore
+import TraceModel
 
 /// Streams a trace to a file for viewers and scripts, in constant memory.
 public enum TraceExportFormat: String, CaseIterable, Sendable {

@@ -1,7 +1,7 @@
 import CBabeltrace2
 import Foundation
 import Glibc
-import RunLoopCore
+import TraceModel
 
 /// Reads CTF 1.8 traces with `runloop` events through libbabeltrace2: LTTng session output and any other CTF
 /// trace whose events are named `runloop:<event>` or `<event>` with the provider's field names (the embedded
@@ -162,12 +162,12 @@ public final class CTFTraceReader: TraceEventReader {
         case RL_CTF_ENTRY.rawValue...RL_CTF_EXIT.rawValue:
             let place = TraceEvent.Place(loopID: v.0, mode: text(record), iteration: v.1,
                                          depth: try narrow(v.2, "depth", record))
-            payload = .activity(Loop.Activity.ordered[Int(record.event)], place)
+            payload = .activity(LoopActivity.ordered[Int(record.event)], place)
         case RL_CTF_RUN_BEGIN.rawValue:
             payload = .runBegin(loopID: v.0, mode: text(record), timeoutNanoseconds: v.1,
                                 returnAfterSourceHandled: v.2 != 0)
         case RL_CTF_RUN_END.rawValue:
-            guard let result = Loop.RunResult(traceValue: Int64(bitPattern: v.1)) else {
+            guard let result = LoopRunResult(traceValue: Int64(bitPattern: v.1)) else {
                 throw invalid("result", v.1, "a run result", record)
             }
             payload = .runEnd(loopID: v.0, mode: text(record), result: result)
@@ -178,7 +178,7 @@ public final class CTFTraceReader: TraceEventReader {
         case RL_CTF_SOURCE_SIGNAL.rawValue:
             payload = .sourceSignal(sourceID: v.0)
         case RL_CTF_SOURCE_PERFORM_BEGIN.rawValue:
-            guard let kind = LoopEventSink.SourceKind(traceValue: Int64(bitPattern: v.2)) else {
+            guard let kind = LoopSourceKind(traceValue: Int64(bitPattern: v.2)) else {
                 throw invalid("kind", v.2, "a source kind", record)
             }
             payload = .sourcePerformBegin(loopID: v.0, sourceID: v.1, kind: kind, order: Int64(bitPattern: v.3), signaled: v.4)
@@ -189,14 +189,14 @@ public final class CTFTraceReader: TraceEventReader {
         case RL_CTF_BLOCK_END.rawValue:
             payload = .blockEnd(loopID: v.0, blockID: v.1)
         case RL_CTF_OBSERVER_BEGIN.rawValue:
-            guard let activity = Loop.Activity(traceValue: Int64(bitPattern: v.2)) else {
+            guard let activity = LoopActivity(traceValue: Int64(bitPattern: v.2)) else {
                 throw invalid("activity", v.2, "an activity", record)
             }
             payload = .observerBegin(loopID: v.0, observerID: v.1, activity: activity)
         case RL_CTF_OBSERVER_END.rawValue:
             payload = .observerEnd(loopID: v.0, observerID: v.1)
         case RL_CTF_WAKEUP.rawValue:
-            guard let reason = Loop.WakeReason(traceValue: Int64(bitPattern: v.1)) else {
+            guard let reason = LoopWakeReason(traceValue: Int64(bitPattern: v.1)) else {
                 throw invalid("reason", v.1, "a wake reason", record)
             }
             payload = .wakeUp(loopID: v.0, reason: reason, slept: v.2)
@@ -206,7 +206,7 @@ public final class CTFTraceReader: TraceEventReader {
             }
             payload = .loopCreate(loopID: v.0, threadID: tid, name: text(record))
         case RL_CTF_ITEM_LABEL.rawValue:
-            guard let kind = LoopEventSink.ItemKind(traceValue: Int64(bitPattern: v.1)) else {
+            guard let kind = LoopItemKind(traceValue: Int64(bitPattern: v.1)) else {
                 throw invalid("kind", v.1, "an item kind", record)
             }
             payload = .itemLabel(itemID: v.0, kind: kind, label: text(record))

@@ -1,3 +1,4 @@
+import TraceModel
 import Foundation
 
 /// Checks the parts of a CTF trace folder that libbabeltrace2 2.0 trusts without checking, before it sees them.

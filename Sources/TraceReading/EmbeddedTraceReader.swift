@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopCore
+import TraceModel
 
 /// Reads a trace written by ``EmbeddedRecorder`` (format: ``TraceSchema``), in timestamp order across threads.
 ///

@@ -1,3 +1,5 @@
+import TraceModel
+
 /// Opens any trace rlctl understands, choosing the reader by what the folder holds.
 public enum TraceReaders {
     /// Which kind of trace a folder holds.

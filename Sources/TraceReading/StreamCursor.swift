@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopCore
+import TraceModel
 
 /// One thread stream of an embedded trace: the current packet in memory and a position in it.
 final class StreamCursor {
@@ -189,7 +189,7 @@ final class StreamCursor {
         let payload: TraceEvent.Payload
         switch id {
         case .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit:
-            let activity = Loop.Activity.ordered[Int(id.rawValue)]
+            let activity = LoopActivity.ordered[Int(id.rawValue)]
             let loop = try f.integer(UInt64.self)
             let mode = try f.string(cached: true)
             payload = .activity(activity, .init(loopID: loop, mode: mode, iteration: try f.integer(UInt64.self), depth: try f.integer(UInt32.self)))
@@ -200,7 +200,7 @@ final class StreamCursor {
             let loop = try f.integer(UInt64.self)
             let mode = try f.string(cached: true)
             let raw = try f.u8()
-            guard let result = Loop.RunResult(traceValue: Int64(raw)) else { throw fail("invalid run result \(raw)", at: f.offset - 1) }
+            guard let result = LoopRunResult(traceValue: Int64(raw)) else { throw fail("invalid run result \(raw)", at: f.offset - 1) }
             payload = .runEnd(loopID: loop, mode: mode, result: result)
         case .timerFireBegin:
             payload = .timerFireBegin(loopID: try f.integer(UInt64.self), timerID: try f.integer(UInt64.self),
@@ -213,7 +213,7 @@ final class StreamCursor {
         case .sourcePerformBegin:
             let loop = try f.integer(UInt64.self), source = try f.integer(UInt64.self)
             let raw = try f.u8()
-            guard let kind = LoopEventSink.SourceKind(traceValue: Int64(raw)) else { throw fail("invalid source kind \(raw)", at: f.offset - 1) }
+            guard let kind = LoopSourceKind(traceValue: Int64(raw)) else { throw fail("invalid source kind \(raw)", at: f.offset - 1) }
             payload = .sourcePerformBegin(loopID: loop, sourceID: source, kind: kind, order: try f.integer(Int64.self),
                                           signaled: try f.integer(UInt64.self))
         case .sourcePerformEnd:
@@ -225,21 +225,21 @@ final class StreamCursor {
         case .observerBegin:
             let loop = try f.integer(UInt64.self), observer = try f.integer(UInt64.self)
             let raw = try f.u8()
-            guard let activity = Loop.Activity(traceValue: Int64(raw)) else { throw fail("invalid activity \(raw)", at: f.offset - 1) }
+            guard let activity = LoopActivity(traceValue: Int64(raw)) else { throw fail("invalid activity \(raw)", at: f.offset - 1) }
             payload = .observerBegin(loopID: loop, observerID: observer, activity: activity)
         case .observerEnd:
             payload = .observerEnd(loopID: try f.integer(UInt64.self), observerID: try f.integer(UInt64.self))
         case .wakeUp:
             let loop = try f.integer(UInt64.self)
             let raw = try f.u8()
-            guard let reason = Loop.WakeReason(traceValue: Int64(raw)) else { throw fail("invalid wake-up reason \(raw)", at: f.offset - 1) }
+            guard let reason = LoopWakeReason(traceValue: Int64(raw)) else { throw fail("invalid wake-up reason \(raw)", at: f.offset - 1) }
             payload = .wakeUp(loopID: loop, reason: reason, slept: try f.integer(UInt64.self))
         case .loopCreate:
             payload = .loopCreate(loopID: try f.integer(UInt64.self), threadID: try f.integer(Int32.self), name: try f.string())
         case .itemLabel:
             let item = try f.integer(UInt64.self)
             let raw = try f.u8()
-            guard let kind = LoopEventSink.ItemKind(traceValue: Int64(raw)) else { throw fail("invalid item kind \(raw)", at: f.offset - 1) }
+            guard let kind = LoopItemKind(traceValue: Int64(raw)) else { throw fail("invalid item kind \(raw)", at: f.offset - 1) }
             payload = .itemLabel(itemID: item, kind: kind, label: try f.string())
         }
         guard currentTimestamp <= packetEnd else {

@@ -1,0 +1,116 @@
+// The words a run-loop trace is written in: what the loop reports (RunLoopCore, through LoopEventSink), what the
+// tracers write and what the readers and analyses decode. They live here, apart from the loop, so that the
+// readers and the analyses share them without linking the loop's machinery; RunLoopCore names them
+// `Loop.Activity`, `Loop.RunResult`, `Loop.WakeReason`, `LoopEventSink.SourceKind` and `LoopEventSink.ItemKind`.
+// Their values in traces are in TraceValues.swift.
+
+/// The points of an iteration that observers can watch. Raw values are CFRunLoop's.
+@frozen
+public struct LoopActivity: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: UInt
+
+    @inlinable
+    public init(rawValue: UInt) {
+        self.rawValue = rawValue
+    }
+
+    // Computed and inlinable rather than stored: the loop compares activities on every iteration, and a stored
+    // static of another module is reached through an accessor call each time.
+
+    /// A run begins (once per run, before the first iteration).
+    @inlinable public static var entry: LoopActivity { LoopActivity(rawValue: 1) }
+    /// An iteration is about to fire due timers.
+    @inlinable public static var beforeTimers: LoopActivity { LoopActivity(rawValue: 2) }
+    /// An iteration is about to perform signalled custom sources.
+    @inlinable public static var beforeSources: LoopActivity { LoopActivity(rawValue: 4) }
+    /// The loop is about to sleep.
+    @inlinable public static var beforeWaiting: LoopActivity { LoopActivity(rawValue: 32) }
+    /// The loop woke up, before handling what woke it.
+    @inlinable public static var afterWaiting: LoopActivity { LoopActivity(rawValue: 64) }
+    /// A run ends.
+    @inlinable public static var exit: LoopActivity { LoopActivity(rawValue: 128) }
+    /// Every activity.
+    @inlinable public static var all: LoopActivity { LoopActivity(rawValue: 1 | 2 | 4 | 32 | 64 | 128) }
+
+    /// The single activities, in the order an iteration reaches them.
+    public static let ordered: [LoopActivity] = [.entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit]
+
+    /// The trace name of a single activity (`entry`, `before_timers`, …).
+    public var description: String {
+        switch self {
+        case .entry: return "entry"
+        case .beforeTimers: return "before_timers"
+        case .beforeSources: return "before_sources"
+        case .beforeWaiting: return "before_waiting"
+        case .afterWaiting: return "after_waiting"
+        case .exit: return "exit"
+        default: return LoopActivity.ordered.filter { contains($0) }.map(\.description).joined(separator: "|")
+        }
+    }
+}
+
+/// Why a run returned.
+public enum LoopRunResult: Sendable, Equatable, CustomStringConvertible {
+    /// The mode is empty (or is the common token, or was never created).
+    case finished
+    /// `Loop.stop()` ended the run.
+    case stopped
+    /// The timeout passed.
+    case timedOut
+    /// A source was handled and the run was asked to return after one.
+    case handledSource
+
+    public var description: String {
+        switch self {
+        case .finished: return "finished"
+        case .stopped: return "stopped"
+        case .timedOut: return "timed_out"
+        case .handledSource: return "handled_source"
+        }
+    }
+}
+
+/// What ended a sleep, as the trace's `wakeup` event reports it.
+public enum LoopWakeReason: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    case timer, source, descriptor, port, manual, timeout, stop
+
+    public var description: String {
+        switch self {
+        case .timer: return "timer"
+        case .source: return "source"
+        case .descriptor: return "descriptor"
+        case .port: return "port"
+        case .manual: return "manual"
+        case .timeout: return "timeout"
+        case .stop: return "stop"
+        }
+    }
+}
+
+/// The kind of a performed source, as `source_perform_begin` reports it.
+public enum LoopSourceKind: UInt8, Sendable, CustomStringConvertible {
+    case custom, descriptor, port
+
+    public var description: String {
+        switch self {
+        case .custom: return "custom"
+        case .descriptor: return "descriptor"
+        case .port: return "port"
+        }
+    }
+}
+
+/// What a labelled item is, as `item_label` reports it.
+public enum LoopItemKind: UInt8, Sendable, CustomStringConvertible {
+    case timer, source, descriptor, port, observer
+
+    public var description: String {
+        switch self {
+        case .timer: return "timer"
+        case .source: return "source"
+        case .descriptor: return "descriptor"
+        case .port: return "port"
+        case .observer: return "observer"
+        }
+    }
+}
