@@ -116,10 +116,15 @@ let package = Package(
         ),
         // An application built on RunLoopCore with the LTTng sink installed: what `rlctl record` traces.
         .executableTarget(name: "runloop-demo", dependencies: ["RunLoopCore", "Tracing"], path: "Examples/runloop-demo"),
-        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore"]),
-        .testTarget(name: "TracingTests", dependencies: ["Tracing", "TraceReading", "RunLoopCore"]),
-        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "TraceReading", "Tracing", "RunLoopCore"]),
+        // What the test targets share (the process runner, golden-text checks, seeded random numbers, locked
+        // values, the CI rule): test code only, under Tests/, depending on no product module.
+        .target(name: "CTestSupport", path: "Tests/CTestSupport"),
+        .target(name: "TestSupport", dependencies: ["CTestSupport"], path: "Tests/TestSupport"),
+        .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "TestSupport"]),
+        .testTarget(name: "TracingTests", dependencies: ["Tracing", "TraceReading", "RunLoopCore", "TestSupport"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "TraceReading", "Tracing", "RunLoopCore", "TestSupport"]),
         // End to end: runs the built rlctl binary.
-        .testTarget(name: "rlctlTests", dependencies: ["rlctl", "runloop-demo"]),
+        .testTarget(name: "rlctlTests", dependencies: ["rlctl", "runloop-demo", "TestSupport"]),
     ]
 )

@@ -1,0 +1,38 @@
+import Glibc
+
+/// A pthread the test can join, so that it waits for the thread's exit and with it the tear-down of the thread's
+/// loop (Foundation's Thread cannot be joined).
+public final class JoinableThread: @unchecked Sendable {
+    /// Dropped once run: it may hold the object that holds this thread.
+    private var body: (@Sendable () -> Void)?
+    private var thread = pthread_t()
+
+    public init(_ body: @escaping @Sendable () -> Void) {
+        self.body = body
+    }
+
+    public func start() {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&thread, nil, { raw in
+            let me = Unmanaged<JoinableThread>.fromOpaque(raw!).takeRetainedValue()
+            me.body?()
+            me.body = nil
+            return nil
+        }, context)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+    }
+
+    public func join() {
+        pthread_join(thread, nil)
+    }
+}
+
+/// Runs `body` on a new thread (with its own loop, for RunLoopCore) and returns its result once the thread has
+/// exited.
+public func onThread<T>(_ body: @escaping @Sendable () -> T) -> T {
+    let result = Shared<T?>(nil)
+    let thread = JoinableThread { result.value = body() }
+    thread.start()
+    thread.join()
+    return result.value!
+}

@@ -1,0 +1,42 @@
+import Glibc
+
+/// A pthread mutex, the lock style of RunLoopCore (Sources/RunLoopCore/Platform/Lock.swift): the loop and recorder
+/// tests run under ThreadSanitizer, which must see every lock their helpers take.
+public final class TestLock: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    public init() {
+        mutex = .allocate(capacity: 1)
+        precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    public func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}
+
+/// A mutable value shared between a test and the threads or closures it starts.
+public final class Shared<Value>: @unchecked Sendable {
+    private let lock = TestLock()
+    private var storage: Value
+
+    public init(_ value: Value) { storage = value }
+
+    public var value: Value {
+        get { lock.withLock { storage } }
+        set { lock.withLock { storage = newValue } }
+    }
+
+    /// Reads and changes the value in one step (`value += 1` would be a read and a separate write).
+    @discardableResult
+    public func mutate<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        try lock.withLock { try body(&storage) }
+    }
+}
