@@ -245,7 +245,7 @@ let sharedTrace: String = {
         #expect(result.stdout.contains("stalls (> threshold): ") && result.stdout.contains("jank-3"))
 
         let json = CLI.temporary("workload.json")
-        try #"{"duration": 0.3, "elements": [{"kind": "sources", "threads": 1, "rate": 500}]}"#.write(toFile: json, atomically: true, encoding: .utf8)
+        try #"{"duration": "300ms", "elements": [{"kind": "sources", "threads": 1, "rate": 500}]}"#.write(toFile: json, atomically: true, encoding: .utf8)
         #expect(try CLI.run(["run", "--file", json]).status == 0)
     }
 }

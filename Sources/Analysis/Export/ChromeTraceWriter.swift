@@ -66,7 +66,7 @@ struct ChromeTraceWriter {
         case .runEnd(_, _, let result):
             emit(slice("E", "run", "\"result\":\"\(result.description)\""))
         case .timerFireBegin(_, let id, let scheduled, let tolerance, _, let missed):
-            let late = event.timestamp >= scheduled ? event.timestamp - scheduled : 0
+            let late = TimerFiring(scheduled: scheduled, tolerance: tolerance, firedAt: event.timestamp).lateness
             emit(slice("B", labels[id].map { "timer \($0)" } ?? "timer \(id)", "\"lateness_ns\":\(late),\"tolerance_ns\":\(tolerance),\"missed\":\(missed)"))
         case .sourcePerformBegin(_, let id, let kind, _, _):
             emit(slice("B", labels[id].map { "\(kind.description) \($0)" } ?? "\(kind.description) \(id)"))

@@ -3,9 +3,9 @@ import ArgumentParser
 import Workloads
 
 /// Duration options parse through this rather than ExpressibleByArgument, whose failure can only say "invalid":
-/// `--duration 3` must say that the unit is missing.
+/// `--duration 3` must say that the unit is missing (DurationText's message).
 func durationArgument(_ text: String) throws -> DurationValue {
-    try DurationValue.parseArgument(text)
+    try DurationValue(parsing: text)
 }
 
 /// How a summary is printed.

@@ -15,12 +15,19 @@ public struct TraceSummarizer {
     }
 
     public let options: Options
-    private var loops: [UInt64: LoopTracker] = [:]
-    private var loopOrder: [UInt64] = []
-    private var timers: [UInt64: TimerTracker] = [:]
-    private var labels: [UInt64: String] = [:]
+    /// Loops in order of their first event; `loopIDs[i]` is `loops[i]`'s id. Most traces have a few loops, and
+    /// a linear search of a few ids beats hashing one per event; past that the index takes over.
+    private var loops: [LoopTracker] = []
+    private var loopIDs: [UInt64] = []
+    private var loopIndexes: [UInt64: Int] = [:]
+    private static let linearSearchLimit = 8
+    private var timers: [TimerStatistics] = []
+    private var timerIndexes: [UInt64: Int] = [:]
+    /// The last timer that fired: repeating timers fire in runs.
+    private var lastTimer: (id: UInt64, index: Int)?
     private var loopNames: [UInt64: (tid: Int32, name: String)] = [:]
     private let modes = ModeTable()
+    private let labels = LabelTable()
 
     public init(options: Options = Options()) {
         self.options = options
@@ -33,12 +40,31 @@ public struct TraceSummarizer {
         return summarizer.finish(health: reader.health)
     }
 
-    private mutating func tracker(_ loopID: UInt64, _ event: TraceEvent) -> LoopTracker {
-        if let tracker = loops[loopID] { return tracker }
-        let tracker = LoopTracker(loopID: loopID, threadID: event.threadID, options: options, modes: modes)
-        loops[loopID] = tracker
-        loopOrder.append(loopID)
-        return tracker
+    @inline(__always)
+    private mutating func loop(_ loopID: UInt64, _ event: TraceEvent) -> Int {
+        if loopIDs.count <= Self.linearSearchLimit {
+            if let index = loopIDs.firstIndex(of: loopID) { return index }
+        } else if let index = loopIndexes[loopID] {
+            return index
+        }
+        loops.append(LoopTracker(loopID: loopID, threadID: event.threadID, options: options, modes: modes, labels: labels))
+        loopIDs.append(loopID)
+        loopIndexes[loopID] = loops.count - 1
+        return loops.count - 1
+    }
+
+    private mutating func timer(_ timerID: UInt64, loopID: UInt64) -> Int {
+        if let last = lastTimer, last.id == timerID { return last.index }
+        let index: Int
+        if let known = timerIndexes[timerID] {
+            index = known
+        } else {
+            index = timers.count
+            timers.append(TimerStatistics(timerID: timerID, loopID: loopID))
+            timerIndexes[timerID] = index
+        }
+        lastTimer = (timerID, index)
+        return index
     }
 
     /// Feeds one event (events must come in timestamp order, as readers deliver them).
@@ -46,47 +72,40 @@ public struct TraceSummarizer {
         let ts = event.timestamp
         switch event.payload {
         case .activity(let activity, let place):
-            tracker(place.loopID, event).activity(activity, place, at: ts)
+            loops[loop(place.loopID, event)].activity(activity, place, at: ts)
         case .runBegin(let loopID, let mode, _, _):
-            tracker(loopID, event).runBegin(mode: modes.id(mode), at: ts)
+            loops[loop(loopID, event)].runBegin(mode: modes.id(mode), at: ts)
         case .runEnd(let loopID, _, let result):
-            tracker(loopID, event).runEnd(result, at: ts)
+            loops[loop(loopID, event)].runEnd(result, at: ts)
         case .wakeUp(let loopID, let reason, let slept):
-            tracker(loopID, event).wakeUp(reason, slept: slept, at: ts)
+            loops[loop(loopID, event)].wakeUp(reason, slept: slept, at: ts)
         case .timerFireBegin(let loopID, let timerID, let scheduled, let tolerance, let interval, let missed):
-            let loop = tracker(loopID, event)
-            let lateness = ts >= scheduled ? ts - scheduled : 0
-            let timer = timers[timerID] ?? TimerTracker(timerID: timerID, loopID: loopID)
-            timers[timerID] = timer
-            timer.firing(inMode: loop.currentMode)
-            let cause = lateness > tolerance && lateness - tolerance > options.lateThreshold
-                ? loop.cause(at: scheduled, timerModes: timer.modes) : nil
-            loop.timerFired(lateness: lateness, tolerance: tolerance, missed: missed, scheduled: scheduled, cause: cause, at: ts)
-            timer.fired(lateness: lateness, tolerance: tolerance, interval: interval, missed: missed, cause: cause, at: ts)
-            loop.beginCallout(.timer, id: timerID, label: labels[timerID], at: ts)
+            let l = loop(loopID, event)
+            let t = timer(timerID, loopID: loopID)
+            let firing = TimerFiring(scheduled: scheduled, tolerance: tolerance, firedAt: ts)
+            timers[t].firing(inMode: loops[l].currentMode)
+            let cause = firing.isLate(threshold: options.lateThreshold)
+                ? loops[l].cause(at: scheduled, timerModes: timers[t].modes) : nil
+            timers[t].record(firing, interval: interval, missed: missed, lateCause: cause)
+            loops[l].timerFired(timerID, scheduled: scheduled, at: ts)
         case .timerFireEnd(let loopID, let timerID):
-            tracker(loopID, event).endCallout(id: timerID, at: ts)
+            loops[loop(loopID, event)].endCallout(id: timerID, at: ts)
         case .sourcePerformBegin(let loopID, let sourceID, let kind, _, let signaled):
-            let loop = tracker(loopID, event)
-            loop.sourcePerformed(kind: kind, signaled: signaled, at: ts)
-            let calloutKind: LoopTracker.CalloutKind = kind == .port ? .port : (kind == .descriptor ? .descriptor : .source)
-            loop.beginCallout(calloutKind, id: sourceID, label: labels[sourceID], at: ts)
+            loops[loop(loopID, event)].sourcePerformed(sourceID, kind: kind, signaled: signaled, at: ts)
         case .sourcePerformEnd(let loopID, let sourceID):
-            tracker(loopID, event).endCallout(id: sourceID, at: ts)
+            loops[loop(loopID, event)].endCallout(id: sourceID, at: ts)
         case .blockBegin(let loopID, let blockID, let enqueued):
-            let loop = tracker(loopID, event)
-            loop.blockRan(enqueued: enqueued, at: ts)
-            loop.beginCallout(.block, id: blockID, label: nil, at: ts)
+            loops[loop(loopID, event)].blockRan(blockID, enqueued: enqueued, at: ts)
         case .blockEnd(let loopID, let blockID):
-            tracker(loopID, event).endCallout(id: blockID, at: ts)
+            loops[loop(loopID, event)].endCallout(id: blockID, at: ts)
         case .observerBegin(let loopID, let observerID, _):
-            tracker(loopID, event).beginCallout(.observer, id: observerID, label: labels[observerID], at: ts)
+            loops[loop(loopID, event)].beginCallout(.observer, id: observerID, at: ts)
         case .observerEnd(let loopID, let observerID):
-            tracker(loopID, event).endCallout(id: observerID, at: ts)
+            loops[loop(loopID, event)].endCallout(id: observerID, at: ts)
         case .loopCreate(let loopID, let tid, let name):
             loopNames[loopID] = (tid, name)
         case .itemLabel(let itemID, _, let label):
-            labels[itemID] = label
+            labels.set(label, for: itemID)
         case .sourceSignal:
             break
         }
@@ -94,16 +113,17 @@ public struct TraceSummarizer {
 
     /// The summary of everything consumed, with the reader's completeness.
     public func finish(health: TraceHealth) -> TraceSummary {
-        let windows = health.lossWindows.map {
-            TraceSummary.Health.LossWindow(stream: $0.stream, fromNanoseconds: $0.from, toNanoseconds: $0.to, events: $0.events)
+        var timerTotals = [TimerTotals](repeating: TimerTotals(), count: loops.count)
+        for timer in timers {
+            if let index = loopIndexes[timer.loopID] { timerTotals[index].merge(timer.totals) }
         }
         var loopSummaries: [TraceSummary.LoopSummary] = []
-        let overall = LoopTracker(loopID: 0, threadID: 0, options: options, modes: modes)
-        for loopID in loopOrder {
-            guard let tracker = loops[loopID] else { continue }
+        var overall = LoopTracker(loopID: 0, threadID: 0, options: options, modes: modes, labels: labels)
+        var overallTimers = TimerTotals()
+        for (index, var tracker) in loops.enumerated() {
             tracker.finishTrace()
-            var summary = tracker.summary(options: options)
-            if let (tid, name) = loopNames[loopID] {
+            var summary = tracker.summary(timers: timerTotals[index])
+            if let (tid, name) = loopNames[tracker.loopID] {
                 summary.threadID = tid
                 summary.name = name
             }
@@ -113,8 +133,9 @@ public struct TraceSummarizer {
             summary.lossWindowsAffecting = loss.windows
             loopSummaries.append(summary)
             overall.absorb(tracker)
+            overallTimers.merge(timerTotals[index])
         }
-        var overallSummary = overall.summary(options: options)
+        var overallSummary = overall.summary(timers: overallTimers)
         overallSummary.loopID = nil
         overallSummary.threadID = nil
         overallSummary.lostEventsAffecting = health.eventsLost
@@ -124,22 +145,21 @@ public struct TraceSummarizer {
         overallSummary.worstStalls = Array(loopSummaries.flatMap(\.worstStalls)
             .sorted { $0.busyNanoseconds > $1.busyNanoseconds }.prefix(options.keep))
 
-        let timerSummaries = timers.values.map { timer -> TraceSummary.TimerSummary in
+        let timerSummaries = timers.map { timer -> TraceSummary.TimerSummary in
             var summary = timer.summary(label: labels[timer.timerID] ?? "timer-\(timer.timerID)")
-            let loop = loops[timer.loopID]
-            let loss = Self.losses(in: health, threadID: loop?.threadID ?? 0, from: timer.first, to: timer.last)
+            let threadID = loopIndexes[timer.loopID].map { loops[$0].threadID } ?? 0
+            let loss = Self.losses(in: health, threadID: threadID, from: timer.first, to: timer.last)
             summary.lostEventsAffecting = loss.events
             summary.lossWindowsAffecting = loss.windows
             return summary
         }.sorted { ($0.lateness.p99, $0.timerID) > ($1.lateness.p99, $1.timerID) }
 
-        var traceHealth = TraceSummary.Health(eventsRead: health.eventsRead, eventsLost: health.eventsLost,
-                                              packetsLost: health.packetsLost, lossWindows: windows)
+        var traceHealth = TraceSummary.Health(health)
         traceHealth.runsCutOff = loopSummaries.reduce(0) { $0 + ($1.results["did_not_end"] ?? 0) }
         traceHealth.runsEndLost = loopSummaries.reduce(0) { $0 + ($1.results["end_lost"] ?? 0) }
         traceHealth.runsBegunBeforeTrace = loopSummaries.reduce(0) { $0 + ($1.runsBegunBeforeTrace ?? 0) }
         traceHealth.cutOffAtNanoseconds = loopSummaries.compactMap(\.cutOffAtNanoseconds).max()
-        traceHealth.firstEventNanoseconds = loops.values.map(\.firstTimestamp).min()
+        traceHealth.firstEventNanoseconds = loops.map(\.firstTimestamp).min()
         return TraceSummary(health: traceHealth,
                             overall: overallSummary, loops: loopSummaries, timers: timerSummaries,
                             stallThresholdNanoseconds: options.stallThreshold, lateThresholdNanoseconds: options.lateThreshold)

@@ -2,7 +2,8 @@ import TraceModel
 import Foundation
 
 /// A CI budget: one rule per line, `metric OP limit`, e.g. `timer.lateness.p99 <= 2ms`, `loop.utilization <= 0.8`,
-/// `stalls.count == 0`, `trace.lost == 0`. `#` starts a comment. Durations need a unit (ns, us, ms, s); ratios
+/// `stalls.count == 0`, `trace.lost == 0`. `#` starts a comment. Durations are written as everywhere in rlctl
+/// (``DurationText``: `500us`, `2ms`, `1m`; a number alone is refused); ratios
 /// take `0.8` or `80%`; counts are whole numbers.
 public struct Budget: Sendable {
     public struct Rule: Sendable, Equatable {
@@ -60,13 +61,18 @@ public struct Budget: Sendable {
         switch metric.unit {
         case .duration, .rate:
             let body = metric.unit == .rate && text.hasSuffix("/s") ? String(text.dropLast(2)) : text
-            if Double(body) != nil {
-                throw BudgetError("\(at): the limit \"\(text)\" for \(metric.name) has no unit (write e.g. \(body)ms or \(body)us)")
+            do {
+                return Double(try DurationText.nanoseconds(body))
+            } catch {
+                switch error.kind {
+                case .noUnit:
+                    throw BudgetError("\(at): the limit \"\(text)\" for \(metric.name) has no unit (write e.g. \(body)ms or \(body)us)")
+                case .negative:
+                    throw BudgetError("\(at): impossible limit \(text): \(metric.name) is \(metric.unit == .rate ? "a magnitude, never" : "never") negative")
+                case .notADuration, .outOfRange:
+                    throw BudgetError("\(at): \(error.description)")
+                }
             }
-            guard let value = parseDuration(body) else {
-                throw BudgetError("\(at): \"\(text)\" is not a duration (write a number and a unit: 500us, 2ms, 1s)")
-            }
-            return value
         case .ratio:
             if text.hasSuffix("%"), let percent = Double(text.dropLast()), percent.isFinite { return percent / 100 }
             guard let value = Double(text), value.isFinite else { throw BudgetError("\(at): \"\(text)\" is not a ratio (write 0.8 or 80%)") }
@@ -79,7 +85,8 @@ public struct Budget: Sendable {
         }
     }
 
-    /// Rejects limits no measurement could meet or fail (negative durations, ratios outside 0…1, `< 0` counts).
+    /// Rejects limits no measurement could meet or fail (ratios outside 0…1, negative counts, `< 0`); a negative
+    /// duration never gets here (``parseLimit`` refuses it).
     static func checkPossible(metric: Metric.Definition, comparison: Comparison, limit: Double, text: String, at: String) throws(BudgetError) {
         switch metric.unit {
         case .duration, .count:
@@ -88,7 +95,7 @@ public struct Budget: Sendable {
         case .ratio:
             if limit < 0 || limit > 1 { throw BudgetError("\(at): impossible limit \(text): \(metric.name) is between 0 and 1") }
         case .rate:
-            if limit < 0 { throw BudgetError("\(at): impossible limit \(text): \(metric.name) is a magnitude, never negative") }
+            break
         }
     }
 
@@ -101,13 +108,4 @@ public struct Budget: Sendable {
 public struct BudgetError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
-}
-
-/// Parses `500us`, `2ms`, `1.5s`, `10ns` into nanoseconds.
-public func parseDuration(_ text: String) -> Double? {
-    let units: [(String, Double)] = [("ns", 1), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9)]
-    for (suffix, scale) in units where text.hasSuffix(suffix) {
-        if let value = Double(text.dropLast(suffix.count)), value.isFinite { return value * scale }
-    }
-    return nil
 }

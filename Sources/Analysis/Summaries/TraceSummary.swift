@@ -12,10 +12,8 @@ public struct TraceSummary: Codable, Sendable, Equatable {
     public var lateThresholdNanoseconds: UInt64
 
     public struct Health: Codable, Sendable, Equatable {
-        public var eventsRead: UInt64
-        public var eventsLost: UInt64
-        public var packetsLost: UInt64
-        public var lossWindows: [LossWindow]
+        /// What the reader counted (events read and lost, packets lost, the loss windows), as it counted it.
+        public var trace: TraceHealth
         /// Runs still open when the trace ended (a killed program, a recording stopped early, a buffer that filled up
         /// for good). Optional fields here and below: summaries written before they existed still load.
         public var runsCutOff: UInt64?
@@ -28,25 +26,83 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         /// The first event of any loop: where times in the report are counted from (`+1.20s`).
         public var firstEventNanoseconds: UInt64?
 
-        public init(eventsRead: UInt64, eventsLost: UInt64, packetsLost: UInt64, lossWindows: [LossWindow]) {
-            self.eventsRead = eventsRead
-            self.eventsLost = eventsLost
-            self.packetsLost = packetsLost
-            self.lossWindows = lossWindows
+        public init(_ trace: TraceHealth) {
+            self.trace = trace
+        }
+
+        public init(eventsRead: UInt64, eventsLost: UInt64, packetsLost: UInt64, lossWindows: [TraceHealth.LossWindow]) {
+            trace = TraceHealth()
+            trace.eventsRead = eventsRead
+            trace.eventsLost = eventsLost
+            trace.packetsLost = packetsLost
+            trace.lossWindows = lossWindows
+        }
+
+        public var eventsRead: UInt64 {
+            get { trace.eventsRead }
+            set { trace.eventsRead = newValue }
+        }
+        public var eventsLost: UInt64 {
+            get { trace.eventsLost }
+            set { trace.eventsLost = newValue }
+        }
+        public var packetsLost: UInt64 {
+            get { trace.packetsLost }
+            set { trace.packetsLost = newValue }
+        }
+        public var lossWindows: [TraceHealth.LossWindow] {
+            get { trace.lossWindows }
+            set { trace.lossWindows = newValue }
         }
 
         /// No events or packets lost.
-        public var complete: Bool { eventsLost == 0 && packetsLost == 0 }
+        public var complete: Bool { trace.isComplete }
         /// Some run's start or end is not in the trace: run-level figures cover only the part that is.
         public var runsIncomplete: Bool { incompleteRunCount > 0 }
         /// Runs whose begin or end is not in the trace (the `trace.runs_incomplete` metric, and `check`'s count).
         public var incompleteRunCount: UInt64 { (runsCutOff ?? 0) + (runsEndLost ?? 0) + (runsBegunBeforeTrace ?? 0) }
 
-        public struct LossWindow: Codable, Sendable, Equatable {
-            public var stream: String
-            public var fromNanoseconds: UInt64
-            public var toNanoseconds: UInt64
-            public var events: UInt64
+        // The JSON keeps the shape summaries have always had: the reader's counts beside the run counts, and loss
+        // windows with `fromNanoseconds`/`toNanoseconds`.
+        private enum CodingKeys: String, CodingKey {
+            case eventsRead, eventsLost, packetsLost, lossWindows
+            case runsCutOff, runsEndLost, runsBegunBeforeTrace, cutOffAtNanoseconds, firstEventNanoseconds
+        }
+
+        private struct EncodedLossWindow: Codable {
+            var stream: String
+            var fromNanoseconds: UInt64
+            var toNanoseconds: UInt64
+            var events: UInt64
+        }
+
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            let windows = try c.decode([EncodedLossWindow].self, forKey: .lossWindows).map {
+                TraceHealth.LossWindow(stream: $0.stream, from: $0.fromNanoseconds, to: $0.toNanoseconds, events: $0.events)
+            }
+            self.init(eventsRead: try c.decode(UInt64.self, forKey: .eventsRead), eventsLost: try c.decode(UInt64.self, forKey: .eventsLost),
+                      packetsLost: try c.decode(UInt64.self, forKey: .packetsLost), lossWindows: windows)
+            runsCutOff = try c.decodeIfPresent(UInt64.self, forKey: .runsCutOff)
+            runsEndLost = try c.decodeIfPresent(UInt64.self, forKey: .runsEndLost)
+            runsBegunBeforeTrace = try c.decodeIfPresent(UInt64.self, forKey: .runsBegunBeforeTrace)
+            cutOffAtNanoseconds = try c.decodeIfPresent(UInt64.self, forKey: .cutOffAtNanoseconds)
+            firstEventNanoseconds = try c.decodeIfPresent(UInt64.self, forKey: .firstEventNanoseconds)
+        }
+
+        public func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(eventsRead, forKey: .eventsRead)
+            try c.encode(eventsLost, forKey: .eventsLost)
+            try c.encode(packetsLost, forKey: .packetsLost)
+            try c.encode(lossWindows.map {
+                EncodedLossWindow(stream: $0.stream, fromNanoseconds: $0.from, toNanoseconds: $0.to, events: $0.events)
+            }, forKey: .lossWindows)
+            try c.encodeIfPresent(runsCutOff, forKey: .runsCutOff)
+            try c.encodeIfPresent(runsEndLost, forKey: .runsEndLost)
+            try c.encodeIfPresent(runsBegunBeforeTrace, forKey: .runsBegunBeforeTrace)
+            try c.encodeIfPresent(cutOffAtNanoseconds, forKey: .cutOffAtNanoseconds)
+            try c.encodeIfPresent(firstEventNanoseconds, forKey: .firstEventNanoseconds)
         }
     }
 
@@ -99,10 +155,15 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         public var lossWindowsAffecting: UInt64?
         /// Whether any of its figures covers a window with losses.
         public var affectedByLoss: Bool { lostEventsAffecting > 0 || (lossWindowsAffecting ?? 0) > 0 }
+
+        /// The durations of one kind of callout (empty when none ran).
+        public func calloutDuration(of kind: CalloutKind) -> DistributionSummary {
+            calloutDurations[kind.name] ?? DistributionSummary()
+        }
     }
 
     public struct WakeLatency: Codable, Sendable, Equatable {
-        /// Timer due → callout start.
+        /// Timer due → callout start: the timer lateness (``LoopSummary/timerLateness``), the same histogram.
         public var timer = DistributionSummary()
         /// Source first signal → perform.
         public var source = DistributionSummary()

@@ -1,0 +1,36 @@
+import TraceModel
+
+/// What a callout ran: the kinds of work a loop calls out to. Summaries count durations per kind, and the metric
+/// list derives `callout.<name>.*` from the same cases, so a kind and its metric cannot drift apart.
+public enum CalloutKind: Int, CaseIterable, Sendable, CustomStringConvertible {
+    case timer, source, descriptor, port, block, observer
+
+    /// The kind of a performed source: custom sources are `source`, descriptors and ports their own kinds.
+    public init(_ source: LoopSourceKind) {
+        switch source {
+        case .custom: self = .source
+        case .descriptor: self = .descriptor
+        case .port: self = .port
+        }
+    }
+
+    /// The name summaries, metrics and reports use (`timer`, `source`, …).
+    public var name: String {
+        switch self {
+        case .timer: return "timer"
+        case .source: return "source"
+        case .descriptor: return "descriptor"
+        case .port: return "port"
+        case .block: return "block"
+        case .observer: return "observer"
+        }
+    }
+
+    public var description: String { name }
+
+    /// How reports name one callout: its kind and, when the program labelled the item, the label (`timer frame`).
+    func calloutName(label: String?) -> String {
+        guard let label else { return name }
+        return name + " " + label
+    }
+}

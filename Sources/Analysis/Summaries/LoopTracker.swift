@@ -1,0 +1,395 @@
+import TraceModel
+
+/// One loop's running totals while a trace streams by: its runs, iterations, sleeps, wake-ups and callouts.
+/// Timer firings are counted in each timer's ``TimerStatistics``; the loop keeps only what the firing did to it
+/// (backlog, the callout).
+///
+/// A value type kept in the summarizer's array: the per-event calls reach it without the dynamic exclusivity
+/// checks a class's stored properties need.
+struct LoopTracker {
+    let loopID: UInt64
+    let threadID: Int32
+    private let options: TraceSummarizer.Options
+    private let modes: ModeTable
+    private let labels: LabelTable
+    private(set) var firstTimestamp: UInt64 = .max
+    private(set) var lastTimestamp: UInt64 = 0
+
+    private var results: [String: UInt64] = [:]
+    private var nestedRuns: UInt64 = 0
+    private var runsBegunBeforeTrace: UInt64 = 0
+    private var cutOffAt: UInt64?
+    private var wall: UInt64 = 0
+    private var slept: UInt64 = 0
+    private var iterations: UInt64 = 0
+
+    /// Open runs, outermost first. A run whose begin the trace lacks (flight-recorder ring, lost events) is opened
+    /// at the loop's first event that shows it, so its iterations still count towards wall, busy and asleep.
+    private struct OpenRun {
+        var start: UInt64
+        var mode: Int
+    }
+    private var runStack: [OpenRun] = []
+
+    private var busyPerIteration = LatencyHistogram()
+    private var sleeps = LatencyHistogram()
+    private var sourceLatency = LatencyHistogram()
+    private var blockLatency = LatencyHistogram()
+    private var portLatency = LatencyHistogram()
+    private var backlog = LatencyHistogram()
+    private var calloutDurations = [LatencyHistogram](repeating: LatencyHistogram(), count: CalloutKind.allCases.count)
+    private var wakeReasons = [UInt64](repeating: 0, count: LoopWakeReason.allCases.count)
+    private var stalls: UInt64 = 0
+    private var worstStalls: [TraceSummary.Stall] = []
+    private var slowest: [TraceSummary.Callout] = []
+    /// The shortest of `slowest` once it is full: most callouts are shorter and need no search.
+    private var slowestFloor: UInt64 = 0
+
+    /// Open iterations, one per nesting depth: start, sleep inside it, longest callout.
+    private struct Iteration {
+        var number: UInt64
+        var start: UInt64
+        var slept: UInt64 = 0
+        var longest: (duration: UInt64, kind: CalloutKind, id: UInt64)?
+    }
+    private var openIterations: [Iteration] = []
+
+    /// Callouts in progress (nested runs inside a callout push more). `depth` is the run depth it was called from.
+    private struct OpenCallout {
+        var kind: CalloutKind
+        var id: UInt64
+        var start: UInt64
+        var depth: Int
+    }
+    private var calloutStack: [OpenCallout] = []
+
+    private var holds = HoldHistory()
+
+    /// The wake-up whose backlog is being counted, until the loop sleeps again.
+    private var backlogWake: UInt64?
+    private var backlogCount: UInt64 = 0
+
+    init(loopID: UInt64, threadID: Int32, options: TraceSummarizer.Options, modes: ModeTable, labels: LabelTable) {
+        self.loopID = loopID
+        self.threadID = threadID
+        self.options = options
+        self.modes = modes
+        self.labels = labels
+    }
+
+    @inline(__always)
+    private mutating func seen(_ ts: UInt64) {
+        if ts < firstTimestamp { firstTimestamp = ts }
+        if ts > lastTimestamp { lastTimestamp = ts }
+    }
+
+    /// Blocks have no labels (their ids are not items' ids).
+    private func name(_ kind: CalloutKind, id: UInt64) -> String {
+        kind.calloutName(label: kind == .block ? nil : labels[id])
+    }
+
+    /// The mode of the innermost open run (what a timer firing now fired in).
+    var currentMode: Int { runStack.last?.mode ?? ModeTable.unknown }
+
+    // ===== runs and iterations =====
+
+    /// An event of a run: when no run is open, the run began before the trace did (or its begin was lost).
+    private mutating func inRun(at ts: UInt64) {
+        if runStack.isEmpty { openUnbegunRun(at: ts, mode: ModeTable.unknown) }
+    }
+
+    private mutating func openUnbegunRun(at ts: UInt64, mode: Int) {
+        runsBegunBeforeTrace += 1
+        runStack.append(OpenRun(start: ts, mode: mode))
+    }
+
+    mutating func runBegin(mode: Int, at ts: UInt64) {
+        // Nested runs start only inside a callout: a run still open with no callout in progress lost its end event.
+        if !runStack.isEmpty && calloutStack.isEmpty {
+            closeRuns(downTo: 0, at: lastTimestamp, result: "end_lost")
+        }
+        seen(ts)
+        if !runStack.isEmpty { nestedRuns += 1 }
+        runStack.append(OpenRun(start: ts, mode: mode))
+    }
+
+    mutating func runEnd(_ result: LoopRunResult, at ts: UInt64) {
+        seen(ts)
+        inRun(at: ts)
+        closeBacklog()
+        closeRuns(downTo: runStack.count - 1, at: ts, result: result.description)
+    }
+
+    /// Ends the runs deeper than `depth` at `ts`, each with `result`.
+    private mutating func closeRuns(downTo depth: Int, at ts: UInt64, result: String) {
+        while runStack.count > max(depth, 0), let run = runStack.popLast() {
+            results[result, default: 0] += 1
+            let duration = ts >= run.start ? ts - run.start : 0
+            if runStack.isEmpty {
+                wall += duration
+                // Ends lost with the trace's losses must not leave stale callouts to blame.
+                calloutStack.removeAll(keepingCapacity: true)
+                closeIterations(deeperThanOrAt: 1, at: ts)
+            } else {
+                holds.remember(.init(start: run.start, end: ts, what: .run, depth: runStack.count + 1, mode: run.mode))
+            }
+        }
+    }
+
+    mutating func activity(_ activity: LoopActivity, _ place: TraceEvent.Place, at ts: UInt64) {
+        seen(ts)
+        let depth = Int(max(place.depth, 1))
+        if depth > runStack.count {
+            // Begins the trace does not have: the activity tells the depth, and its own run's mode.
+            while runStack.count < depth - 1 { openUnbegunRun(at: ts, mode: ModeTable.unknown) }
+            openUnbegunRun(at: ts, mode: modes.id(place.mode))
+        } else if runStack[depth - 1].mode == ModeTable.unknown {
+            runStack[depth - 1].mode = modes.id(place.mode)
+        }
+        switch activity {
+        case .beforeTimers:
+            closeIterations(deeperThanOrAt: depth, at: ts)
+            openIterations.append(Iteration(number: place.iteration, start: ts))
+            iterations += 1
+        case .exit:
+            closeIterations(deeperThanOrAt: depth, at: ts)
+            closeBacklog()
+        case .beforeWaiting:
+            closeBacklog()
+        default:
+            break
+        }
+    }
+
+    private mutating func closeIterations(deeperThanOrAt depth: Int, at ts: UInt64) {
+        while openIterations.count >= depth, let iteration = openIterations.popLast() {
+            let elapsed = ts >= iteration.start ? ts - iteration.start : 0
+            let busy = elapsed >= iteration.slept ? elapsed - iteration.slept : 0
+            busyPerIteration.record(busy)
+            if busy > options.stallThreshold {
+                stalls += 1
+                let cause = iteration.longest.map { name($0.kind, id: $0.id) } ?? "loop overhead"
+                keepWorst(TraceSummary.Stall(loopID: loopID, iteration: iteration.number, atNanoseconds: iteration.start,
+                                             busyNanoseconds: busy, cause: cause))
+            }
+        }
+    }
+
+    private mutating func keepWorst(_ stall: TraceSummary.Stall) {
+        if worstStalls.count < options.keep {
+            worstStalls.append(stall)
+        } else if let index = worstStalls.indices.min(by: { worstStalls[$0].busyNanoseconds < worstStalls[$1].busyNanoseconds }),
+                  worstStalls[index].busyNanoseconds < stall.busyNanoseconds {
+            worstStalls[index] = stall
+        }
+    }
+
+    /// At the end of the trace: runs still open did not end in it. Their time up to the loop's last event counts;
+    /// their unfinished iterations do not count as iterations' busy time (they were cut, not measured).
+    mutating func finishTrace() {
+        guard !runStack.isEmpty else { return }
+        cutOffAt = lastTimestamp
+        openIterations.removeAll()
+        closeRuns(downTo: 0, at: lastTimestamp, result: "did_not_end")
+    }
+
+    // ===== sleeps and wake-ups =====
+
+    mutating func wakeUp(_ reason: LoopWakeReason, slept duration: UInt64, at ts: UInt64) {
+        seen(ts)
+        inRun(at: ts)
+        // A sleep that began before the run's first recorded event counts only from there (flight recorder).
+        let outerStart = runStack[0].start
+        let counted = min(duration, ts >= outerStart ? ts - outerStart : 0)
+        slept += counted
+        sleeps.record(duration)
+        wakeReasons[Int(reason.rawValue)] += 1
+        for index in openIterations.indices { openIterations[index].slept += duration }
+        holds.remember(.init(start: ts >= duration ? ts - duration : 0, end: ts, what: .sleep,
+                             depth: runStack.count, mode: runStack[runStack.count - 1].mode))
+        backlogWake = ts
+        backlogCount = 0
+    }
+
+    @inline(__always)
+    private mutating func countBacklog(dueAt due: UInt64) {
+        if let wake = backlogWake, due <= wake { backlogCount += 1 }
+    }
+
+    private mutating func closeBacklog() {
+        guard backlogWake != nil else { return }
+        backlog.record(backlogCount)
+        backlogWake = nil
+    }
+
+    // ===== callouts =====
+
+    /// A timer's callout begins (its lateness is in its ``TimerStatistics``).
+    mutating func timerFired(_ timerID: UInt64, scheduled: UInt64, at ts: UInt64) {
+        seen(ts)
+        inRun(at: ts)
+        countBacklog(dueAt: scheduled)
+        beginCallout(.timer, id: timerID, at: ts)
+    }
+
+    mutating func sourcePerformed(_ sourceID: UInt64, kind: LoopSourceKind, signaled: UInt64, at ts: UInt64) {
+        seen(ts)
+        switch kind {
+        case .custom:
+            if signaled != 0 { sourceLatency.record(ts >= signaled ? ts - signaled : 0) }
+            countBacklog(dueAt: signaled)
+        case .port:
+            if signaled != 0 { portLatency.record(ts >= signaled ? ts - signaled : 0) }
+            countBacklog(dueAt: signaled)
+        case .descriptor:
+            countBacklog(dueAt: 0)   // ready when the loop woke
+        }
+        beginCallout(CalloutKind(kind), id: sourceID, at: ts)
+    }
+
+    mutating func blockRan(_ blockID: UInt64, enqueued: UInt64, at ts: UInt64) {
+        seen(ts)
+        if enqueued != 0 {
+            blockLatency.record(ts >= enqueued ? ts - enqueued : 0)
+            countBacklog(dueAt: enqueued)
+        }
+        beginCallout(.block, id: blockID, at: ts)
+    }
+
+    mutating func beginCallout(_ kind: CalloutKind, id: UInt64, at ts: UInt64) {
+        seen(ts)
+        inRun(at: ts)
+        calloutStack.append(OpenCallout(kind: kind, id: id, start: ts, depth: runStack.count))
+    }
+
+    mutating func endCallout(id: UInt64, at ts: UInt64) {
+        seen(ts)
+        inRun(at: ts)
+        // Match by id from the top: a lost begin (trace losses) must not unbalance the stack for good.
+        let callout: OpenCallout
+        if let top = calloutStack.last, top.id == id {
+            callout = calloutStack.removeLast()
+        } else if let index = calloutStack.lastIndex(where: { $0.id == id }) {
+            callout = calloutStack[index]
+            calloutStack.removeSubrange(index...)
+        } else {
+            return
+        }
+        let duration = ts >= callout.start ? ts - callout.start : 0
+        calloutDurations[callout.kind.rawValue].record(duration)
+        let mode = callout.depth >= 1 && callout.depth <= runStack.count ? runStack[callout.depth - 1].mode : ModeTable.unknown
+        holds.remember(.init(start: callout.start, end: ts, what: .callout(callout.kind, id: callout.id),
+                             depth: callout.depth, mode: mode))
+        if let last = openIterations.indices.last, duration > (openIterations[last].longest?.duration ?? 0) {
+            openIterations[last].longest = (duration, callout.kind, callout.id)
+        }
+        keepSlowest(callout, duration: duration)
+    }
+
+    private mutating func keepSlowest(_ callout: OpenCallout, duration: UInt64) {
+        if slowest.count < options.keep {
+            slowest.append(TraceSummary.Callout(label: name(callout.kind, id: callout.id), kind: callout.kind.name,
+                                                durationNanoseconds: duration, atNanoseconds: callout.start))
+            if slowest.count == options.keep { slowestFloor = slowest.map(\.durationNanoseconds).min() ?? 0 }
+        } else if duration > slowestFloor, let index = slowest.indices.min(by: { slowest[$0].durationNanoseconds < slowest[$1].durationNanoseconds }) {
+            slowest[index] = TraceSummary.Callout(label: name(callout.kind, id: callout.id), kind: callout.kind.name,
+                                                  durationNanoseconds: duration, atNanoseconds: callout.start)
+            slowestFloor = slowest.map(\.durationNanoseconds).min() ?? 0
+        }
+    }
+
+    static let asleep = "wake-up latency (the loop was asleep)"
+
+    /// What held the loop at `time`, when a timer that fires in the modes of `timerModes` came due.
+    ///
+    /// It is the outermost callout busy at that moment, unless a run nested inside it could have served the timer
+    /// (its mode is one the timer fires in): then what held that nested run, found the same way. A nested run that
+    /// could not serve the timer is part of its callout's hold on the outer run, asleep or not.
+    func cause(at time: UInt64, timerModes: ModeSet) -> String {
+        if time < firstTimestamp { return "before the trace's first event" }
+        if runStack.isEmpty { return "loop not running" }
+        var depth = 1
+        while true {
+            var cover = holds.covering(time, depth: depth)
+            // Callouts and runs still open cover every moment since they began.
+            if let open = calloutStack.first(where: { $0.depth == depth && $0.start <= time }) { cover.callout = (open.kind, open.id) }
+            if depth < runStack.count, runStack[depth].start <= time { cover.nestedRunMode = runStack[depth].mode }
+            guard let callout = cover.callout else {
+                return cover.asleep ? Self.asleep : "loop overhead (between callouts)"
+            }
+            guard let nestedMode = cover.nestedRunMode, timerModes.contains(nestedMode) else {
+                return name(callout.kind, id: callout.id)
+            }
+            depth += 1
+        }
+    }
+
+    // ===== results =====
+
+    /// Adds another loop's totals (for the overall figures); both have had ``finishTrace()``.
+    mutating func absorb(_ other: LoopTracker) {
+        for (k, v) in other.results { results[k, default: 0] += v }
+        nestedRuns += other.nestedRuns
+        runsBegunBeforeTrace += other.runsBegunBeforeTrace
+        if let cut = other.cutOffAt { cutOffAt = max(cutOffAt ?? 0, cut) }
+        wall += other.wall
+        slept += other.slept
+        iterations += other.iterations
+        busyPerIteration.merge(other.busyPerIteration)
+        sleeps.merge(other.sleeps)
+        sourceLatency.merge(other.sourceLatency)
+        blockLatency.merge(other.blockLatency)
+        portLatency.merge(other.portLatency)
+        backlog.merge(other.backlog)
+        for (index, histogram) in other.calloutDurations.enumerated() { calloutDurations[index].merge(histogram) }
+        for (index, count) in other.wakeReasons.enumerated() { wakeReasons[index] += count }
+        stalls += other.stalls
+        firstTimestamp = min(firstTimestamp, other.firstTimestamp)
+        lastTimestamp = max(lastTimestamp, other.lastTimestamp)
+    }
+
+    /// The loop's summary; `timers` are the totals of the timers that fire on it.
+    func summary(timers: TimerTotals) -> TraceSummary.LoopSummary {
+        var s = TraceSummary.LoopSummary()
+        s.loopID = loopID
+        s.threadID = threadID
+        s.runs = results.values.reduce(0, +)
+        s.results = results
+        s.nestedRuns = nestedRuns
+        s.runsBegunBeforeTrace = runsBegunBeforeTrace
+        s.cutOffAtNanoseconds = cutOffAt
+        s.iterations = iterations
+        s.wallNanoseconds = wall
+        s.sleepNanoseconds = min(slept, wall)
+        s.busyNanoseconds = wall - s.sleepNanoseconds
+        s.utilization = wall > 0 ? Double(s.busyNanoseconds) / Double(wall) : 0
+        s.busyPerIteration = busyPerIteration.summary
+        s.sleep = sleeps.summary
+        // One histogram: the timer wake-up latency is the timer lateness.
+        let timerLateness = timers.lateness.summary
+        s.wakeLatency = .init(timer: timerLateness, source: sourceLatency.summary, block: blockLatency.summary, port: portLatency.summary)
+        s.timerLateness = timerLateness
+        s.timerBeyondTolerance = timers.beyondTolerance.summary
+        s.timerFirings = timers.firings
+        s.timerFiringsWithTolerance = timers.firingsWithTolerance
+        s.timerMissed = timers.missed
+        s.timerLateFirings = timers.lateFirings
+        s.timerWithinTolerance = timers.shareWithinNonzeroTolerance
+        s.lateFiringCauses = timers.lateCauses
+        var reasons: [String: UInt64] = [:]
+        for reason in LoopWakeReason.allCases where wakeReasons[Int(reason.rawValue)] > 0 {
+            reasons[reason.description] = wakeReasons[Int(reason.rawValue)]
+        }
+        s.wakeReasons = reasons
+        s.backlogAtWakeUp = backlog.summary
+        var durations: [String: DistributionSummary] = [:]
+        for kind in CalloutKind.allCases where calloutDurations[kind.rawValue].count > 0 {
+            durations[kind.name] = calloutDurations[kind.rawValue].summary
+        }
+        s.calloutDurations = durations
+        s.slowestCallouts = slowest.sorted { $0.durationNanoseconds > $1.durationNanoseconds }
+        s.stalls = stalls
+        s.worstStalls = worstStalls.sorted { $0.busyNanoseconds > $1.busyNanoseconds }
+        return s
+    }
+}
