@@ -301,6 +301,7 @@ private func spawn(_ executable: String, _ argv: [String], _ options: ProcessOpt
     }
     posix_spawn_file_actions_adddup2(&actions, streams.stdout[1], 1)
     posix_spawn_file_actions_adddup2(&actions, streams.stderr[1], 2)
+    rltest_spawn_add_close_from_3(&actions)
     if let directory = options.workingDirectory {
         rltest_spawn_add_chdir(&actions, directory)
     }

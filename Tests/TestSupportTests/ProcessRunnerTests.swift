@@ -71,6 +71,16 @@ import TestSupport
         #expect(output.termination == .exited(0) && output.stdout == "closed\n")
     }
 
+    /// Only stdin, stdout and stderr reach the child, even a descriptor left inheritable (as Swift Testing leaves
+    /// an exit test's pipes while it starts one).
+    @Test func theChildInheritsNoOtherDescriptor() throws {
+        var ends: [Int32] = [-1, -1]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        let output = try runProcess("/bin/sh", ["-c", "ls /proc/self/fd"])
+        #expect(output.stdout.split(separator: "\n").sorted() == ["0", "1", "2", "3"], "\(output.stdout)")
+    }
+
     @Test func stderrOnATerminalIsWhatTheTerminalReceived() throws {
         let output = try runProcess("/bin/sh", ["-c", "test -t 2 && echo tty >&2; test -t 1 || echo pipe"],
                                     ProcessOptions(stderrOnTerminal: true))
