@@ -54,7 +54,7 @@ import Testing
         expectUsageMessage(await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let source = LoopSource {}
             Loop.main.add(source, forMode: .default)
-            let thread = LoopTestThread { Loop.current.add(source, forMode: .default) }
+            let thread = JoinableThread { Loop.current.add(source, forMode: .default) }
             thread.start()
             thread.join()
         }, "the LoopSource already belongs to another loop")
@@ -62,13 +62,13 @@ import Testing
 
     @Test func runningALoopFromAnotherThread() async {
         expectUsageMessage(await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let loop = onNewThread { () -> Loop in
+            let loop = onThread { () -> Loop in
                 let loop = Loop.current
                 loop.add(LoopSource {}, forMode: .default)
                 return loop
             }
             // Not the thread that owns it (and that thread has exited): refused, not run.
-            let other = LoopTestThread {
+            let other = JoinableThread {
                 _ = Loop.current
                 loop.run(mode: .default, timeout: .zero)
             }
@@ -76,7 +76,7 @@ import Testing
             other.join()
         }, "a loop only runs on its own thread")
         expectUsageMessage(await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let other = LoopTestThread {
+            let other = JoinableThread {
                 Loop.main.add(LoopSource {}, forMode: .default)
                 Loop.main.run(mode: .default, timeout: .zero)
             }

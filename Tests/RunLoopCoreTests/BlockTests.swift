@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test func blocksWaitForTheirModeAndKeepTheirOrder() {
-        let trace = onNewThread { () -> String in
+        let trace = onThread { () -> String in
             let loop = Loop.current
             let log = TraceLog()
             let other: Loop.Mode = "other"
@@ -45,7 +45,7 @@ import Testing
     }
 
     @Test func theCommonTokenIsResolvedWhenTheBlockRuns() {
-        let trace = onNewThread { () -> String in
+        let trace = onThread { () -> String in
             let loop = Loop.current
             let log = TraceLog()
             let ui: Loop.Mode = "ui"
@@ -85,7 +85,7 @@ import Testing
 
     @Test func aBlockKeepsANeverUsedModeAlive() {
         // Regression (benchmark finding): a fresh loop's first run must see a block performed for its mode.
-        let (trace, result) = onNewThread { () -> (String, Loop.RunResult) in
+        let (trace, result) = onThread { () -> (String, Loop.RunResult) in
             let loop = Loop.current
             let log = TraceLog()
             loop.perform { log.append("B1") }

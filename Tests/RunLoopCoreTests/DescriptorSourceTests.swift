@@ -8,7 +8,7 @@ import Testing
     /// reads `readEnd` through a DescriptorSource; returns the bytes the handler read.
     private func pump(readEnd: Int32, writeEnd: Int32, total: Int) -> [UInt8] {
         let expected = (0..<total).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 / 251) }
-        let received = onNewThread { () -> [UInt8] in
+        let received = onThread { () -> [UInt8] in
             let loop = Loop.current
             var received: [UInt8] = []
             received.reserveCapacity(total)
@@ -19,7 +19,7 @@ import Testing
                 if n == 0 || received.count >= total { loop.stop() }
             }
             loop.add(source, forMode: .default)
-            let writer = LoopTestThread {
+            let writer = JoinableThread {
                 var offset = 0
                 var chunk = 1
                 while offset < total {
@@ -59,7 +59,7 @@ import Testing
         #expect(pipe(&fds) == 0)
         let (readEnd, writeEnd) = (fds[0], fds[1])
         defer { close(readEnd) }
-        let events = onNewThread { () -> DescriptorSource.Events in
+        let events = onThread { () -> DescriptorSource.Events in
             let loop = Loop.current
             let seen = Shared<DescriptorSource.Events>([])
             let source = DescriptorSource(fileDescriptor: readEnd) { _, events in
@@ -81,7 +81,7 @@ import Testing
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
         let (local, remote) = (fds[0], fds[1])
         defer { close(local); close(remote) }
-        let result = onNewThread { () -> Loop.RunResult in
+        let result = onThread { () -> Loop.RunResult in
             let loop = Loop.current
             let source = DescriptorSource(fileDescriptor: local, events: .writable) { _, events in
                 #expect(events.contains(.writable))
@@ -98,7 +98,7 @@ import Testing
         #expect(pipe(&fds) == 0)
         let (readEnd, writeEnd) = (fds[0], fds[1])
         defer { close(readEnd); close(writeEnd) }
-        let (other, own) = onNewThread { () -> (Loop.RunResult, Loop.RunResult) in
+        let (other, own) = onThread { () -> (Loop.RunResult, Loop.RunResult) in
             let loop = Loop.current
             let source = DescriptorSource(fileDescriptor: readEnd) { source, _ in
                 var byte: UInt8 = 0

@@ -3,6 +3,8 @@ import Glibc
 import Synchronization
 @_spi(VirtualTime) import RunLoopCore
 import Testing
+// Every file of these tests uses the shared helpers (threads, locked values).
+@_exported import TestSupport
 
 /// A thread-safe event log that tests compare against exact traces like "Entry BT BS BW AW T1 Exit".
 final class TraceLog: @unchecked Sendable {
@@ -30,25 +32,6 @@ final class TraceLog: @unchecked Sendable {
     }
 }
 
-/// A mutable value shared between a test and its loop thread.
-final class Shared<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: Value
-
-    init(_ value: Value) { storage = value }
-
-    var value: Value {
-        get { lock.lock(); defer { lock.unlock() }; return storage }
-        set { lock.lock(); storage = newValue; lock.unlock() }
-    }
-
-    func mutate<T>(_ body: (inout Value) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&storage)
-    }
-}
-
 extension Loop.Activity {
     /// The short names the rulebook's traces use.
     var short: String {
@@ -69,43 +52,10 @@ func traceObserver(_ log: TraceLog, order: Int = 0) -> LoopObserver {
     LoopObserver(activities: .all, order: order) { _, activity in log.append(activity.short) }
 }
 
-/// Runs `body` on a new thread (with its own loop) and returns its result once the thread has exited.
-func onNewThread<T>(name: String = "rl-test", _ body: @escaping @Sendable () -> T) -> T {
-    let box = Shared<T?>(nil)
-    let thread = LoopTestThread { box.value = body() }
-    thread.start(name: name)
-    thread.join()
-    return box.value!
-}
-
-/// A joinable pthread, so tests can wait for a thread's exit (and its loop's tear-down).
-final class LoopTestThread: @unchecked Sendable {
-    private let body: @Sendable () -> Void
-    private var thread = pthread_t()
-
-    init(_ body: @escaping @Sendable () -> Void) {
-        self.body = body
-    }
-
-    func start(name: String = "rl-test") {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&thread, nil, { raw in
-            let me = Unmanaged<LoopTestThread>.fromOpaque(raw!).takeRetainedValue()
-            me.body()
-            return nil
-        }, context)
-        precondition(rc == 0)
-    }
-
-    func join() {
-        pthread_join(thread, nil)
-    }
-}
-
 /// Runs `body` on a new thread whose loop is on a new virtual kernel, and returns its result once the thread
 /// has exited. With `autoAdvance` a run never really sleeps: the clock jumps to the loop's next deadline.
 func onVirtualLoop<T>(autoAdvance: Bool = true, _ body: @escaping @Sendable (VirtualKernel, Loop) -> T) -> T {
-    onNewThread(name: "rl-virtual") {
+    onThread {
         let kernel = VirtualKernel(autoAdvance: autoAdvance)
         return body(kernel, Loop.makeCurrent(on: kernel))
     }
@@ -129,12 +79,12 @@ final class BackgroundLoop: @unchecked Sendable {
     private let ready = DispatchSemaphore(value: 0)
     private let finished = Shared(false)
     private let loopBox = Shared<Loop?>(nil)
-    private var thread: LoopTestThread!
+    private var thread: JoinableThread!
     /// Keeps the default mode alive while the loop idles.
     let keepAlive = LoopSource {}
 
     init(kernel: VirtualKernel? = nil, setup: @escaping @Sendable (Loop) -> Void = { _ in }) {
-        thread = LoopTestThread { [loopBox, ready, finished, keepAlive] in
+        thread = JoinableThread { [loopBox, ready, finished, keepAlive] in
             let loop = kernel.map { Loop.makeCurrent(on: $0) } ?? Loop.current
             loop.add(keepAlive, forMode: .default)
             setup(loop)
@@ -144,7 +94,7 @@ final class BackgroundLoop: @unchecked Sendable {
                 loop.run(mode: .default, timeout: .seconds(5))
             }
         }
-        thread.start(name: "rl-background")
+        thread.start()
         ready.wait()
     }
 

@@ -5,7 +5,7 @@ import Testing
 /// The per-iteration event order of rulebook §3, as exact activity traces (rule 11's examples and more).
 @Suite struct IterationOrderTests {
     @Test func oneShotTimerRunsOnceThenTheModeIsEmpty() {
-        let (trace, result) = onNewThread { () -> (String, Loop.RunResult) in
+        let (trace, result) = onThread { () -> (String, Loop.RunResult) in
             let loop = Loop.current
             let log = TraceLog()
             loop.add(traceObserver(log), forMode: .default)
@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test func signalledSourceWithReturnAfterSourceHandledPollsOnce() {
-        let (trace, result) = onNewThread { () -> (String, Loop.RunResult) in
+        let (trace, result) = onThread { () -> (String, Loop.RunResult) in
             let loop = Loop.current
             let log = TraceLog()
             let source = LoopSource { log.append("S1") }
@@ -50,7 +50,7 @@ import Testing
     }
 
     @Test func pollIterationStillServicesDueTimers() {
-        let (trace, result) = onNewThread { () -> (String, Loop.RunResult) in
+        let (trace, result) = onThread { () -> (String, Loop.RunResult) in
             let loop = Loop.current
             let log = TraceLog()
             let source = LoopSource { log.append("S1") }
@@ -66,7 +66,7 @@ import Testing
     }
 
     @Test func zeroTimeoutRunsExactlyOneNonBlockingIteration() {
-        let (trace, result) = onNewThread { () -> (String, Loop.RunResult) in
+        let (trace, result) = onThread { () -> (String, Loop.RunResult) in
             let loop = Loop.current
             let log = TraceLog()
             loop.add(traceObserver(log), forMode: .default)
@@ -80,7 +80,7 @@ import Testing
     }
 
     @Test func blocksRunBeforeSourcesAndAgainAfterThemAndAfterTimers() {
-        let trace = onNewThread { () -> String in
+        let trace = onThread { () -> String in
             let loop = Loop.current
             let log = TraceLog()
             let source = LoopSource {
@@ -103,7 +103,7 @@ import Testing
 
     @Test func aSourceRanMeansNoSleepOnThatIteration() {
         // A source performed in step 4 makes step 5 a poll: no BeforeWaiting/AfterWaiting on that iteration.
-        let trace = onNewThread { () -> String in
+        let trace = onThread { () -> String in
             let loop = Loop.current
             let log = TraceLog()
             let count = Shared(0)

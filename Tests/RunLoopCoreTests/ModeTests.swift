@@ -5,7 +5,7 @@ import Testing
 /// Rulebook §2: modes, the common-modes token, empty modes.
 @Suite struct ModeTests {
     @Test func emptyNeverCreatedAndCommonTokenModesFinishAtOnceWithoutObservers() {
-        let results = onNewThread { () -> [String] in
+        let results = onThread { () -> [String] in
             let loop = Loop.current
             let log = TraceLog()
             loop.add(traceObserver(log), forMode: .default)
@@ -22,7 +22,7 @@ import Testing
     }
 
     @Test func runningTheCommonTokenCreatesNoMode() {
-        let fires = onNewThread { () -> Int in
+        let fires = onThread { () -> Int in
             let loop = Loop.current
             let count = Shared(0)
             loop.add(LoopTimer(after: .zero) { _ in count.value += 1 }, forMode: .common)
@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func onlyTheRunningModesItemsFire() {
-        let trace = onNewThread { () -> String in
+        let trace = onThread { () -> String in
             let loop = Loop.current
             let log = TraceLog()
             let other: Loop.Mode = "other"
@@ -48,7 +48,7 @@ import Testing
     }
 
     @Test func currentModeIsTheInnermostRunningMode() {
-        let modes = onNewThread { () -> [String] in
+        let modes = onThread { () -> [String] in
             let loop = Loop.current
             let seen = Shared<[String]>([])
             let inner: Loop.Mode = "inner"
@@ -68,7 +68,7 @@ import Testing
     }
 
     @Test func commonItemsJoinModesMadeCommonBeforeAndAfter() {
-        let result = onNewThread { () -> [String] in
+        let result = onThread { () -> [String] in
             let loop = Loop.current
             let before: Loop.Mode = "before"
             let after: Loop.Mode = "after"
@@ -92,7 +92,7 @@ import Testing
     }
 
     @Test func removingFromOneModeKeepsTheOthers() {
-        let result = onNewThread { () -> [Bool] in
+        let result = onThread { () -> [Bool] in
             let loop = Loop.current
             let source = LoopSource {}
             loop.add(source, forMode: .default)
@@ -124,7 +124,7 @@ import Testing
     }
 
     @Test func aPendingBlockKeepsItsModeAlive() {
-        let (trace, result) = onNewThread { () -> (String, Loop.RunResult) in
+        let (trace, result) = onThread { () -> (String, Loop.RunResult) in
             let loop = Loop.current
             let log = TraceLog()
             loop.add(traceObserver(log), forMode: "blocks-only")

@@ -5,7 +5,7 @@ import Testing
 /// Rulebook §4: observer order, snapshots, one-shot observers, nested runs.
 @Suite struct ObserverTests {
     @Test func observersAreCalledByOrderThenInsertion() {
-        let trace = onNewThread { () -> String in
+        let trace = onThread { () -> String in
             let loop = Loop.current
             let log = TraceLog()
             for (name, order) in [("a", 5), ("b", -1), ("c", 5), ("d", 0)] {
@@ -19,7 +19,7 @@ import Testing
     }
 
     @Test func aPassWorksOnASnapshot() {
-        let trace = onNewThread { () -> String in
+        let trace = onThread { () -> String in
             let loop = Loop.current
             let log = TraceLog()
             let late = LoopObserver(activities: .beforeTimers, order: 10) { _, _ in log.append("late") }
@@ -40,7 +40,7 @@ import Testing
     }
 
     @Test func aNonRepeatingObserverIsInvalidatedAfterItsFirstCallout() {
-        let (trace, valid) = onNewThread { () -> (String, Bool) in
+        let (trace, valid) = onThread { () -> (String, Bool) in
             let loop = Loop.current
             let log = TraceLog()
             let once = LoopObserver(activities: [.beforeTimers, .beforeSources], repeats: false) { _, activity in log.append(activity.short) }
@@ -55,7 +55,7 @@ import Testing
     }
 
     @Test func anObserverInItsCalloutIsNotCalledByANestedRunItStarts() {
-        let trace = onNewThread { () -> String in
+        let trace = onThread { () -> String in
             let loop = Loop.current
             let log = TraceLog()
             let depth = Shared(0)
@@ -74,7 +74,7 @@ import Testing
     }
 
     @Test func observersOnlySeeTheirActivities() {
-        let trace = onNewThread { () -> String in
+        let trace = onThread { () -> String in
             let loop = Loop.current
             let log = TraceLog()
             loop.add(LoopObserver(activities: [.entry, .exit]) { _, activity in log.append(activity.short) }, forMode: .default)
@@ -86,7 +86,7 @@ import Testing
     }
 
     @Test func observersSeeIsWaitingFalse() {
-        let seen = onNewThread { () -> [Bool] in
+        let seen = onThread { () -> [Bool] in
             let loop = Loop.current
             let seen = Shared<[Bool]>([])
             loop.add(LoopObserver(activities: [.beforeWaiting, .afterWaiting]) { _, _ in seen.value.append(loop.isWaiting) }, forMode: .default)

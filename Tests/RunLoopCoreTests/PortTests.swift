@@ -18,7 +18,7 @@ import Testing
         }
         background.loop.add(port, forMode: .default)
         let threads = (0..<senders).map { sender in
-            LoopTestThread {
+            JoinableThread {
                 for index in 0..<perSender {
                     try! port.send(msgid: Int32(index), data: [UInt8(sender)])
                 }
@@ -87,7 +87,7 @@ import Testing
     }
 
     @Test func messagesWaitWhileThePortIsNotInTheRunningMode() {
-        let trace = onNewThread { () -> String in
+        let trace = onThread { () -> String in
             let loop = Loop.current
             let log = TraceLog()
             let port = LoopPort { _, message in log.append("m\(message.msgid)") }
@@ -121,7 +121,7 @@ import Testing
 
     @Test func receiveReadsAnUnscheduledPort() throws {
         let port = LoopPort()
-        let sender = LoopTestThread { try? port.send(msgid: 9, data: [1]) }
+        let sender = JoinableThread { try? port.send(msgid: 9, data: [1]) }
         sender.start()
         let message = try port.receive(timeout: .seconds(5))
         sender.join()

@@ -5,7 +5,7 @@ import Testing
 /// Rulebook §5: custom sources.
 @Suite struct SourceTests {
     @Test func signalledSourcesRunByOrderThenFirstSignalTime() {
-        let trace = onNewThread { () -> String in
+        let trace = onThread { () -> String in
             let loop = Loop.current
             let log = TraceLog()
             let a = LoopSource(order: 1) { log.append("a") }
@@ -23,7 +23,7 @@ import Testing
     }
 
     @Test func repeatedSignalsCollapseIntoOnePerform() {
-        let (performs, returns) = onNewThread { () -> (Int, [Bool]) in
+        let (performs, returns) = onThread { () -> (Int, [Bool]) in
             let loop = Loop.current
             let count = Shared(0)
             let source = LoopSource { count.value += 1 }
@@ -63,7 +63,7 @@ import Testing
     }
 
     @Test func aSourceThatResignalsItselfRunsOnALaterIteration() {
-        let trace = onNewThread { () -> String in
+        let trace = onThread { () -> String in
             let loop = Loop.current
             let log = TraceLog()
             loop.add(LoopObserver(activities: .beforeSources) { _, _ in log.append("BS") }, forMode: .default)
@@ -84,7 +84,7 @@ import Testing
     }
 
     @Test func returnAfterSourceHandledPerformsOnlyTheFirstAndKeepsTheRestSignalled() {
-        let (trace, pending) = onNewThread { () -> (String, [Bool]) in
+        let (trace, pending) = onThread { () -> (String, [Bool]) in
             let loop = Loop.current
             let log = TraceLog()
             let a = LoopSource(order: 0) { log.append("a") }
@@ -102,7 +102,7 @@ import Testing
     }
 
     @Test func scheduleAndCancelAreCalledOncePerConcreteMode() {
-        let calls = onNewThread { () -> [String] in
+        let calls = onThread { () -> [String] in
             let loop = Loop.current
             let log = TraceLog()
             loop.addCommonMode("ui")
@@ -124,7 +124,7 @@ import Testing
     }
 
     @Test func twoSourcesWithTheSameCallbacksAreTwoSources() {
-        let performs = onNewThread { () -> Int in
+        let performs = onThread { () -> Int in
             let loop = Loop.current
             let count = Shared(0)
             let perform: () -> Void = { count.value += 1 }

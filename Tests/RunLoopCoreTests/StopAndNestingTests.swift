@@ -7,7 +7,7 @@ import Testing
     @Test func stopFromAnotherThreadEndsTheRun() {
         let loopBox = Shared<Loop?>(nil)
         let result = Shared<Loop.RunResult?>(nil)
-        let thread = LoopTestThread {
+        let thread = JoinableThread {
             let loop = Loop.current
             loop.add(LoopSource {}, forMode: .default)
             loopBox.value = loop
@@ -21,7 +21,7 @@ import Testing
     }
 
     @Test func aStopBeforeTheRunIsIgnored() {
-        let result = onNewThread { () -> Loop.RunResult in
+        let result = onThread { () -> Loop.RunResult in
             let loop = Loop.current
             loop.add(LoopSource {}, forMode: .default)
             loop.stop()
@@ -31,7 +31,7 @@ import Testing
     }
 
     @Test func aStopInEntryEndsTheRunRightAfterEntry() {
-        let (trace, result) = onNewThread { () -> (String, Loop.RunResult) in
+        let (trace, result) = onThread { () -> (String, Loop.RunResult) in
             let loop = Loop.current
             let log = TraceLog()
             loop.add(LoopObserver(activities: .entry) { _, _ in loop.stop() }, forMode: .default)
@@ -45,7 +45,7 @@ import Testing
     }
 
     @Test func nestedRunsHaveTheirOwnStop() {
-        let trace = onNewThread { () -> String in
+        let trace = onThread { () -> String in
             let loop = Loop.current
             let log = TraceLog()
             let inner: Loop.Mode = "inner"
@@ -66,7 +66,7 @@ import Testing
 
     @Test func timeoutsAreKeptWithoutAHelperThread() {
         // The deadline is the wait's own (a timerfd), so the run's thread sees no other thread start.
-        let (result, elapsed, wakeUps) = onNewThread { () -> (Loop.RunResult, Double, UInt64) in
+        let (result, elapsed, wakeUps) = onThread { () -> (Loop.RunResult, Double, UInt64) in
             let loop = Loop.current
             loop.add(LoopSource {}, forMode: .default)
             let start = Loop.Instant.now
@@ -82,7 +82,7 @@ import Testing
     }
 
     @Test func runWithoutArgumentsRepeatsUntilStopped() {
-        let count = onNewThread { () -> Int in
+        let count = onThread { () -> Int in
             let loop = Loop.current
             let count = Shared(0)
             loop.add(LoopTimer(after: .zero, interval: .milliseconds(1)) { _ in
@@ -96,7 +96,7 @@ import Testing
     }
 
     @Test func runWithoutArgumentsReturnsWhenTheModeEmpties() {
-        let done = onNewThread { () -> Bool in
+        let done = onThread { () -> Bool in
             let loop = Loop.current
             loop.add(LoopTimer(after: .milliseconds(2)) { _ in }, forMode: .default)
             loop.run()
@@ -116,7 +116,7 @@ import Testing
     }
 
     @Test func currentIsPerThreadAndMainExists() {
-        let (same, differs, isMain) = onNewThread { () -> (Bool, Bool, Bool) in
+        let (same, differs, isMain) = onThread { () -> (Bool, Bool, Bool) in
             (Loop.current === Loop.current, Loop.current !== Loop.main, Loop.current.isMain)
         }
         #expect(same && differs && !isMain)

@@ -19,7 +19,7 @@ import Testing
         let accepted = (0..<Self.threads).map { _ in AtomicCounter(0) }
         let loop = background.loop
         let workers = (0..<Self.threads).map { index in
-            LoopTestThread { [accepted, sources] in
+            JoinableThread { [accepted, sources] in
                 var newlyPending = 0
                 for _ in 0..<Self.perThread {
                     if sources[index].signal() { newlyPending += 1 }
@@ -49,7 +49,7 @@ import Testing
         let lastSeen = (0..<Self.threads).map { _ in AtomicCounter(-1) }
         let outOfOrder = AtomicCounter(0)
         let workers = (0..<Self.threads).map { index in
-            LoopTestThread { [counts, lastSeen] in
+            JoinableThread { [counts, lastSeen] in
                 for sequence in 0..<Self.perThread {
                     loop.perform {
                         counts[index].add()
@@ -73,7 +73,7 @@ import Testing
 
     @Test func aGridOfATimerPerMillisecondFiresEachDueTimerExactlyOnce() {
         let count = 1_000
-        let fires = onNewThread { () -> [Int] in
+        let fires = onThread { () -> [Int] in
             let loop = Loop.current
             var fires = [Int](repeating: 0, count: count)
             let start = Loop.Instant.now.advanced(by: .milliseconds(20))
@@ -95,7 +95,7 @@ import Testing
         let loop = background.loop
         let fired = AtomicCounter(0)
         let workers = (0..<4).map { worker in
-            LoopTestThread { [fired] in
+            JoinableThread { [fired] in
                 for round in 0..<2_000 {
                     let timer = LoopTimer(after: .microseconds(round % 50), interval: round % 2 == 0 ? nil : .milliseconds(1)) { _ in
                         fired.add()

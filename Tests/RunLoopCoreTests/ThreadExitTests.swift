@@ -13,7 +13,7 @@ import Testing
         defer { close(pipeFDs[0]); close(pipeFDs[1]) }
         let readEnd = pipeFDs[0]
 
-        let thread = LoopTestThread {
+        let thread = JoinableThread {
             let loop = Loop.current
             loop.addCommonMode("ui")
             loop.add(LoopSource(cancel: { _, mode in cancels.append("cancel:\(mode)") }, perform: {}), forMode: .common)
@@ -31,7 +31,7 @@ import Testing
         #expect(!blockRan.value, "pending blocks are dropped, not run")
         #expect(timerBox.value?.isValid == true, "timers are detached but not invalidated")
         // The detached timer can join another loop.
-        let refired = onNewThread { () -> Bool in
+        let refired = onThread { () -> Bool in
             let loop = Loop.current
             guard let timer = timerBox.value else { return false }
             loop.add(timer, forMode: .default)
@@ -45,13 +45,13 @@ import Testing
     /// Counted in a child process: other tests open descriptors concurrently in this one.
     @Test func exitedLoopThreadsLeakNoDescriptors() async {
         await #expect(processExitsWith: .success) {
-            _ = onNewThread { Loop.current.id }   // the main loop's descriptors exist from here on
+            _ = onThread { Loop.current.id }   // the main loop's descriptors exist from here on
             let before = openDescriptorCount()
             var pipeFDs: [Int32] = [0, 0]
             _ = pipe(&pipeFDs)
             let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
             for _ in 0..<50 {
-                _ = onNewThread { () -> Bool in
+                _ = onThread { () -> Bool in
                     let loop = Loop.current
                     loop.addCommonMode("ui")
                     loop.add(LoopTimer(after: .milliseconds(1)) { _ in }, forMode: .default)
@@ -73,7 +73,7 @@ import Testing
     }
 
     @Test func aLoopWhoseThreadExitedIgnoresNewWork() {
-        let loop = onNewThread { Loop.current }
+        let loop = onThread { Loop.current }
         loop.perform { Issue.record("a block ran on a torn-down loop") }
         loop.wakeUp()
         loop.stop()

@@ -477,7 +477,7 @@ import Testing
     // ===== the real kernel: timerfd works at all (no timing asserted) =====
 
     @Test func onTheRealKernelADueTimerFiresAndARepeatingOneRepeats() {
-        let (oneShot, repeats, result) = onNewThread { () -> (Int, Int, Loop.RunResult) in
+        let (oneShot, repeats, result) = onThread { () -> (Int, Int, Loop.RunResult) in
             let loop = Loop.current
             let oneShot = Shared(0)
             let repeats = Shared(0)
@@ -498,16 +498,16 @@ import Testing
         // Regression: the timerfd stayed "armed" for the expired date, so arming it again for that same date was
         // skipped and the loop slept for good. A watchdog wakes such a loop after 10 s so the test fails instead
         // of hanging.
-        let (trace, timerWakeUps, manualWakeUps) = onNewThread { () -> (String, UInt64, UInt64) in
+        let (trace, timerWakeUps, manualWakeUps) = onThread { () -> (String, UInt64, UInt64) in
             let loop = Loop.current
             let log = TraceLog()
             let done = Shared(false)
-            let watchdog = LoopTestThread {
+            let watchdog = JoinableThread {
                 let deadline = ContinuousClock.now + .seconds(10)
                 while !done.value && ContinuousClock.now < deadline { usleep(1_000) }
                 if !done.value { loop.wakeUp() }
             }
-            watchdog.start(name: "rl-watchdog")
+            watchdog.start()
             let date = Loop.Instant.now.advanced(by: .milliseconds(1))
             loop.add(LoopTimer(fireAt: date) { _ in
                 log.append("T1")

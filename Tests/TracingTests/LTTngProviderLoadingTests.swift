@@ -2,14 +2,17 @@ import CRunLoopTracepoints
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 import TraceReading
 import Tracing
 
 /// Whether this build has a provider library to test (the package found liblttng-ust-dev); outside CI a build
 /// without it skips these tests, with CI=true it fails them (CI installs LTTng-UST).
 enum LTTngProviderEnvironment {
-    static var shouldRun: Bool { rl_trace_provider_built() != 0 || LTTngTestEnvironment.isCI }
-    static let skipComment: Comment = "built without LTTng-UST, so there is no provider library (with CI=true this fails instead)"
+    static let requirement = TestRequirement(missing: rl_trace_provider_built() != 0 ? nil : "the provider library (built without LTTng-UST)",
+                                             problem: "there is no LTTng provider to test")
+    static var shouldRun: Bool { requirement.shouldRun }
+    static var skipComment: Comment { requirement.skipComment }
 
     /// A `--sanitize=thread` build (its runtime is linked into every binary of the build): the provider is then
     /// never loaded, and the tests check that it is refused with the reason instead (runloop_tracepoints.c).
@@ -33,7 +36,8 @@ struct LTTngProviderTests {
     }()
 
     struct Run {
-        var status: Int32
+        /// nil when a signal ended it.
+        var status: Int32?
         var stdout: String
         var stderr: String
         /// Every object the dynamic loader loaded, in the program and its children (LD_DEBUG=files).
@@ -46,33 +50,18 @@ struct LTTngProviderTests {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: path])
         }
-        let logs = temporary("ld")
+        let logs = temporaryPath("ld")
         try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: logs) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        env["LD_DEBUG"] = "files"
-        env["LD_DEBUG_OUTPUT"] = logs + "/ld"   // one file per process: ld.<pid>
-        process.environment = env
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        var loaderLogging = environment.mapValues { Optional($0) }
+        loaderLogging["LD_DEBUG"] = "files"
+        loaderLogging["LD_DEBUG_OUTPUT"] = logs + "/ld"   // one file per process: ld.<pid>
+        let result = try runProcess(path, arguments, ProcessOptions(environment: loaderLogging))
         var log = ""
         for file in try FileManager.default.contentsOfDirectory(atPath: logs).sorted() {
             log += try String(contentsOfFile: logs + "/" + file, encoding: .utf8)
         }
-        return Run(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                   stderr: String(decoding: stderr, as: UTF8.self), loaderLog: log)
-    }
-
-    static func temporary(_ name: String) -> String {
-        NSTemporaryDirectory() + "rlctl-provider-tests-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        return Run(status: result.status, stdout: result.stdout, stderr: result.stderr, loaderLog: log)
     }
 
     /// This process's mappings. Read to the end of file: /proc reports a size of 0, which Foundation's whole-file
@@ -90,8 +79,8 @@ struct LTTngProviderTests {
     }
 
     @Test func commandsThatDoNotTraceWithLTTngNeverLoadIt() throws {
-        let trace = Self.temporary("trace")
-        let csv = Self.temporary("events") + ".csv"
+        let trace = temporaryPath("trace")
+        let csv = temporaryPath("events.csv")
         defer {
             try? FileManager.default.removeItem(atPath: trace)
             try? FileManager.default.removeItem(atPath: csv)
@@ -150,7 +139,7 @@ struct LTTngProviderTests {
     @Test func doctorSaysWhyTheProviderDoesNotLoad() throws {
         let missing = "/nonexistent-\(getpid())/librunloop-lttng-provider.so"
         let result = try Self.run("rlctl", ["doctor"], environment: ["RLCTL_LTTNG_PROVIDER": missing])
-        #expect(result.status != 0, "\(result.stdout)")
+        #expect(result.status == 1, "\(result.stdout)")
         let line = result.stdout.split(separator: "\n").first { $0.contains("LTTng provider") }.map(String.init) ?? ""
         #expect(line.contains("FAIL"), "\(result.stdout)")
         #expect(line.contains(LTTngProviderEnvironment.threadSanitized ? LTTngProviderEnvironment.tsanReason

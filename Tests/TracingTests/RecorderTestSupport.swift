@@ -1,15 +1,13 @@
 import Foundation
 import Glibc
 import RunLoopCore
+// Every file of these tests uses the shared helpers (threads, locked values, temporary paths, the CI rule).
+@_exported import TestSupport
 import TraceReading
 import Tracing
 
-/// A fresh folder under the system temp directory.
-func temporaryFolder(_ name: String) -> String {
-    let path = NSTemporaryDirectory() + "rlctl-tests/\(name)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-    try? FileManager.default.createDirectory(atPath: NSTemporaryDirectory() + "rlctl-tests", withIntermediateDirectories: true)
-    return path
-}
+/// A fresh folder path (not created) for a trace.
+func temporaryFolder(_ name: String) -> String { temporaryPath(name) }
 
 /// Reads every event of a trace (or the error that stopped it).
 func readAll(_ reader: inout some TraceEventReader) -> (events: [TraceEvent], error: TraceReadError?) {
@@ -22,18 +20,7 @@ func readAll(_ reader: inout some TraceEventReader) -> (events: [TraceEvent], er
     }
 }
 
-/// Runs `body` on a new joinable thread and waits for it.
-func onThread(_ body: @escaping @Sendable () -> Void) {
-    let box = ThreadBox(body)
-    var thread = pthread_t()
-    let rc = pthread_create(&thread, nil, { raw in
-        Unmanaged<ThreadBox>.fromOpaque(raw!).takeRetainedValue().body()
-        return nil
-    }, Unmanaged.passRetained(box).toOpaque())
-    precondition(rc == 0)
-    pthread_join(thread, nil)
-}
-
+/// The body of a detached pthread.
 final class ThreadBox: @unchecked Sendable {
     let body: @Sendable () -> Void
     init(_ body: @escaping @Sendable () -> Void) { self.body = body }
@@ -62,19 +49,10 @@ extension TraceEvent {
 }
 
 /// Kernel thread ids collected from several threads.
-final class ThreadIDs: @unchecked Sendable {
-    private let lock = NSLock()
-    private var ids = Set<Int32>()
+typealias ThreadIDs = Shared<Set<Int32>>
 
-    func insert(_ id: Int32) {
-        lock.lock()
-        ids.insert(id)
-        lock.unlock()
-    }
-
-    func contains(_ id: Int32) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return ids.contains(id)
-    }
+extension Shared where Value == Set<Int32> {
+    convenience init() { self.init([]) }
+    func insert(_ id: Int32) { mutate { _ = $0.insert(id) } }
+    func contains(_ id: Int32) -> Bool { value.contains(id) }
 }

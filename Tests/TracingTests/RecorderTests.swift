@@ -176,13 +176,12 @@ import Tracing
         #expect(reader.health.eventsLost + reader.health.packetsLost > 0)
     }
 
-    @Test func babeltrace2ReadsTheRecordersTrace() throws {
-        guard let babeltrace = which("babeltrace2") else {
-            if ProcessInfo.processInfo.environment["CI"] == "true" {
-                Issue.record("babeltrace2 is not installed, but CI installs it (scripts/install-deps.sh)")
-            }
-            return
-        }
+    static let babeltraceCommand = TestRequirement(
+        missing: TestEnvironment.executable("babeltrace2") == nil ? "the babeltrace2 command" : nil, problem: "babeltrace2 is not installed")
+
+    @Test(.enabled(if: babeltraceCommand.shouldRun, babeltraceCommand.skipComment))
+    func babeltrace2ReadsTheRecordersTrace() throws {
+        guard Self.babeltraceCommand.requireMet(), let babeltrace = TestEnvironment.executable("babeltrace2") else { return }
         let (folder, summary) = try record("babeltrace") {
             onThread {
                 let loop = Loop.current
@@ -190,7 +189,9 @@ import Tracing
                 loop.run(mode: .default, timeout: .seconds(1))
             }
         }
-        let output = try run(babeltrace, [folder])
+        let result = try runProcess(babeltrace, [folder])
+        #expect(result.termination == .exited(0) && result.stderr.isEmpty, "\(result.termination): \(result.stderr)")
+        let output = result.stdout
         let lines = output.split(separator: "\n")
         #expect(UInt64(lines.count) == summary.eventsRecorded, "babeltrace2 printed:\n\(output.prefix(2000))")
         #expect(output.contains("runloop:before_waiting"))
@@ -199,34 +200,3 @@ import Tracing
     }
 }
 
-func which(_ tool: String) -> String? {
-    for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
-        let path = "\(dir)/\(tool)"
-        if access(path, X_OK) == 0 { return path }
-    }
-    return nil
-}
-
-func run(_ executable: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
-}
-
-/// A mutable value shared with closures that run on other threads.
-final class Shared<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: Value
-    init(_ value: Value) { storage = value }
-    var value: Value {
-        get { lock.lock(); defer { lock.unlock() }; return storage }
-        set { lock.lock(); storage = newValue; lock.unlock() }
-    }
-}

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `check` and `compare` as a CI user meets them: no pass on a figure the trace does not have, changes of
 /// utilization in points, and a warning when the two sides are different workloads.
 @Suite struct AnalysisCLITests {
     @Test func checkNeverPassesOnAFigureNothingMeasured() throws {
         // The shared `mixed` trace has no observers: there is no observer callout duration to be within a limit.
-        let budget = CLI.temporary("nodata.budget")
+        let budget = temporaryPath("nodata.budget")
         defer { try? FileManager.default.removeItem(atPath: budget) }
         try "loop.utilization <= 100%\ncallout.observer.p99 <= 1ms\n".write(toFile: budget, atomically: true, encoding: .utf8)
         let result = try CLI.run(["check", sharedTrace, "--budget", budget])
@@ -19,8 +20,8 @@ import Testing
 
     @Test func aTraceWithNoEventsIsNeverCompleteNorAPass() throws {
         // What a SIGKILL leaves when it comes before the recorder wrote its first packet: the metadata alone.
-        let trace = CLI.temporary("empty.rltrace")
-        let budget = CLI.temporary("lost.budget")
+        let trace = temporaryPath("empty.rltrace")
+        let budget = temporaryPath("lost.budget")
         defer {
             try? FileManager.default.removeItem(atPath: trace)
             try? FileManager.default.removeItem(atPath: budget)
@@ -41,8 +42,8 @@ import Testing
     }
 
     @Test func compareWarnsAboutDifferentWorkloadsAndShowsUtilizationInPoints() throws {
-        let timers = CLI.temporary("timers.json")
-        let jank = CLI.temporary("jank.rltrace")
+        let timers = temporaryPath("timers.json")
+        let jank = temporaryPath("jank.rltrace")
         defer {
             try? FileManager.default.removeItem(atPath: timers)
             try? FileManager.default.removeItem(atPath: jank)

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// `rlctl record` of a program whose run never ends because the program is interrupted, terminated or killed:
 /// the summary measures what LTTng recorded, says the run did not end, and `check` does not pass on it.
@@ -8,15 +9,8 @@ import Testing
 struct CutOffRecordTests {
     /// The pid of `parent`'s one child (the recorded program).
     private func child(of parent: pid_t) -> pid_t? {
-        let pgrep = Process()
-        pgrep.executableURL = URL(fileURLWithPath: "/usr/bin/pgrep")
-        pgrep.arguments = ["-P", String(parent)]
-        let out = Pipe()
-        pgrep.standardOutput = out
-        guard (try? pgrep.run()) != nil else { return nil }
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        pgrep.waitUntilExit()
-        return text.split(separator: "\n").first.flatMap { pid_t($0) }
+        let pgrep = try? runProcess("/usr/bin/pgrep", ["-P", String(parent)])
+        return pgrep?.stdout.split(separator: "\n").first.flatMap { pid_t($0) }
     }
 
     /// Records runloop-demo (asked to run 10 s) and after 1.5 s sends `signal` as it arrives in real life: SIGINT
@@ -24,17 +18,16 @@ struct CutOffRecordTests {
     /// rlctl, which passes it on; SIGKILL to the program.
     @Test(arguments: [SIGINT, SIGTERM, SIGKILL])
     func aRecordedProgramCutOffBySignal(signal: Int32) throws {
-        let output = CLI.temporary("cut-record")
+        let output = temporaryPath("cut-record")
         defer { try? FileManager.default.removeItem(atPath: output) }
-        var target: pid_t?
-        let result = try CLI.run(["record", "--output", output, "--", CLI.sibling("runloop-demo"), "10"]) { process in
-            usleep(1_500_000)
-            target = signal == SIGTERM ? process.processIdentifier : child(of: process.processIdentifier)
-            if let target { kill(target, signal) }
-            if signal == SIGINT { kill(process.processIdentifier, SIGINT) }
-        }
+        let rlctl = try CLI.start(["record", "--output", output, "--", CLI.sibling("runloop-demo"), "10"])
+        usleep(1_500_000)
+        let target = signal == SIGTERM ? rlctl.pid : child(of: rlctl.pid)
+        if let target { kill(target, signal) }
+        if signal == SIGINT { rlctl.send(SIGINT) }
+        let result = rlctl.wait()
         try #require(target != nil, "no program to kill")
-        #expect(result.status == 1, "the program failed: \(result.stderr)")
+        #expect(result.status == 1, "the program failed: \(result.termination), \(result.stderr)")
         #expect(result.stdout.contains("did not end 1 (trace cut off at +"), "\(result.stdout.prefix(800))")
         #expect(!result.stdout.contains("wall 0ns"))
 

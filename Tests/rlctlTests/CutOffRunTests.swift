@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// Traces cut off every way a run can be: the summary's figures are the recorded events' own, and `check` never
 /// passes a budget on them unless the budget allows incomplete data.
@@ -18,7 +19,7 @@ import Testing
         var lastEvent: UInt64 = 0
 
         init(trace: String) throws {
-            let jsonl = CLI.temporary("cut.jsonl")
+            let jsonl = temporaryPath("cut.jsonl")
             defer { try? FileManager.default.removeItem(atPath: jsonl) }
             let export = try CLI.run(["export", trace, "--format", "jsonl", "-o", jsonl])
             try #require(export.status == 0, "\(export.stderr)")
@@ -55,14 +56,14 @@ import Testing
     }
 
     /// `rlctl run ARGS --trace DIR`, sent `signal` after `after` seconds when given.
-    private func record(_ arguments: [String], signal: Int32? = nil, after: Double = 0.8) throws -> (trace: String, result: CLI.Result) {
-        let trace = CLI.temporary("cut.rltrace")
-        let result = try CLI.run(["run"] + arguments + ["--trace", trace, "--format", "json"]) { process in
-            guard let signal else { return }
+    private func record(_ arguments: [String], signal: Int32? = nil, after: Double = 0.8) throws -> (trace: String, result: ProcessOutput) {
+        let trace = temporaryPath("cut.rltrace")
+        let rlctl = try CLI.start(["run"] + arguments + ["--trace", trace, "--format", "json"])
+        if let signal {
             usleep(UInt32(after * 1_000_000))
-            kill(process.processIdentifier, signal)
+            rlctl.send(signal)
         }
-        return (trace, result)
+        return (trace, rlctl.wait())
     }
 
     static func summary(_ trace: String) throws -> [String: Any] {
@@ -76,8 +77,8 @@ import Testing
         return try #require(loops.first { $0["loopID"] as? Int == 1 })
     }
 
-    static func check(_ trace: String, budget: String) throws -> CLI.Result {
-        let file = CLI.temporary("cut.budget")
+    static func check(_ trace: String, budget: String) throws -> ProcessOutput {
+        let file = temporaryPath("cut.budget")
         defer { try? FileManager.default.removeItem(atPath: file) }
         try budget.write(toFile: file, atomically: true, encoding: .utf8)
         return try CLI.run(["check", trace, "--budget", file])
@@ -102,7 +103,7 @@ import Testing
     @Test func sigkillLeavesARunThatDidNotEnd() throws {
         let (trace, result) = try record(["timers", "--duration", "2s"], signal: SIGKILL)
         defer { try? FileManager.default.removeItem(atPath: trace) }
-        #expect(result.status == -1 || result.status == 9 || result.status == 137, "killed: \(result.status)")
+        #expect(result.termination == .signaled(SIGKILL), "\(result.termination)")
         let s = try Self.summary(trace)
         let loop = try Self.loop(s)
         try Self.expectFiguresMatch(trace, loop)

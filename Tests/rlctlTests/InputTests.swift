@@ -1,45 +1,40 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Input that used to be silently wrong, or wrong without saying why.
 @Suite struct InputTests {
-    private func file(_ name: String, _ text: String) throws -> String {
-        let path = CLI.temporary(name)
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
-    }
-
-    private func expectUsageError(_ arguments: [String], mentions: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let result = try CLI.run(arguments)
-        #expect(result.status == 2, "exit \(result.status) for \(arguments): \(result.stderr)", sourceLocation: sourceLocation)
-        #expect(result.stderr.hasPrefix("rlctl: ") && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)", sourceLocation: sourceLocation)
-        for text in mentions { #expect(result.stderr.contains(text), "\(text) missing from: \(result.stderr)", sourceLocation: sourceLocation) }
+    /// A usage error's whole output: `message` after "rlctl: " on stderr, exit status 2.
+    private func expectUsageError(_ arguments: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try assertCommand(arguments, stderr: "rlctl: \(message)\n", status: 2, sourceLocation: sourceLocation)
     }
 
     @Test func anUnknownWorkloadListsTheWorkloads() throws {
-        try expectUsageError(["run", "nosuch"], mentions: ["'nosuch'", "timers, sources, ports, io, blocks, modes, jank, mixed"])
-        try expectUsageError(["run", "timers", "--tracer", "dtrace"], mentions: ["'dtrace'", "'embedded'", "'none'"])
+        try expectUsageError(["run", "nosuch"], "The value 'nosuch' is invalid for '<workload>'. Please provide one of the following: timers, sources, ports, io, blocks, modes, jank, mixed")
+        try expectUsageError(["run", "timers", "--tracer", "dtrace"], "The value 'dtrace' is invalid for '--tracer <tracer>'. Please provide one of 'embedded', 'lttng' or 'none'.")
     }
 
     @Test func aDurationWithoutAUnitSaysSo() throws {
-        try expectUsageError(["run", "timers", "--duration", "3"], mentions: ["--duration", "no unit", "3s"])
-        try expectUsageError(["run", "timers", "--interval", "2.5"], mentions: ["--interval", "no unit", "2.5ms"])
-        try expectUsageError(["summarize", "/nonexistent", "--stall", "16"], mentions: ["--stall", "no unit"])
-        try expectUsageError(["run", "timers", "--duration", "soon"], mentions: ["not a duration"])
+        try expectUsageError(["run", "timers", "--duration", "3"], "The value '3' is invalid for '--duration <duration>': \"3\" has no unit: write 3s, 3ms, 3us or 3ns")
+        try expectUsageError(["run", "timers", "--interval", "2.5"], "The value '2.5' is invalid for '--interval <interval>': \"2.5\" has no unit: write 2.5s, 2.5ms, 2.5us or 2.5ns")
+        try expectUsageError(["summarize", "/nonexistent", "--stall", "16"], "The value '16' is invalid for '--stall <stall>': \"16\" has no unit: write 16s, 16ms, 16us or 16ns")
+        try expectUsageError(["run", "timers", "--duration", "soon"], "The value 'soon' is invalid for '--duration <duration>': \"soon\" is not a duration: write a number and a unit (500us, 2ms, 1.5s)")
         // A negative value is the option's value, not an unknown flag ("Missing value for '--duration'").
-        try expectUsageError(["run", "timers", "--duration", "-1s"], mentions: ["--duration", "\"-1s\" is negative"])
-        try expectUsageError(["run", "timers", "--interval", "-.5ms"], mentions: ["--interval", "is negative"])
+        try expectUsageError(["run", "timers", "--duration", "-1s"], "The value '-1s' is invalid for '--duration <duration>': \"-1s\" is negative: a duration must be 0 or more")
+        try expectUsageError(["run", "timers", "--interval", "-.5ms"], "The value '-.5ms' is invalid for '--interval <interval>': \"-.5ms\" is negative: a duration must be 0 or more")
     }
 
     @Test func unknownKeysInAWorkloadFileAreErrors() throws {
-        try expectUsageError(["run", "--file", try file("typo.yaml", "duration: 1s\nelements:\n  - kind: timers\n    cnt: 3\n")],
-                             mentions: ["unknown key \"cnt\"", "count", "elements[0]"])
-        try expectUsageError(["run", "--file", try file("top.yaml", "duration: 1s\nrepeat: 3\nelements:\n  - kind: jank\n")],
-                             mentions: ["unknown key \"repeat\"", "duration, elements"])
-        try expectUsageError(["run", "--file", try file("typo.json", #"{"duration": "1s", "elements": [{"kind": "blocks", "threads": 1, "rat": 10}]}"#)],
-                             mentions: ["unknown key \"rat\"", "rate"])
+        let typo = try CLI.file("typo.yaml", "duration: 1s\nelements:\n  - kind: timers\n    cnt: 3\n")
+        try expectUsageError(["run", "--file", typo],
+                             "\(typo): unknown key \"cnt\" in a timers element (it takes kind, count, interval, tolerance, handler_cost) at elements[0]")
+        let top = try CLI.file("top.yaml", "duration: 1s\nrepeat: 3\nelements:\n  - kind: jank\n")
+        try expectUsageError(["run", "--file", top], "\(top): unknown key \"repeat\" in a workload (it takes duration, elements)")
+        let json = try CLI.file("typo.json", #"{"duration": "1s", "elements": [{"kind": "blocks", "threads": 1, "rat": 10}]}"#)
+        try expectUsageError(["run", "--file", json],
+                             "\(json): unknown key \"rat\" in a sources, ports, io or blocks element (it takes kind, threads, rate, handler_cost, bytes) at elements[0]")
         // Every documented key is still accepted.
-        let all = try file("all.yaml", """
+        let all = try CLI.file("all.yaml", """
         duration: 300ms
         elements:
           - kind: timers
@@ -67,14 +62,14 @@ import Testing
 
     /// Every field has a default, duration included (it was required).
     @Test func aWorkloadFileWithoutADurationRunsForTheDefault() throws {
-        let result = try CLI.run(["run", "--file", try file("noduration.yaml", "elements:\n  - kind: jank\n"), "--tracer", "none"])
+        let result = try CLI.run(["run", "--file", try CLI.file("noduration.yaml", "elements:\n  - kind: jank\n"), "--tracer", "none"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains(" of 3.00s: "), "\(result.stdout)")
     }
 
     /// `--duration` with `--file` was silently ignored (the file's 2s ran); now it overrides the file's duration.
     @Test func anExplicitDurationOverridesTheWorkloadFiles() throws {
-        let workload = try file("twoseconds.yaml", "duration: 2s\nelements:\n  - kind: timers\n    count: 2\n")
+        let workload = try CLI.file("twoseconds.yaml", "duration: 2s\nelements:\n  - kind: timers\n    count: 2\n")
         let result = try CLI.run(["run", "--file", workload, "--duration", "300ms", "--tracer", "none"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains(" of 300ms: "), "\(result.stdout)")
@@ -82,9 +77,9 @@ import Testing
 
     /// A built-in workload's element flags have nothing to set in a workload file: refused, not ignored.
     @Test func elementFlagsWithAWorkloadFileAreErrors() throws {
-        let workload = try file("flags.yaml", "duration: 1s\nelements:\n  - kind: timers\n")
-        try expectUsageError(["run", "--file", workload, "--count", "5"], mentions: ["--count", "with --file, write it in the file"])
-        try expectUsageError(["run", "--file", workload, "--rate", "10", "--every", "3"], mentions: ["--rate, --every"])
+        let workload = try CLI.file("flags.yaml", "duration: 1s\nelements:\n  - kind: timers\n")
+        try expectUsageError(["run", "--file", workload, "--count", "5"], "--count sets a built-in workload's element; with --file, write it in the file")
+        try expectUsageError(["run", "--file", workload, "--rate", "10", "--every", "3"], "--rate, --every set a built-in workload's element; with --file, write it in the file")
     }
 
     @Test func anUntracedRunSaysWhatItDidInPlainFigures() throws {

@@ -1,37 +1,14 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// The progress line: on a terminal for runs over a second, never in a pipe or a log.
 @Suite struct ProgressTests {
     /// Runs rlctl with stderr on a pseudo-terminal and returns what the terminal received.
-    private func terminalOutput(_ arguments: [String]) throws -> (status: Int32, terminal: String) {
-        // posix_openpt/unlockpt/ptsname by hand (Glibc's module does not export them): unlock, then ask the number.
-        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
-        try #require(master >= 0)
-        defer { close(master) }
-        var unlock: Int32 = 0
-        var number: UInt32 = 0
-        // TIOCSPTLCK and TIOCGPTN, whose _IOW/_IOR macros Swift cannot import (same values on x86_64 and arm64).
-        try #require(ioctl(master, 0x4004_5431, &unlock) == 0 && ioctl(master, 0x8004_5430, &number) == 0)
-        let replica = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
-        try #require(replica >= 0)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CLI.binary)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(fileDescriptor: replica, closeOnDealloc: false)
-        try process.run()
-        close(replica)
-        var received = Data()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        // Reading ends with EIO once the last holder of the replica (rlctl) has exited.
-        while true {
-            let n = read(master, &buffer, buffer.count)
-            if n > 0 { received.append(contentsOf: buffer[0..<n]) } else if n < 0 && errno == EINTR { continue } else { break }
-        }
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: received, as: UTF8.self))
+    private func terminalOutput(_ arguments: [String]) throws -> (status: Int32?, terminal: String) {
+        let result = try runProcess(CLI.binary, arguments, ProcessOptions(stderrOnTerminal: true))
+        return (result.status, result.stderr)
     }
 
     @Test func aRunOverASecondShowsProgressOnATerminalAndClearsIt() throws {

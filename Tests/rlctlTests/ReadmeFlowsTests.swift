@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// scripts/readme-flows.sh is what keeps the README's commands honest in CI; these checks make `swift test`
 /// (the README's own test command) notice when the runner itself stops catching failures, or when the README
@@ -8,32 +9,24 @@ import Testing
     static let repository = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    static func script(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [repository.appendingPathComponent("scripts/readme-flows.sh").path] + arguments
-        process.currentDirectoryURL = repository
+    static func script(_ arguments: [String]) throws -> ProcessOutput {
         // The caller's settings would point the script at another document or folder.
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("README_FLOWS_") }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let unset = ProcessInfo.processInfo.environment.keys.filter { $0.hasPrefix("README_FLOWS_") }
+        return try runProcess("/bin/bash", [repository.appendingPathComponent("scripts/readme-flows.sh").path] + arguments,
+                              ProcessOptions(environment: Dictionary(uniqueKeysWithValues: unset.map { ($0, nil) }),
+                                             workingDirectory: repository.path))
     }
 
     @Test func theRunnerFailsBrokenBlocksAtTheirLineAndPassesWorkingOnes() throws {
         let result = try Self.script(["--self-test"])
-        #expect(result.status == 0, "\(result.output)")
-        #expect(result.output.contains("readme-flows: self-test passed"))
+        #expect(result.status == 0, "\(result.termination): \(result.stdout)\(result.stderr)")
+        #expect(result.stdout.hasSuffix("readme-flows: self-test passed\n"), "\(result.stdout)\(result.stderr)")
     }
 
     @Test func everyReadmeShellBlockRunsExceptTheTestCommandCIRunsItself() throws {
         let result = try Self.script(["--list"])
-        try #require(result.status == 0, "\(result.output)")
-        let plan = result.output.split(separator: "\n").map(String.init)
+        try #require(result.status == 0, "\(result.termination): \(result.stdout)\(result.stderr)")
+        let plan = result.stdout.split(separator: "\n").map(String.init)
         let skipped = plan.filter { $0.hasPrefix("skip ") }
         #expect(skipped.count == 1, "\(plan)")
 

@@ -1,70 +1,12 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// Ctrl-C and SIGTERM at any moment of `rlctl run`: a complete trace and a summary, never status 130 with nothing.
 @Suite(.serialized) struct SignalTests {
-    /// A started rlctl whose output is collected while it runs (so a full pipe never blocks it).
-    final class Child: @unchecked Sendable {
-        let process = Process()
-        private let out = Pipe(), err = Pipe()
-        private let group = DispatchGroup()
-        private var stdoutData = Data(), stderrData = Data()
-
-        init(_ arguments: [String]) throws {
-            process.executableURL = URL(fileURLWithPath: CLI.binary)
-            process.arguments = arguments
-            process.standardOutput = out
-            process.standardError = err
-            try process.run()
-            for (pipe, isOut) in [(out, true), (err, false)] {
-                group.enter()
-                DispatchQueue.global().async { [self] in
-                    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                    if isOut { stdoutData = data } else { stderrData = data }
-                    group.leave()
-                }
-            }
-        }
-
-        var pid: pid_t { process.processIdentifier }
-
-        /// Waits (bounded) until rlctl catches SIGINT: before that, the dynamic loader is still mapping its
-        /// libraries and no code of the program has run, so no program could handle a signal yet.
-        func waitUntilSignalsAreCaught(within limit: Duration = .seconds(20)) throws {
-            let end = ContinuousClock.now + limit
-            while ContinuousClock.now < end {
-                if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-                   let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
-                   let mask = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16),
-                   mask & (1 << (UInt64(SIGINT) - 1)) != 0 {
-                    return
-                }
-                if !process.isRunning { return }
-                usleep(1_000)
-            }
-            Issue.record("rlctl did not install its signal handler within \(limit)")
-        }
-
-        func send(_ signal: Int32) { kill(pid, signal) }
-
-        /// Waits for the end (bounded: a hang is a failure, and the process is killed).
-        func finish(within limit: Duration = .seconds(90)) -> (reason: Process.TerminationReason, status: Int32, stdout: String, stderr: String) {
-            let end = ContinuousClock.now + limit
-            while process.isRunning && ContinuousClock.now < end { usleep(5_000) }
-            if process.isRunning {
-                Issue.record("rlctl did not end within \(limit)")
-                kill(pid, SIGKILL)
-            }
-            process.waitUntilExit()
-            group.wait()
-            return (process.terminationReason, process.terminationStatus,
-                    String(decoding: stdoutData, as: UTF8.self), String(decoding: stderrData, as: UTF8.self))
-        }
-    }
-
     /// What `rlctl summarize` says about a trace folder (exit status and its health line).
-    private func summarize(_ folder: String) throws -> (status: Int32, health: String) {
+    private func summarize(_ folder: String) throws -> (status: Int32?, health: String) {
         let result = try CLI.run(["summarize", folder])
         return (result.status, result.stdout.split(separator: "\n").first { $0.hasPrefix("trace: ") }.map(String.init) ?? result.stderr)
     }
@@ -72,16 +14,16 @@ import Testing
     /// timeout(1) sends its signal to rlctl and then to rlctl's process group: one request, delivered twice. It
     /// used to count as the second Ctrl-C and end rlctl with 130, no summary and a half-written trace.
     @Test func oneRequestDeliveredTwiceIsOneInterruption() throws {
-        let folder = CLI.temporary("twice.rltrace")
+        let folder = temporaryPath("twice.rltrace")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let child = try Child(["run", "timers", "--count", "4", "--duration", "4s", "--trace", folder])
+        let child = try CLI.start(["run", "timers", "--count", "4", "--duration", "4s", "--trace", folder])
         try child.waitUntilSignalsAreCaught()
         usleep(600_000)
         child.send(SIGINT)
         usleep(40_000)
         child.send(SIGINT)
-        let end = child.finish()
-        #expect(end.reason == .exit && end.status == 0, "status \(end.status) (\(end.reason)), stderr: \(end.stderr)")
+        let end = child.wait()
+        #expect(end.termination == .exited(0), "\(end.termination), stderr: \(end.stderr)")
         #expect(end.stdout.contains("trace: ") && end.stdout.contains("loop 1"), "no summary: \(end.stdout.prefix(300))")
         #expect(end.stderr.contains("ended the run after"), "\(end.stderr)")
         let read = try summarize(folder)
@@ -91,12 +33,12 @@ import Testing
     /// A signal while rlctl is still setting up (here: reading a workload file from a FIFO nobody has written
     /// yet): the workload does not start, and rlctl says so with an empty trace and summary instead of dying.
     @Test func aSignalBeforeTheWorkloadStartsMeansItDoesNotStart() throws {
-        let fifo = CLI.temporary("workload.yaml")
+        let fifo = temporaryPath("workload.yaml")
         try #require(mkfifo(fifo, 0o600) == 0)
         defer { unlink(fifo) }
-        let folder = CLI.temporary("prestart.rltrace")
+        let folder = temporaryPath("prestart.rltrace")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let child = try Child(["run", "--file", fifo, "--trace", folder])
+        let child = try CLI.start(["run", "--file", fifo, "--trace", folder])
         try child.waitUntilSignalsAreCaught()
         usleep(100_000)
         child.send(SIGTERM)
@@ -105,7 +47,7 @@ import Testing
         // never opens it fails this test instead of hanging it.
         var writer: Int32 = -1
         let end0 = ContinuousClock.now + .seconds(20)
-        while writer < 0 && child.process.isRunning && ContinuousClock.now < end0 {
+        while writer < 0 && child.isRunning && ContinuousClock.now < end0 {
             writer = open(fifo, O_WRONLY | O_NONBLOCK)
             if writer < 0 { usleep(10_000) }
         }
@@ -115,8 +57,8 @@ import Testing
             #expect(write(writer, text, text.count) == text.count)
             close(writer)
         }
-        let end = child.finish()
-        #expect(end.reason == .exit && end.status == 0, "status \(end.status) (\(end.reason)), stderr: \(end.stderr)")
+        let end = child.wait()
+        #expect(end.termination == .exited(0), "\(end.termination), stderr: \(end.stderr)")
         #expect(end.stderr.contains("SIGTERM before the workload started: it did not run"), "\(end.stderr)")
         #expect(end.stdout.contains("trace: 0 events"), "\(end.stdout)")
         #expect(try summarize(folder).status == 0)
@@ -125,19 +67,19 @@ import Testing
     /// Ctrl-C while the modes workload runs its loop nested (a modal session): Loop.stop() ended only the nested
     /// run, and the outer one went on to the end of the duration, as if the signal had been lost.
     @Test func ctrlCDuringANestedRunEndsTheWholeRun() throws {
-        let yaml = CLI.temporary("modes.yaml")
+        let yaml = temporaryPath("modes.yaml")
         defer { try? FileManager.default.removeItem(atPath: yaml) }
         // Nested 90 ms of every 100 ms: the signal almost surely comes during a nested run.
         try "duration: 8s\nelements:\n  - kind: modes\n    period: 100ms\n    hold: 90ms\n".write(toFile: yaml, atomically: true, encoding: .utf8)
         for tracer in ["none", "embedded"] {
-            let child = try Child(["run", "--file", yaml, "--tracer", tracer])
+            let child = try CLI.start(["run", "--file", yaml, "--tracer", tracer])
             try child.waitUntilSignalsAreCaught()
             usleep(800_000)
             let sent = ContinuousClock.now
             child.send(SIGINT)
-            let end = child.finish()
+            let end = child.wait()
             let took = ContinuousClock.now - sent
-            #expect(end.reason == .exit && end.status == 0, "\(tracer): status \(end.status), stderr: \(end.stderr)")
+            #expect(end.termination == .exited(0), "\(tracer): \(end.termination), stderr: \(end.stderr)")
             #expect(end.stderr.contains("ended the run after"), "\(tracer): \(end.stderr)")
             // Generous for a loaded machine and a debug build's summary, far below the 8 s the run would take.
             #expect(took < .seconds(6), "\(tracer): the run went on for \(took) after Ctrl-C")
@@ -150,14 +92,14 @@ import Testing
     /// Ctrl-C during the first of three repetitions ends the series: it used to cancel that repetition only,
     /// and the next ones ran in full.
     @Test func ctrlCEndsASeriesOfRepetitions() throws {
-        let report = CLI.temporary("series.json")
+        let report = temporaryPath("series.json")
         defer { try? FileManager.default.removeItem(atPath: report) }
-        let child = try Child(["run", "timers", "--count", "2", "--duration", "2s", "--repeat", "3", "--output", report])
+        let child = try CLI.start(["run", "timers", "--count", "2", "--duration", "2s", "--repeat", "3", "--output", report])
         try child.waitUntilSignalsAreCaught()
         usleep(900_000)
         child.send(SIGINT)
-        let end = child.finish()
-        #expect(end.reason == .exit && end.status == 0, "status \(end.status), stderr: \(end.stderr)")
+        let end = child.wait()
+        #expect(end.termination == .exited(0), "\(end.termination), stderr: \(end.stderr)")
         #expect(end.stderr.contains("repetitions 2 to 3 did not run"), "\(end.stderr)")
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any]
         #expect((json?["repetitions"] as? [Any])?.count == 1, "the report keeps what ran")
@@ -165,19 +107,19 @@ import Testing
 
     /// The second Ctrl-C ends rlctl at once, says the summary was skipped, and still leaves a complete trace.
     @Test func aSecondCtrlCSkipsTheSummaryAndKeepsACompleteTrace() throws {
-        let folder = CLI.temporary("second.rltrace")
+        let folder = temporaryPath("second.rltrace")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // A flood of blocks: the summary of even a second of it takes long enough to be interrupted.
-        let child = try Child(["run", "blocks", "--rate", "0", "--threads", "1", "--duration", "5s", "--trace", folder])
+        let child = try CLI.start(["run", "blocks", "--rate", "0", "--threads", "1", "--duration", "5s", "--trace", folder])
         try child.waitUntilSignalsAreCaught()
         usleep(700_000)
         child.send(SIGINT)
         usleep(500_000)
         let second = ContinuousClock.now
         child.send(SIGINT)
-        let end = child.finish()
+        let end = child.wait()
         let took = ContinuousClock.now - second
-        #expect(end.reason == .uncaughtSignal && end.status == SIGINT, "status \(end.status) (\(end.reason)), stderr: \(end.stderr)")
+        #expect(end.termination == .signaled(SIGINT), "\(end.termination), stderr: \(end.stderr)")
         #expect(end.stderr.contains("SIGINT again: summary skipped; the trace in \(folder) is complete"), "\(end.stderr)")
         #expect(!end.stdout.contains("trace: "), "the summary was printed after all: \(end.stdout.prefix(200))")
         #expect(took < .seconds(5), "the second Ctrl-C took \(took) to end rlctl")
@@ -197,15 +139,15 @@ import Testing
             (delay: UInt32.random(in: 0...1_500_000, using: &generator), signal: Bool.random(using: &generator) ? SIGINT : SIGTERM,
              again: Bool.random(using: &generator) ? UInt32.random(in: 0...50_000, using: &generator) : nil)
         }
-        let problems = Problems()
+        let problems = Shared<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 3) { lane in
             for index in stride(from: lane, to: plans.count, by: 3) {
                 let plan = plans[index]
-                let folder = CLI.temporary("random-\(index).rltrace")
+                let folder = temporaryPath("random-\(index).rltrace")
                 defer { try? FileManager.default.removeItem(atPath: folder) }
                 var problem: String?
                 do {
-                    let child = try Child(["run", "timers", "--count", "4", "--duration", "1s", "--trace", folder])
+                    let child = try CLI.start(["run", "timers", "--count", "4", "--duration", "1s", "--trace", folder])
                     try child.waitUntilSignalsAreCaught()
                     usleep(plan.delay)
                     child.send(plan.signal)
@@ -213,10 +155,10 @@ import Testing
                         usleep(again)
                         child.send(plan.signal)
                     }
-                    let end = child.finish()
+                    let end = child.wait()
                     let read = try summarize(folder)
-                    if end.reason != .exit || end.status != 0 {
-                        problem = "exit \(end.status) (\(end.reason)); stderr: \(end.stderr)"
+                    if end.termination != .exited(0) {
+                        problem = "\(end.termination); stderr: \(end.stderr)"
                     } else if !end.stdout.contains("trace: ") {
                         problem = "no summary; stderr: \(end.stderr)"
                     } else if read.status != 0 {
@@ -225,43 +167,25 @@ import Testing
                 } catch {
                     problem = "\(error)"
                 }
-                if let problem { problems.add("run \(index) (signal \(plan.signal) after \(plan.delay / 1000) ms\(plan.again.map { ", again \($0 / 1000) ms later" } ?? "")): \(problem)") }
+                if let problem {
+                    let line = "run \(index) (signal \(plan.signal) after \(plan.delay / 1000) ms\(plan.again.map { ", again \($0 / 1000) ms later" } ?? "")): \(problem)"
+                    problems.mutate { $0.append(line) }
+                }
             }
         }
-        #expect(problems.all.isEmpty, "seed \(seed): \(problems.all.joined(separator: "\n"))")
+        #expect(problems.value.isEmpty, "seed \(seed): \(problems.value.joined(separator: "\n"))")
     }
-}
-
-/// A small seeded generator, so a failing sequence of delays can be replayed.
-struct SplitMix: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// Failures collected from concurrent runs.
-final class Problems: @unchecked Sendable {
-    private let lock = NSLock()
-    private var list: [String] = []
-    func add(_ problem: String) { lock.lock(); list.append(problem); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return list }
 }
 
 /// `record`: after the program ended, a second Ctrl-C skips the summary and leaves the LTTng trace complete.
 @Suite(.serialized, .enabled(if: LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
 struct RecordSignalTests {
     @Test func aSecondCtrlCAfterTheProgramEndedSkipsTheSummary() throws {
-        let output = CLI.temporary("record-second")
+        let output = temporaryPath("record-second")
         defer { try? FileManager.default.removeItem(atPath: output) }
         // A program with many events, so that reading them back takes a while: rlctl itself, running a flood under
         // its own LTTng session (the events reach both sessions).
-        let child = try SignalTests.Child(["record", "--output", output, "--", CLI.binary, "run", "blocks", "--rate", "0",
+        let child = try CLI.start(["record", "--output", output, "--", CLI.binary, "run", "blocks", "--rate", "0",
                                            "--threads", "1", "--tracer", "lttng", "--duration", "400ms", "--format", "json"])
         try child.waitUntilSignalsAreCaught()
         // Until the program has been started and then reaped: rlctl is then stopping the session and summarizing.
@@ -274,7 +198,7 @@ struct RecordSignalTests {
         }
         let limit = ContinuousClock.now + .seconds(60)
         var program: Substring?
-        while ContinuousClock.now < limit && child.process.isRunning {
+        while ContinuousClock.now < limit && child.isRunning {
             if let program {
                 if !children().contains(program) { break }
             } else {
@@ -286,17 +210,36 @@ struct RecordSignalTests {
             usleep(2_000)
         }
         let sawProgram = program != nil
-        try #require(sawProgram && child.process.isRunning, "rlctl ended before the test could interrupt its summary")
+        try #require(sawProgram && child.isRunning, "rlctl ended before the test could interrupt its summary")
         child.send(SIGINT)
         usleep(400_000)
         let second = ContinuousClock.now
         child.send(SIGINT)
-        let end = child.finish()
+        let end = child.wait()
         let took = ContinuousClock.now - second
-        #expect(end.reason == .uncaughtSignal && end.status == SIGINT, "status \(end.status) (\(end.reason)), stderr: \(end.stderr)")
+        #expect(end.termination == .signaled(SIGINT), "\(end.termination), stderr: \(end.stderr)")
         #expect(end.stderr.contains("SIGINT: finishing the summary"), "\(end.stderr)")
         #expect(end.stderr.contains("SIGINT again: summary skipped; the trace in \(output) is complete"), "\(end.stderr)")
         #expect(took < .seconds(10), "the second Ctrl-C took \(took)")
         #expect(FileManager.default.fileExists(atPath: output + "/ust"), "the LTTng trace is kept")
+    }
+}
+
+extension RunningProcess {
+    /// Waits (bounded) until rlctl catches SIGINT: before that, the dynamic loader is still mapping its libraries
+    /// and no code of the program has run, so no program could handle a signal yet.
+    func waitUntilSignalsAreCaught(within limit: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let end = ContinuousClock.now + limit
+        while ContinuousClock.now < end {
+            if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+               let mask = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16),
+               mask & (1 << (UInt64(SIGINT) - 1)) != 0 {
+                return
+            }
+            if !isRunning { return }
+            usleep(1_000)
+        }
+        Issue.record("rlctl did not install its signal handler within \(limit)", sourceLocation: sourceLocation)
     }
 }
