@@ -25,7 +25,7 @@ struct Compare: ParsableCommand {
     var metrics: [String] = []
 
     @Option(help: "text, json or markdown.")
-    var format: SummaryFormat = .text
+    var format: ComparisonReport.Format = .text
 
     @OptionGroup var analysis: AnalysisOptions
 
@@ -42,48 +42,14 @@ struct Compare: ParsableCommand {
         let limit = Double(threshold.dropLast())! / 100
         let a = try loadReport(at: baseline, options: analysis.summarizerOptions)
         let b = try loadReport(at: current, options: analysis.summarizerOptions)
-        let results = Comparison.compare(baseline: a, current: b, metrics: metrics.isEmpty ? Comparison.defaultMetrics : metrics, threshold: limit)
-        guard !results.isEmpty else { throw Failure.input("no metric has data in both runs") }
-        let regressions = results.filter(\.regressed)
-        let mismatch = Comparison.workloadMismatch(baseline: a, current: b).map { "warning: these may be different workloads: \($0)" }
-        if let mismatch, format != .markdown { FileHandle.standardError.write(Data((mismatch + "\n").utf8)) }
-        switch format {
-        case .text:
-            if a.repetitions.count < 2 || b.repetitions.count < 2 {
-                print("note: \(a.repetitions.count) vs \(b.repetitions.count) repetitions — intervals need several repetitions per side")
-            }
-            for r in results {
-                let unit = Metric.named(r.metric)!.unit
-                let verdict = r.regressed ? "REGRESSED" : (r.improved ? "improved" : "ok")
-                print(r.metric.padded(30) + formatMetric(r.baseline, unit: unit).leftPad(10) + " → " + formatMetric(r.current, unit: unit).padded(10)
-                      + " " + signed(r.change, r.inPoints).leftPad(9) + "  95% CI [\(signed(r.low, r.inPoints)), \(signed(r.high, r.inPoints))]  " + verdict)
-            }
-            print(regressions.isEmpty ? "no regression beyond \(threshold)" : "\(regressions.count) regression(s) beyond \(threshold)")
-        case .markdown:
-            print("### rlctl compare: " + (regressions.isEmpty ? "✅ no regression beyond \(threshold)" : "❌ \(regressions.count) regression(s) beyond \(threshold)"))
-            print("")
-            if let mismatch { print("⚠️ " + mismatch); print("") }
-            print("| metric | baseline | current | change | 95% CI | |")
-            print("| --- | --- | --- | --- | --- | --- |")
-            for r in results {
-                let unit = Metric.named(r.metric)!.unit
-                print("| `\(r.metric)` | \(formatMetric(r.baseline, unit: unit)) | \(formatMetric(r.current, unit: unit)) | \(signed(r.change, r.inPoints)) | [\(signed(r.low, r.inPoints)), \(signed(r.high, r.inPoints))] | \(r.regressed ? "❌" : (r.improved ? "🟢" : "✅")) |")
-            }
-            print("")
-            print("Repetitions: \(a.repetitions.count) baseline, \(b.repetitions.count) current.")
-        case .json:
-            let items = results.map { "{\"metric\":\"\($0.metric)\",\"baseline\":\($0.baseline),\"current\":\($0.current),\"change\":\(finite($0.change)),\"changeUnit\":\"\($0.inPoints ? "points" : "relative")\",\"low\":\(finite($0.low)),\"high\":\(finite($0.high)),\"regressed\":\($0.regressed)}" }
-            let warning = mismatch.flatMap { try? JSONSerialization.data(withJSONObject: [$0], options: [.fragmentsAllowed]) }
-                .map { ",\"warning\":" + String(decoding: $0.dropFirst().dropLast(), as: UTF8.self) } ?? ""
-            print("{\"threshold\":\(limit),\"regressions\":\(regressions.count)\(warning),\"metrics\":[\(items.joined(separator: ","))]}")
+        guard let comparison = ComparisonReport(baseline: a, current: b, metrics: metrics.isEmpty ? Comparison.defaultMetrics : metrics,
+                                                threshold: limit, thresholdText: threshold) else {
+            throw Failure.input("no metric has data in both runs")
         }
-        if !regressions.isEmpty { throw ExitCode(Status.violation.rawValue) }
+        if let warning = comparison.warning, format != .markdown { FileHandle.standardError.write(Data((warning + "\n").utf8)) }
+        print(comparison.render(format))
+        if comparison.regressed { throw ExitCode(Status.violation.rawValue) }
     }
-
-    /// A change as `+12.3%` (relative) or `+4.00 pts` (points of a ratio).
-    private func signed(_ value: Double, _ inPoints: Bool) -> String {
-        guard inPoints else { return (value >= 0 ? "+" : "") + formatPercent(value) }
-        return formatPoints(value)
-    }
-    private func finite(_ value: Double) -> String { value.isFinite ? "\(value)" : "null" }
 }
+
+extension ComparisonReport.Format: ExpressibleByArgument {}

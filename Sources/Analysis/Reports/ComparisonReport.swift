@@ -1,28 +1,117 @@
+import Foundation
 import TraceModel
 
-/// What `rlctl run --output` writes: every repetition's summary, so `compare` can judge noise.
-public struct RunReport: Codable, Sendable {
-    public var format = "rlctl-run-report/1"
-    public var workload: String
-    public var tracer: String
-    public var repetitions: [TraceSummary]
-
-    /// The workload's name when a run report gave it, nil for a summary or trace folder (which do not know it).
-    public var workloadName: String? { tracer == "summary" || workload.isEmpty || isTraceFolder ? nil : workload }
-    /// Set for reports made from a trace folder, whose `workload` is just the folder's path.
-    public var isTraceFolder = false
-
-    enum CodingKeys: String, CodingKey { case format, workload, tracer, repetitions }
-
-    public init(workload: String, tracer: String, repetitions: [TraceSummary]) {
-        self.workload = workload
-        self.tracer = tracer
-        self.repetitions = repetitions
+/// Two reports compared metric by metric: what `rlctl compare` decides (a regression the noise cannot explain)
+/// and prints.
+public struct ComparisonReport: Sendable {
+    /// How `rlctl compare` prints its outcome.
+    public enum Format: String, Sendable, CaseIterable {
+        case text, json, markdown
     }
 
-    /// The value of a metric in each repetition.
-    public func values(of metric: Metric.Definition) -> [Double] {
-        repetitions.map { metric.value(in: $0) }
+    /// Every compared metric with data on both sides, in the order asked for.
+    public let results: [Comparison.Result]
+    public let baselineRepetitions: Int
+    public let currentRepetitions: Int
+    /// How much worse counts as a regression (0.1 = 10 %, or 10 points for ratios).
+    public let threshold: Double
+    /// The threshold as the user wrote it (`10%`), repeated in the verdict.
+    public let thresholdText: String
+    /// Why the two sides may be different workloads, nil when nothing suggests it.
+    public let mismatch: String?
+
+    /// Compares `metrics` of the two reports; nil when no metric has data on both sides.
+    public init?(baseline: RunReport, current: RunReport, metrics: [String], threshold: Double, thresholdText: String) {
+        let results = Comparison.compare(baseline: baseline, current: current, metrics: metrics, threshold: threshold)
+        guard !results.isEmpty else { return nil }
+        self.results = results
+        baselineRepetitions = baseline.repetitions.count
+        currentRepetitions = current.repetitions.count
+        self.threshold = threshold
+        self.thresholdText = thresholdText
+        mismatch = Comparison.workloadMismatch(baseline: baseline, current: current)
+    }
+
+    public var regressions: [Comparison.Result] { results.filter(\.regressed) }
+    /// The comparison fails: some metric got worse beyond the threshold, whatever the noise.
+    public var regressed: Bool { !regressions.isEmpty }
+
+    /// The warning about different workloads, as one line for stderr (text and JSON print it there; Markdown,
+    /// read in a pull request, carries it in the report).
+    public var warning: String? { mismatch.map { "warning: these may be different workloads: \($0)" } }
+
+    public func render(_ format: Format) -> String {
+        switch format {
+        case .text: return text
+        case .markdown: return markdown
+        case .json: return json
+        }
+    }
+
+    private var verdict: String {
+        regressed ? "\(regressions.count) regression(s) beyond \(thresholdText)" : "no regression beyond \(thresholdText)"
+    }
+
+    private func unit(_ result: Comparison.Result) -> Metric.Unit { Metric.named(result.metric)!.unit }
+
+    /// A change as `+12.3%` (relative) or `+4.00 pts` (points of a ratio).
+    private func signed(_ value: Double, _ inPoints: Bool) -> String {
+        guard inPoints else { return (value >= 0 ? "+" : "") + formatPercent(value) }
+        return formatPoints(value)
+    }
+
+    public var text: String {
+        var out: [String] = []
+        if baselineRepetitions < 2 || currentRepetitions < 2 {
+            out.append("note: \(baselineRepetitions) vs \(currentRepetitions) repetitions — intervals need several repetitions per side")
+        }
+        for r in results {
+            let outcome = r.regressed ? "REGRESSED" : (r.improved ? "improved" : "ok")
+            out.append(r.metric.padded(30) + formatMetric(r.baseline, unit: unit(r)).leftPad(10) + " → " + formatMetric(r.current, unit: unit(r)).padded(10)
+                       + " " + signed(r.change, r.inPoints).leftPad(9) + "  95% CI [\(signed(r.low, r.inPoints)), \(signed(r.high, r.inPoints))]  " + outcome)
+        }
+        out.append(verdict)
+        return out.joined(separator: "\n")
+    }
+
+    public var markdown: String {
+        var out = ["### rlctl compare: " + (regressed ? "❌ " : "✅ ") + verdict, ""]
+        if let warning { out += ["⚠️ " + warning, ""] }
+        out.append("| metric | baseline | current | change | 95% CI | |")
+        out.append("| --- | --- | --- | --- | --- | --- |")
+        for r in results {
+            out.append("| `\(r.metric)` | \(formatMetric(r.baseline, unit: unit(r))) | \(formatMetric(r.current, unit: unit(r))) | \(signed(r.change, r.inPoints)) | [\(signed(r.low, r.inPoints)), \(signed(r.high, r.inPoints))] | \(r.regressed ? "❌" : (r.improved ? "🟢" : "✅")) |")
+        }
+        out.append("")
+        out.append("Repetitions: \(baselineRepetitions) baseline, \(currentRepetitions) current.")
+        return out.joined(separator: "\n")
+    }
+
+    /// One line of JSON; a change with no finite value (a metric that was 0 in the baseline) is `null`.
+    public var json: String {
+        struct Metric: Encodable {
+            var metric: String
+            var baseline: JSONNumber
+            var current: JSONNumber
+            var change: JSONNumber
+            var changeUnit: String
+            var low: JSONNumber
+            var high: JSONNumber
+            var regressed: Bool
+        }
+        struct Document: Encodable {
+            var threshold: JSONNumber
+            var regressions: Int
+            var warning: String?
+            var metrics: [Metric]
+        }
+        let metrics = results.map {
+            Metric(metric: $0.metric, baseline: JSONNumber($0.baseline), current: JSONNumber($0.current), change: JSONNumber($0.change),
+                   changeUnit: $0.inPoints ? "points" : "relative", low: JSONNumber($0.low), high: JSONNumber($0.high),
+                   regressed: $0.regressed)
+        }
+        return ReportJSON.line(Document(threshold: JSONNumber(threshold), regressions: regressions.count, warning: warning,
+                                        metrics: metrics))
     }
 }
 
