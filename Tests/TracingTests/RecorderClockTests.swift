@@ -14,13 +14,8 @@ import Tracing
         recordingLock.lock()
         defer { recordingLock.unlock() }
         let folder = temporaryFolder(name)
-        let recorder = try EmbeddedRecorder(directory: folder, options: options)
-        try recorder.start()
-        LoopEventSink.install(recorder)
-        body(recorder)
-        LoopEventSink.install(nil)
-        let summary = try recorder.stop()
-        return (folder, summary, recorder.clockReport)
+        let (_, recorded) = try Recording.run(.embedded(options), into: folder) { body($0.embeddedRecorder!) }
+        return (folder, recorded.recorder!, recorded.clock!)
     }
 
     /// Each event carries the CLOCK_MONOTONIC time read just before it (as a loop's fire, enqueue and signal

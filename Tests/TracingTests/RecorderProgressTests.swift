@@ -15,9 +15,9 @@ import Tracing
         defer { recordingLock.unlock() }
         let folder = temporaryFolder("progress")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let recorder = try EmbeddedRecorder(directory: folder)   // 256 KiB packets: ten events fill none
-        try recorder.start()
-        let before = recorder.progress.recorded
+        let recording = try Recording.start(.embedded(), into: folder)   // 256 KiB packets: ten events fill none
+        let recorder = recording.embeddedRecorder!
+        let before = recording.progress!.recorded
         onThread {
             var context = "progress".utf8CString
             context.withUnsafeBufferPointer { mode in
@@ -26,10 +26,11 @@ import Tracing
             }
             _ = context
         }
-        let during = recorder.progress.recorded
-        let summary = try recorder.stop()
+        let during = recording.progress!.recorded
+        let summary = try #require(try recording.stop().recorder)
         #expect(during >= before + 10, "progress while recording: \(during) (was \(before))")
         #expect(summary.eventsRecorded >= during, "stop's exact count: \(summary.eventsRecorded)")
+        #expect(try recording.stop().recorder == summary, "a second stop returns the first one's outcome")
     }
 
     /// A loop announces itself once, to the sink installed when it is created: a later recording (rlctl run

@@ -119,12 +119,9 @@ struct Doctor: ParsableCommand {
         let output = NSTemporaryDirectory() + "rlctl-doctor-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: output) }
         do {
-            let session = try LTTngSession.recordThisProcess(name: LTTngSession.uniqueName("doctor"), output: output,
-                                                             timeout: .seconds(10))
-            LoopEventSink.install(LTTngSink())
-            let expected = ProbeLoop.run()
-            LoopEventSink.install(nil)
-            try session.stop()
+            let (expected, _) = try Recording.run(.lttng(.init(startTimeout: .seconds(10), label: "doctor")), into: output) { _ in
+                ProbeLoop.run()
+            }
             let reader = try CTFTraceReader(path: output)
             var seen = Set<String>()
             var ours = 0
@@ -146,7 +143,7 @@ struct Doctor: ParsableCommand {
                            fix: "run lttng list -u while a traced program runs: it should list the runloop:* tracepoints")
             }
         } catch {
-            report.add("round trip", .failed, "\(error)",
+            report.add("round trip", .failed, (error as? RecordingError)?.reason ?? "\(error)",
                        fix: "check that the session daemon runs as this user (root's daemon traces root's programs)")
         }
     }

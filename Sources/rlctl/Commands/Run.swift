@@ -1,8 +1,6 @@
 import Analysis
 import ArgumentParser
 import Foundation
-import Glibc
-import RunLoopCore
 import Tracing
 import Workloads
 
@@ -110,19 +108,14 @@ struct Run: ParsableCommand {
                 break
             }
             let title = "\(name) — \(describe(spec))" + (`repeat` > 1 ? " — repetition \(repetition)/\(`repeat`)" : "")
-            let result = try runOnce(spec, repetition: repetition)
-            if let summaryResult = result {
-                summaries.append(summaryResult)
-                if `repeat` == 1 || format == .text {
-                    Interruptions.shared.output { print(format.render(summaryResult, title: format == .json ? nil : title)) }
-                }
+            guard let summary = try runOnce(spec, repetition: repetition) else { continue }
+            summaries.append(summary)
+            if `repeat` == 1 || format == .text {
+                Interruptions.shared.output { print(format.render(summary, title: format == .json ? nil : title)) }
             }
         }
         if let output {
-            let report = RunReport(workload: name, tracer: tracer.rawValue, repetitions: summaries)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try write(String(decoding: try encoder.encode(report), as: UTF8.self), to: output)
+            try write(try RunReport(workload: name, tracer: tracer.rawValue, repetitions: summaries).json(), to: output)
         }
     }
 
@@ -145,157 +138,46 @@ struct Run: ParsableCommand {
         "\(spec.elements.count) element\(spec.elements.count == 1 ? "" : "s") for \(spec.duration), tracer \(tracer.rawValue)"
     }
 
-    /// One repetition: trace it with the chosen tracer and summarize; nil with --tracer none.
+    /// One repetition, traced with the chosen tracer and summarized; nil with --tracer none (the workload's own
+    /// counts are printed instead).
     private func runOnce(_ spec: WorkloadSpec, repetition: Int) throws -> TraceSummary? {
-        let runner = WorkloadRunner(spec: spec)
-        switch tracer {
-        case .none:
-            Interruptions.shared.onSecondSignal(nil)
-            guard let outcome = runUnlessInterrupted(runner, spec: spec, progress: { _ in "running untraced…" }) else {
-                return nil
-            }
-            Interruptions.shared.output { print(untracedLine(outcome, spec: spec)) }
+        // `--trace` (a subfolder per repetition with --repeat) is kept; otherwise a temporary folder. The embedded
+        // recorder itself refuses a folder that already holds a trace; LTTng would mix the two, so its folder
+        // must be new.
+        let destination = try TraceDestination(requested: trace.map { `repeat` > 1 ? "\($0)/rep-\(repetition)" : $0 },
+                                               label: "run", mustBeNew: tracer == .lttng)
+        defer { destination.removeUnlessKept() }
+        let run = InterruptibleRun(runner: WorkloadRunner(spec: spec), spec: spec, tracer: recordingTracer)
+        let (outcome, _) = try run.run(into: destination)
+        guard tracer != .none else {
+            if let outcome { Interruptions.shared.output { print(outcome.untracedDescription(of: spec)) } }
             return nil
+        }
+        return try summarizeTrace(at: destination.path, options: analysis.summarizerOptions)
+    }
+
+    /// The tracer with this run's buffer and flight-recorder options.
+    private var recordingTracer: Recording.Tracer {
+        switch tracer {
+        case .none: return .none
         case .embedded:
-            // The recorder itself refuses a folder that already holds a trace.
-            let destination = try traceDestination(repetition: repetition, mustBeNew: false)
-            defer { destination.removeUnlessKept() }
-            let folder = destination.path
             var options = EmbeddedRecorder.Options()
             options.packetSize = 256 * 1024
             options.packetsPerThread = max(2, bufferKib / 256)
             options.mode = flightRecorder ? .overwrite : .discard
-            let recorder: EmbeddedRecorder
-            do {
-                recorder = try EmbeddedRecorder(directory: folder, options: options)
-                try recorder.start()
-            } catch let error as RecorderError {
-                throw Failure.input(error.description)
-            }
-            LoopEventSink.install(recorder)
-            Interruptions.shared.onSecondSignal {
-                LoopEventSink.install(nil)
-                _ = try? recorder.stop()
-                return destination.completedNote()
-            }
-            _ = runUnlessInterrupted(runner, spec: spec) { clock in
-                let p = recorder.progress
-                return "running… \(clock.elapsedOfTotal), \(p.recorded) events written, \(p.lost) lost"
-            }
-            LoopEventSink.install(nil)
-            do { try recorder.stop() } catch let error as RecorderError { throw Failure.input(error.description) }
-            return try summarizeTrace(at: folder, options: analysis.summarizerOptions)
+            return .embedded(options)
         case .lttng:
-            let destination = try traceDestination(repetition: repetition, mustBeNew: true)
-            defer { destination.removeUnlessKept() }
-            try traceWithLTTng(into: destination) {
-                _ = runUnlessInterrupted(runner, spec: spec) { clock in "running… \(clock.elapsedOfTotal), traced by LTTng" }
-            }
-            return try summarizeTrace(at: destination.path, options: analysis.summarizerOptions)
+            // Per CPU: 4 sub-buffers of a power-of-two size that hold --buffer-kib together.
+            let subbuffer = max(4, (bufferKib + 3) / 4)
+            var channel = LTTngRecording.channelOptions(subbufferSize: "\(1 << (Int.bitWidth - (subbuffer - 1).leadingZeroBitCount))K",
+                                                       subbufferCount: 4)
+            if flightRecorder { channel.append("--overwrite") }
+            return .lttng(.init(channelOptions: channel))
         }
-    }
-
-    /// Runs the workload unless a signal came first (nil then: it did not start), with the progress line; says on
-    /// stderr when a signal ended it early.
-    private func runUnlessInterrupted(_ runner: WorkloadRunner, spec: WorkloadSpec,
-                                      progress render: @escaping @Sendable (RunClock) -> String) -> WorkloadRunner.Outcome? {
-        guard Interruptions.shared.startRunning(cancel: { runner.cancel() }) else {
-            let signo = Interruptions.shared.interruption ?? SIGINT
-            note("\(signalName(signo)) before the workload started: it did not run" + (tracer == .none ? "" : ", so its trace and summary are empty"))
-            return nil
-        }
-        let clock = RunClock(total: spec.duration)
-        let line = ProgressLine(total: spec.duration.duration, enabled: true) { render(clock) }
-        let outcome = runner.run()
-        // From here a signal no longer cancels anything: it is about the summary.
-        Interruptions.shared.startSummarizing()
-        line.finish()
-        if let signo = Interruptions.shared.interruption {
-            note("\(signalName(signo)) ended the run after \(formatNanoseconds(UInt64(outcome.elapsed.nanosecondsClamped))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds)))" + (tracer == .none ? "" : "; the summary covers that part"))
-        }
-        return outcome
-    }
-
-    /// What an untraced run did, in the workload's own counts (no trace to summarize).
-    private func untracedLine(_ outcome: WorkloadRunner.Outcome, spec: WorkloadSpec) -> String {
-        let s = outcome.loopStatistics
-        var parts = ["\(s.iterations) iterations", "\(s.sleeps) sleeps"]
-        var hasTimers = false, hasSources = false, hasBlocks = false, hasProducers = false
-        for element in spec.elements {
-            switch element {
-            case .timers, .jank, .modes: hasTimers = true
-            case .sources, .ports, .io: hasSources = true; hasProducers = true
-            case .blocks: hasBlocks = true; hasProducers = true
-            }
-        }
-        if hasTimers { parts.append("\(s.timersFired) timer callouts") }
-        if hasSources { parts.append("\(s.sourcesHandled) source callouts") }
-        if hasBlocks { parts.append("\(s.blocksRun) blocks") }
-        // What the producer threads managed to hand the loop (signals, messages, writes, blocks).
-        if hasProducers { parts.append("\(outcome.produced) events sent by producer threads") }
-        return "untraced, ran \(formatNanoseconds(UInt64(outcome.elapsed.nanosecondsClamped))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds))): " + parts.joined(separator: ", ")
-    }
-
-    /// Runs `body` with `LTTngSink` installed, inside an LTTng session that records this process into `folder`.
-    private func traceWithLTTng(into destination: TraceDestination, _ body: () -> Void) throws {
-        let folder = destination.path
-        let subbuffer = max(4, (bufferKib + 3) / 4)
-        var channel = LTTngRecording.channelOptions(subbufferSize: "\(1 << (Int.bitWidth - (subbuffer - 1).leadingZeroBitCount))K",
-                                                   subbufferCount: 4)
-        if flightRecorder { channel.append("--overwrite") }
-        let session: LTTngSession
-        do {
-            session = try LTTngSession.recordThisProcess(name: LTTngSession.uniqueName("run"), output: folder, channelOptions: channel)
-        } catch {
-            throw Failure.input("cannot set up the LTTng session: \(error)")
-        }
-        LoopEventSink.install(LTTngSink())
-        Interruptions.shared.onSecondSignal {
-            LoopEventSink.install(nil)
-            try? session.stop()
-            return destination.completedNote()
-        }
-        body()
-        Interruptions.shared.startSummarizing()
-        LoopEventSink.install(nil)
-        do { try session.stop() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
-    }
-
-    /// `--trace` (a subfolder per repetition with --repeat), kept; otherwise a temporary folder.
-    private func traceDestination(repetition: Int, mustBeNew: Bool) throws -> TraceDestination {
-        try TraceDestination(requested: trace.map { `repeat` > 1 ? "\($0)/rep-\(repetition)" : $0 }, label: "run",
-                             mustBeNew: mustBeNew)
-    }
-}
-
-/// "1.26s of 1.50s" for the progress line.
-struct RunClock {
-    let start = Loop.Instant.now
-    let total: DurationValue
-
-    var elapsedOfTotal: String {
-        "\(formatNanoseconds(Loop.Instant.now.nanoseconds &- start.nanoseconds)) of \(formatNanoseconds(UInt64(total.nanoseconds)))"
     }
 }
 
 /// The tracer a run uses.
 enum TracerChoice: String, ExpressibleByArgument, CaseIterable {
     case embedded, lttng, none
-}
-
-/// One line on stderr about how a signal changed the run.
-func note(_ text: String) {
-    Interruptions.shared.output { FileHandle.standardError.write(Data("rlctl: \(text)\n".utf8)) }
-}
-
-func signalName(_ signo: Int32) -> String {
-    signo == SIGINT ? "SIGINT" : (signo == SIGTERM ? "SIGTERM" : "signal \(signo)")
-}
-
-extension Duration {
-    /// Whole nanoseconds, 0 for a negative duration.
-    var nanosecondsClamped: Int64 {
-        let (seconds, attoseconds) = components
-        return max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
 }

@@ -1,0 +1,24 @@
+import Analysis
+import Workloads
+
+extension WorkloadRunner.Outcome {
+    /// What an untraced run did, in the workload's own counts (there is no trace to summarize).
+    func untracedDescription(of spec: WorkloadSpec) -> String {
+        let s = loopStatistics
+        var parts = ["\(s.iterations) iterations", "\(s.sleeps) sleeps"]
+        var hasTimers = false, hasSources = false, hasBlocks = false, hasProducers = false
+        for element in spec.elements {
+            switch element {
+            case .timers, .jank, .modes: hasTimers = true
+            case .sources, .ports, .io: hasSources = true; hasProducers = true
+            case .blocks: hasBlocks = true; hasProducers = true
+            }
+        }
+        if hasTimers { parts.append("\(s.timersFired) timer callouts") }
+        if hasSources { parts.append("\(s.sourcesHandled) source callouts") }
+        if hasBlocks { parts.append("\(s.blocksRun) blocks") }
+        // What the producer threads managed to hand the loop (signals, messages, writes, blocks).
+        if hasProducers { parts.append("\(produced) events sent by producer threads") }
+        return "untraced, ran \(formatNanoseconds(UInt64(elapsed.nanosecondsClamped))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds))): " + parts.joined(separator: ", ")
+    }
+}
