@@ -74,43 +74,25 @@ public enum LoopRunResult: Sendable, Equatable, CustomStringConvertible {
 public enum LoopWakeReason: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case timer, source, descriptor, port, manual, timeout, stop
 
-    public var description: String {
-        switch self {
-        case .timer: return "timer"
-        case .source: return "source"
-        case .descriptor: return "descriptor"
-        case .port: return "port"
-        case .manual: return "manual"
-        case .timeout: return "timeout"
-        case .stop: return "stop"
-        }
-    }
+    private static let names = ["timer", "source", "descriptor", "port", "manual", "timeout", "stop"]
+    /// The trace name (the case's name: these never change, traces are read by it).
+    public var description: String { Self.names[Int(rawValue)] }
 }
 
 /// The kind of a performed source, as `source_perform_begin` reports it.
 public enum LoopSourceKind: UInt8, Sendable, CustomStringConvertible {
     case custom, descriptor, port
 
-    public var description: String {
-        switch self {
-        case .custom: return "custom"
-        case .descriptor: return "descriptor"
-        case .port: return "port"
-        }
-    }
+    private static let names = ["custom", "descriptor", "port"]
+    /// The trace name (the case's name: these never change, traces are read by it).
+    public var description: String { Self.names[Int(rawValue)] }
 }
 
 /// What a labelled item is, as `item_label` reports it.
 public enum LoopItemKind: UInt8, Sendable, CustomStringConvertible {
     case timer, source, descriptor, port, observer
 
-    public var description: String {
-        switch self {
-        case .timer: return "timer"
-        case .source: return "source"
-        case .descriptor: return "descriptor"
-        case .port: return "port"
-        case .observer: return "observer"
-        }
-    }
+    private static let names = ["timer", "source", "descriptor", "port", "observer"]
+    /// The trace name (the case's name: these never change, traces are read by it).
+    public var description: String { Self.names[Int(rawValue)] }
 }
