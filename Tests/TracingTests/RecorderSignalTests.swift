@@ -1,10 +1,12 @@
-import Dispatch
 import Foundation
 import Glibc
 import RunLoopCore
 import Testing
 import TraceReading
 import Tracing
+
+/// The pipe a test child's signal handler writes to (set before the handler is installed).
+nonisolated(unsafe) private var signalPipeWriteEnd: Int32 = -1
 
 /// A recording interrupted by SIGINT or SIGTERM still leaves a complete, readable trace.
 @Suite struct RecorderSignalTests {
@@ -16,21 +18,29 @@ import Tracing
     /// In the child: records a loop that never ends, signals itself after 200 timer firings, and must leave
     /// through the signal handler, which stops the recording and re-raises the signal.
     static func recordUntilSignalled(_ signal: Int32) -> Never {
-        let recorder = try! EmbeddedRecorder(directory: folder(parent: getppid(), signal: signal))
-        try! recorder.start()
-        LoopEventSink.install(recorder)
-        // Stopped from another thread while the loop emits, as rlctl's signal watcher does; the handler then
-        // ends the process by the signal.
-        Glibc.signal(signal, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
-        source.setEventHandler {
-            let summary = try! recorder.stop()
+        let recording = try! Recording.start(.embedded(), into: folder(parent: getppid(), signal: signal))
+        // Stopped from another thread while the loop emits, as rlctl's signal watcher does: the handler only
+        // writes to a pipe (all a handler may safely do); the thread reading it stops the recording and ends the
+        // process by the signal.
+        var ends: [Int32] = [-1, -1]
+        precondition(pipe(&ends) == 0)
+        signalPipeWriteEnd = ends[1]
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { signo in
+            var byte = UInt8(truncatingIfNeeded: signo)
+            _ = write(signalPipeWriteEnd, &byte, 1)
+        }
+        sigaction(signal, &action, nil)
+        let readEnd = ends[0]
+        Thread.detachNewThread {
+            var byte: UInt8 = 0
+            while read(readEnd, &byte, 1) != 1 {}
+            let summary = try! recording.stop().recorder!
             print("recorded \(summary.eventsRecorded) lost \(summary.eventsLost)")
             fflush(nil)
             Glibc.signal(signal, SIG_DFL)
-            raise(signal)
+            kill(getpid(), signal)   // not raise(): this thread may have inherited a mask that blocks it
         }
-        source.resume()
         let loop = Loop.current
         var fired = 0
         loop.add(LoopTimer(after: .zero, interval: .microseconds(500)) { _ in
