@@ -60,10 +60,24 @@ import TestSupport
         let trace = temporaryPath("cut.rltrace")
         let rlctl = try CLI.start(["run"] + arguments + ["--trace", trace, "--format", "json"])
         if let signal {
+            // From the recording's start, not the process's: a loaded machine can take longer than `after` to
+            // start a debug rlctl, and a signal before the recording began tests nothing here.
+            try waitForRecordingStart(in: trace)
             usleep(UInt32(after * 1_000_000))
             rlctl.send(signal)
         }
         return (trace, rlctl.wait())
+    }
+
+    /// The recorder writes the trace's metadata when it starts.
+    private func waitForRecordingStart(in trace: String, within limit: Duration = .seconds(60)) throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while clock.now < deadline {
+            if FileManager.default.fileExists(atPath: trace + "/metadata") { return }
+            usleep(10_000)
+        }
+        Issue.record("rlctl did not start recording into \(trace) within \(limit)")
     }
 
     static func summary(_ trace: String) throws -> [String: Any] {
