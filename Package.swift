@@ -61,8 +61,8 @@ let package = Package(
         // epoll, eventfd, timerfd and the monotonic clock, for RunLoopCore/Platform only.
         .target(name: "CRunLoopLinux"),
         // The trace vocabulary and schema: activities, run results, wake reasons, item kinds, the events and
-        // their fields. Shared by the loop, the tracers, the readers and the analyses; depends on nothing.
-        .target(name: "TraceModel"),
+        // their fields. Shared by the loop, the tracers, the readers and the analyses; depends on the schema table.
+        .target(name: "TraceModel", dependencies: ["CTraceSchema"]),
         .target(
             name: "RunLoopCore",
             dependencies: [
@@ -70,8 +70,11 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
+        // The trace schema's one definition (include/runloop_events.def) and the table expanded from it; the C
+        // targets below expand the .def into their encoders, tracepoints and field lookups.
+        .target(name: "CTraceSchema"),
         // The embedded recorder's lock-free per-thread buffers (the event hot path).
-        .target(name: "CRecorder"),
+        .target(name: "CRecorder", dependencies: ["CTraceSchema"]),
         // The rl_trace_* functions and the loader of the `runloop` LTTng-UST provider (empty without LTTng).
         // The provider itself (provider/, linked with liblttng-ust) is not compiled into this target: the
         // LTTngProviderBuilder plugin builds it as librunloop-lttng-provider.so into this target's resources,
@@ -79,6 +82,7 @@ let package = Package(
         // with LTTng never load liblttng-ust (docs/lttng.md, "Loading the provider").
         .target(
             name: "CRunLoopTracepoints",
+            dependencies: ["CTraceSchema"],
             exclude: ["provider"],
             cSettings: haveLTTng ? [.define("RLCTL_HAVE_LTTNG")] : [],
             linkerSettings: haveLTTng ? [.linkedLibrary("dl")] : [],
@@ -88,6 +92,7 @@ let package = Package(
         // The CTF reader's libbabeltrace2 graph and sink component (a stub without libbabeltrace2).
         .target(
             name: "CBabeltrace2",
+            dependencies: ["CTraceSchema"],
             cSettings: haveBabeltrace2 ? [.define("RLCTL_HAVE_BABELTRACE2")] : [],
             linkerSettings: haveBabeltrace2 ? [.linkedLibrary("babeltrace2")] : []
         ),
@@ -122,7 +127,10 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["CTestSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "TestSupport"]),
-        .testTarget(name: "TracingTests", dependencies: ["Tracing", "TraceReading", "RunLoopCore", "TestSupport"]),
+        .testTarget(
+            name: "TracingTests", dependencies: ["Tracing", "TraceReading", "RunLoopCore", "TestSupport"],
+            exclude: ["Fixtures"]   // read through #filePath: the compatibility traces (FixtureCompatibilityTests)
+        ),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "TraceReading", "Tracing", "RunLoopCore", "TestSupport"]),
         // End to end: runs the built rlctl binary.
         .testTarget(name: "rlctlTests", dependencies: ["rlctl", "runloop-demo", "TestSupport"]),

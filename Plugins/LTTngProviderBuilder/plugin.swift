@@ -22,12 +22,17 @@ struct LTTngProviderBuilder: BuildToolPlugin {
         let providerFolder = targetFolder.appending(path: "provider")
         let includeFolder = targetFolder.appending(path: "include")
         let source = providerFolder.appending(path: "runloop_lttng_provider.c")
+        // The schema every event is expanded from (runloop_events.def), in the CTraceSchema target.
+        let schemaFolder = context.package.directoryURL.appending(path: "Sources/CTraceSchema/include")
         // Every file the object is built from, so that SwiftPM rebuilds it when any of them changes.
         let inputs = [
             source,
             providerFolder.appending(path: "rl_provider_abi.h"),
             includeFolder.appending(path: "runloop_provider.h"),
             includeFolder.appending(path: "rl_tracepoints.h"),
+            schemaFolder.appending(path: "runloop_events.def"),
+            schemaFolder.appending(path: "runloop_events_as_calls.def"),
+            schemaFolder.appending(path: "rl_schema.h"),
         ]
         let output = context.pluginWorkDirectoryURL.appending(path: "librunloop-lttng-provider.so")
         let arguments = [
@@ -37,7 +42,7 @@ struct LTTngProviderBuilder: BuildToolPlugin {
             // baseline does), so the state words Swift reads are the ones these probes check.
             "-fvisibility=hidden", "-Wl,-Bsymbolic", "-Wl,--no-undefined",
             "-Wl,-soname,librunloop-lttng-provider.so",
-            "-I", includeFolder.path, "-I", providerFolder.path, "-I", "/usr/local/include",
+            "-I", includeFolder.path, "-I", providerFolder.path, "-I", schemaFolder.path, "-I", "/usr/local/include",
             "-o", output.path, source.path,
             "-L", "/usr/local/lib", "-llttng-ust",
         ]

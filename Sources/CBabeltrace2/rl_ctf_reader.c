@@ -9,44 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-// ===== the schema: event and field names (include/runloop_provider.h in CRunLoopTracepoints) =====
-
-typedef struct rl_schema {
-    const char *name;
-    int count;
-    const char *integers[RL_CTF_MAX_VALUES];
-    const char *text;
-} rl_schema;
-
-static const rl_schema schemas[RL_CTF_EVENT_COUNT] = {
-    [RL_CTF_ENTRY] = {"entry", 3, {"loop_id", "iteration", "depth"}, "mode"},
-    [RL_CTF_BEFORE_TIMERS] = {"before_timers", 3, {"loop_id", "iteration", "depth"}, "mode"},
-    [RL_CTF_BEFORE_SOURCES] = {"before_sources", 3, {"loop_id", "iteration", "depth"}, "mode"},
-    [RL_CTF_BEFORE_WAITING] = {"before_waiting", 3, {"loop_id", "iteration", "depth"}, "mode"},
-    [RL_CTF_AFTER_WAITING] = {"after_waiting", 3, {"loop_id", "iteration", "depth"}, "mode"},
-    [RL_CTF_EXIT] = {"exit", 3, {"loop_id", "iteration", "depth"}, "mode"},
-    [RL_CTF_RUN_BEGIN] = {"run_begin", 3, {"loop_id", "timeout_ns", "return_after_source_handled"}, "mode"},
-    [RL_CTF_RUN_END] = {"run_end", 2, {"loop_id", "result"}, "mode"},
-    [RL_CTF_TIMER_FIRE_BEGIN] = {"timer_fire_begin", 6,
-                                 {"loop_id", "timer_id", "scheduled_ns", "tolerance_ns", "interval_ns", "missed"}, NULL},
-    [RL_CTF_TIMER_FIRE_END] = {"timer_fire_end", 2, {"loop_id", "timer_id"}, NULL},
-    [RL_CTF_SOURCE_SIGNAL] = {"source_signal", 1, {"source_id"}, NULL},
-    [RL_CTF_SOURCE_PERFORM_BEGIN] = {"source_perform_begin", 5,
-                                     {"loop_id", "source_id", "kind", "order", "signaled_ns"}, NULL},
-    [RL_CTF_SOURCE_PERFORM_END] = {"source_perform_end", 2, {"loop_id", "source_id"}, NULL},
-    [RL_CTF_BLOCK_BEGIN] = {"block_begin", 3, {"loop_id", "block_id", "enqueued_ns"}, NULL},
-    [RL_CTF_BLOCK_END] = {"block_end", 2, {"loop_id", "block_id"}, NULL},
-    [RL_CTF_OBSERVER_BEGIN] = {"observer_begin", 3, {"loop_id", "observer_id", "activity"}, NULL},
-    [RL_CTF_OBSERVER_END] = {"observer_end", 2, {"loop_id", "observer_id"}, NULL},
-    [RL_CTF_WAKEUP] = {"wakeup", 3, {"loop_id", "reason", "slept_ns"}, NULL},
-    [RL_CTF_LOOP_CREATE] = {"loop_create", 2, {"loop_id", "tid"}, "name"},
-    [RL_CTF_ITEM_LABEL] = {"item_label", 2, {"item_id", "kind"}, "label"},
-};
-
-const char *rl_ctf_event_name(rl_ctf_event event) {
-    return event < RL_CTF_EVENT_COUNT ? schemas[event].name : NULL;
-}
-
 void rl_ctf_free_string(char *string) { free(string); }
 
 #ifdef RLCTL_HAVE_BABELTRACE2
@@ -87,11 +49,10 @@ static char *rl_format(const char *format, ...) {
 /// What to do with the events of one event class, worked out the first time one is seen.
 typedef struct rl_class_info {
     const bt_event_class *key;
-    /// The rl_ctf_event, or -1 to skip (another provider's event).
+    /// The schema's event id, or -1 to skip (another provider's event, or one the schema does not have).
     int event;
-    /// Member indexes in the payload structure, by schema slot.
-    uint64_t slot_index[RL_CTF_MAX_VALUES];
-    int64_t text_index;
+    /// Member indexes in the payload structure, by the position of the field in the schema table.
+    uint64_t field_index[RL_SCHEMA_MAX_FIELDS];
     /// Member index of `vtid`/`tid` in the event common context, and of `tid`/`vtid` in the packet context.
     int64_t context_tid;
     int64_t packet_tid;
@@ -240,8 +201,8 @@ static int rl_event_for_name(const char *name) {
     } else if (strchr(name, ':')) {
         return -1;
     }
-    for (int event = 0; event < RL_CTF_EVENT_COUNT; event++) {
-        if (strcmp(name, schemas[event].name) == 0) return event;
+    for (uint32_t event = 0; event < rl_schema_event_count; event++) {
+        if (strcmp(name, rl_schema_events[event].name) == 0) return (int)event;
     }
     return -1;
 }
@@ -249,29 +210,23 @@ static int rl_event_for_name(const char *name) {
 static void rl_describe_class(rl_class_info *info, const bt_event_class *event_class) {
     memset(info, 0, sizeof *info);
     info->key = event_class;
-    info->text_index = -1;
     info->context_tid = -1;
     info->packet_tid = -1;
     const char *name = bt_event_class_get_name(event_class);
     info->event = rl_event_for_name(name);
     if (info->event < 0) return;
 
-    const rl_schema *schema = &schemas[info->event];
+    const rl_schema_event *schema = &rl_schema_events[info->event];
     const bt_field_class *payload = bt_event_class_borrow_payload_field_class_const(event_class);
-    for (int slot = 0; slot < schema->count; slot++) {
-        int64_t index = rl_member_index(payload, schema->integers[slot], 1);
+    for (uint32_t field = 0; field < schema->field_count; field++) {
+        int is_string = schema->fields[field].type == RL_TYPE_STRING;
+        int64_t index = rl_member_index(payload, schema->fields[field].name, !is_string);
         if (index < 0) {
-            info->problem = rl_format("event `%s` is declared without an integer field `%s`", name, schema->integers[slot]);
+            info->problem = rl_format("event `%s` is declared without %s field `%s`", name,
+                                      is_string ? "a string" : "an integer", schema->fields[field].name);
             return;
         }
-        info->slot_index[slot] = (uint64_t)index;
-    }
-    if (schema->text) {
-        info->text_index = rl_member_index(payload, schema->text, 0);
-        if (info->text_index < 0) {
-            info->problem = rl_format("event `%s` is declared without a string field `%s`", name, schema->text);
-            return;
-        }
+        info->field_index[field] = (uint64_t)index;
     }
 
     const bt_stream_class *stream_class = bt_event_class_borrow_stream_class_const(event_class);
@@ -377,7 +332,7 @@ static int rl_flatten_event(rl_graph *reader, const bt_message *message) {
                                         : strdup(info->problem));
         return -1;
     }
-    const rl_schema *schema = &schemas[info->event];
+    const rl_schema_event *schema = &rl_schema_events[info->event];
     const bt_field *payload = bt_event_borrow_payload_field_const(event);
     if (!payload) {
         rl_set_sink_error(reader, rl_format("event `%s` has no payload", bt_event_class_get_name(event_class)));
@@ -388,30 +343,28 @@ static int rl_flatten_event(rl_graph *reader, const bt_message *message) {
     record->kind = RL_CTF_RECORD_EVENT;
     record->event = (uint8_t)info->event;
     uint64_t members = bt_field_class_structure_get_member_count(bt_field_borrow_class_const(payload));
-    for (int slot = 0; slot < schema->count; slot++) {
-        if (info->slot_index[slot] >= members ||
-            rl_read_integer(bt_field_structure_borrow_member_field_by_index_const(payload, info->slot_index[slot]),
-                            &record->values[slot]) != 0) {
-            rl_set_sink_error(reader, rl_format("event `%s`: field `%s` is not an integer",
-                                                bt_event_class_get_name(event_class), schema->integers[slot]));
-            return -1;
+    for (uint32_t field = 0; field < schema->field_count; field++) {
+        const bt_field *member = info->field_index[field] < members
+            ? bt_field_structure_borrow_member_field_by_index_const(payload, info->field_index[field]) : NULL;
+        if (schema->fields[field].type != RL_TYPE_STRING) {
+            if (!member || rl_read_integer(member, &record->values[field]) != 0) {
+                rl_set_sink_error(reader, rl_format("event `%s`: field `%s` is not an integer",
+                                                    bt_event_class_get_name(event_class), schema->fields[field].name));
+                return -1;
+            }
+            continue;
         }
-    }
-    if (info->text_index >= 0) {
-        const bt_field *text = (uint64_t)info->text_index < members
-            ? bt_field_structure_borrow_member_field_by_index_const(payload, (uint64_t)info->text_index) : NULL;
-        if (!text || bt_field_get_class_type(text) != BT_FIELD_CLASS_TYPE_STRING) {
+        if (!member || bt_field_get_class_type(member) != BT_FIELD_CLASS_TYPE_STRING) {
             rl_set_sink_error(reader, rl_format("event `%s`: field `%s` is not a string",
-                                                bt_event_class_get_name(event_class), schema->text));
+                                                bt_event_class_get_name(event_class), schema->fields[field].name));
             return -1;
         }
-        const char *value = bt_field_string_get_value(text);
-        uint64_t length = bt_field_string_get_length(text);
+        const char *value = bt_field_string_get_value(member);
+        uint64_t length = bt_field_string_get_length(member);
+        // An offset into the batch's text, NUL-terminated there.
         int64_t offset = rl_append_text(reader, value ? value : "", value ? (size_t)length : 0);
         if (offset < 0) return -1;
-        // An offset for now: the text buffer may move until the batch is complete.
-        record->text = (const char *)(uintptr_t)offset;
-        record->text_length = value ? length : 0;
+        record->values[field] = (uint64_t)offset;
     }
     int32_t tid = 0;
     if (!rl_read_tid(bt_event_borrow_common_context_field_const(event), info->context_tid, &tid) &&
@@ -717,26 +670,29 @@ static void rl_graph_close(rl_graph *reader) {
     pthread_mutex_unlock(&rl_bt_lock);
 }
 
+/// Turns an offset into the batch's text into a pointer, or NULL when it does not lie within it.
+static void rl_rebase(const char **field, uint64_t *length, const char *text, size_t text_length) {
+    uintptr_t offset = (uintptr_t)*field;
+    if (!text || offset > text_length || *length > text_length - offset) {
+        *field = NULL;
+        *length = 0;
+    } else {
+        *field = text + offset;
+    }
+}
+
 /// Turns the records' text offsets into pointers into `text`.
 static void rl_fix_text(rl_ctf_record *records, size_t count, const char *text, size_t text_length) {
     for (size_t index = 0; index < count; index++) {
         rl_ctf_record *record = &records[index];
-        int has_text = record->kind != RL_CTF_RECORD_EVENT ||
-                       (record->event < RL_CTF_EVENT_COUNT && schemas[record->event].text != NULL);
-        uintptr_t offset = (uintptr_t)record->text;
-        if (!has_text || !text || offset > text_length || record->text_length > text_length - offset) {
-            record->text = NULL;
-            record->text_length = 0;
+        if (record->kind == RL_CTF_RECORD_EVENT) {
+            // Events' string fields are offsets into the whole batch text.
+            record->text = text;
+            record->text_length = text ? text_length : 0;
         } else {
-            record->text = text + offset;
+            rl_rebase(&record->text, &record->text_length, text, text_length);
         }
-        offset = (uintptr_t)record->stream;
-        if (!text || offset > text_length || record->stream_length > text_length - offset) {
-            record->stream = NULL;
-            record->stream_length = 0;
-        } else {
-            record->stream = text + offset;
-        }
+        rl_rebase(&record->stream, &record->stream_length, text, text_length);
     }
 }
 

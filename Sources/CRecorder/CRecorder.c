@@ -28,13 +28,6 @@
 #define RLREC_HAVE_MEMBARRIER 0
 #endif
 
-// Event ids: keep equal to TraceSchema.EventID.
-enum {
-    EV_RUN_BEGIN = 6, EV_RUN_END = 7, EV_TIMER_FIRE_BEGIN = 8, EV_SOURCE_SIGNAL = 10,
-    EV_SOURCE_PERFORM_BEGIN = 11, EV_BLOCK_BEGIN = 13, EV_OBSERVER_BEGIN = 15, EV_WAKEUP = 17,
-    EV_LOOP_CREATE = 18, EV_ITEM_LABEL = 19,
-};
-
 #define PACKET_HEADER_SIZE (4 + 16 + 8 * 6 + 4)
 #define EVENT_HEADER_SIZE 9
 #define MAX_STRING 255
@@ -525,122 +518,72 @@ static inline uint8_t *put_string(uint8_t *p, const char *s, uint32_t size) {
 
 #define PUT(p, v) do { __typeof__(v) _v = (v); memcpy((p), &_v, sizeof _v); (p) += sizeof _v; } while (0)
 
-void rlrec_activity(uint8_t event_id, uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth) {
-    uint32_t mode_size = string_size(mode);
-    uint32_t size = 8 + mode_size + 8 + 4;
-    thread_buffer *tb;
-    uint8_t *p = reserve(event_id, size, &tb);
-    if (!p) return;
-    PUT(p, loop_id);
-    p = put_string(p, mode, mode_size);
-    PUT(p, iteration);
-    PUT(p, depth);
-    commit(tb, size);
-}
+// The encoders, one per event of runloop_events.def: the payload's size from the field types (strings measured
+// once), then each field stored in order. After expansion each is the straight-line code one would write by
+// hand (constant sizes folded), so the hot path costs what it did when they were written out.
+#define RLREC_STRING_SIZE_string(name) uint32_t name##_size = string_size(name);
+#define RLREC_STRING_SIZE_u8(name)
+#define RLREC_STRING_SIZE_u32(name)
+#define RLREC_STRING_SIZE_s32(name)
+#define RLREC_STRING_SIZE_u64(name)
+#define RLREC_STRING_SIZE_s64(name)
+#define RLREC_STRING_SIZE_enum(name)
+#define RLREC_STRING_SIZES(fields) RLREC_SS_A fields (0)
+#define RLREC_SS_A(more, ...) RL_CAT(RLREC_SS_A_, more)(__VA_ARGS__)
+#define RLREC_SS_B(more, ...) RL_CAT(RLREC_SS_B_, more)(__VA_ARGS__)
+#define RLREC_SS_A_0()
+#define RLREC_SS_B_0()
+#define RLREC_SS_A_1(type, name, enumeration) RLREC_STRING_SIZE_##type(name) RLREC_SS_B
+#define RLREC_SS_B_1(type, name, enumeration) RLREC_STRING_SIZE_##type(name) RLREC_SS_A
 
-void rlrec_run_begin(uint64_t loop_id, const char *mode, uint64_t timeout_ns, uint8_t return_after_source_handled) {
-    uint32_t mode_size = string_size(mode);
-    uint32_t size = 8 + mode_size + 8 + 1;
-    thread_buffer *tb;
-    uint8_t *p = reserve(EV_RUN_BEGIN, size, &tb);
-    if (!p) return;
-    PUT(p, loop_id);
-    p = put_string(p, mode, mode_size);
-    PUT(p, timeout_ns);
-    PUT(p, return_after_source_handled);
-    commit(tb, size);
-}
+#define RLREC_BYTES_string(name) name##_size
+#define RLREC_BYTES_u8(name) (uint32_t)sizeof(uint8_t)
+#define RLREC_BYTES_u32(name) (uint32_t)sizeof(uint32_t)
+#define RLREC_BYTES_s32(name) (uint32_t)sizeof(int32_t)
+#define RLREC_BYTES_u64(name) (uint32_t)sizeof(uint64_t)
+#define RLREC_BYTES_s64(name) (uint32_t)sizeof(int64_t)
+#define RLREC_BYTES_enum(name) (uint32_t)sizeof(uint8_t)
+#define RLREC_PAYLOAD_SIZE(fields) (0 RLREC_SZ_A fields (0))
+#define RLREC_SZ_A(more, ...) RL_CAT(RLREC_SZ_A_, more)(__VA_ARGS__)
+#define RLREC_SZ_B(more, ...) RL_CAT(RLREC_SZ_B_, more)(__VA_ARGS__)
+#define RLREC_SZ_A_0()
+#define RLREC_SZ_B_0()
+#define RLREC_SZ_A_1(type, name, enumeration) + RLREC_BYTES_##type(name) RLREC_SZ_B
+#define RLREC_SZ_B_1(type, name, enumeration) + RLREC_BYTES_##type(name) RLREC_SZ_A
 
-void rlrec_run_end(uint64_t loop_id, const char *mode, uint8_t result) {
-    uint32_t mode_size = string_size(mode);
-    uint32_t size = 8 + mode_size + 1;
-    thread_buffer *tb;
-    uint8_t *p = reserve(EV_RUN_END, size, &tb);
-    if (!p) return;
-    PUT(p, loop_id);
-    p = put_string(p, mode, mode_size);
-    PUT(p, result);
-    commit(tb, size);
-}
+#define RLREC_STORE_string(name) p = put_string(p, name, name##_size);
+#define RLREC_STORE_u8(name) PUT(p, name);
+#define RLREC_STORE_u32(name) PUT(p, name);
+#define RLREC_STORE_s32(name) PUT(p, name);
+#define RLREC_STORE_u64(name) PUT(p, name);
+#define RLREC_STORE_s64(name) PUT(p, name);
+#define RLREC_STORE_enum(name) PUT(p, name);
+#define RLREC_STORES(fields) RLREC_ST_A fields (0)
+#define RLREC_ST_A(more, ...) RL_CAT(RLREC_ST_A_, more)(__VA_ARGS__)
+#define RLREC_ST_B(more, ...) RL_CAT(RLREC_ST_B_, more)(__VA_ARGS__)
+#define RLREC_ST_A_0()
+#define RLREC_ST_B_0()
+#define RLREC_ST_A_1(type, name, enumeration) RLREC_STORE_##type(name) RLREC_ST_B
+#define RLREC_ST_B_1(type, name, enumeration) RLREC_STORE_##type(name) RLREC_ST_A
 
-void rlrec_timer_fire_begin(uint64_t loop_id, uint64_t timer_id, uint64_t scheduled_ns, uint64_t tolerance_ns,
-                            uint64_t interval_ns, uint64_t missed) {
-    thread_buffer *tb;
-    uint8_t *p = reserve(EV_TIMER_FIRE_BEGIN, 48, &tb);
-    if (!p) return;
-    PUT(p, loop_id); PUT(p, timer_id); PUT(p, scheduled_ns); PUT(p, tolerance_ns); PUT(p, interval_ns); PUT(p, missed);
-    commit(tb, 48);
-}
+#define RLREC_ENCODE(event_id, fields)                      \
+    {                                                       \
+        RLREC_STRING_SIZES(fields)                          \
+        uint32_t size = RLREC_PAYLOAD_SIZE(fields);         \
+        thread_buffer *tb;                                  \
+        uint8_t *p = reserve(event_id, size, &tb);          \
+        if (!p) return;                                     \
+        RLREC_STORES(fields)                                \
+        (void)p;                                            \
+        commit(tb, size);                                   \
+    }
 
-void rlrec_id_pair(uint8_t event_id, uint64_t loop_id, uint64_t item_id) {
-    thread_buffer *tb;
-    uint8_t *p = reserve(event_id, 16, &tb);
-    if (!p) return;
-    PUT(p, loop_id); PUT(p, item_id);
-    commit(tb, 16);
-}
-
-void rlrec_source_signal(uint64_t source_id) {
-    thread_buffer *tb;
-    uint8_t *p = reserve(EV_SOURCE_SIGNAL, 8, &tb);
-    if (!p) return;
-    PUT(p, source_id);
-    commit(tb, 8);
-}
-
-void rlrec_source_perform_begin(uint64_t loop_id, uint64_t source_id, uint8_t kind, int64_t order, uint64_t signaled_ns) {
-    thread_buffer *tb;
-    uint8_t *p = reserve(EV_SOURCE_PERFORM_BEGIN, 33, &tb);
-    if (!p) return;
-    PUT(p, loop_id); PUT(p, source_id); PUT(p, kind); PUT(p, order); PUT(p, signaled_ns);
-    commit(tb, 33);
-}
-
-void rlrec_block_begin(uint64_t loop_id, uint64_t block_id, uint64_t enqueued_ns) {
-    thread_buffer *tb;
-    uint8_t *p = reserve(EV_BLOCK_BEGIN, 24, &tb);
-    if (!p) return;
-    PUT(p, loop_id); PUT(p, block_id); PUT(p, enqueued_ns);
-    commit(tb, 24);
-}
-
-void rlrec_observer_begin(uint64_t loop_id, uint64_t observer_id, uint8_t activity) {
-    thread_buffer *tb;
-    uint8_t *p = reserve(EV_OBSERVER_BEGIN, 17, &tb);
-    if (!p) return;
-    PUT(p, loop_id); PUT(p, observer_id); PUT(p, activity);
-    commit(tb, 17);
-}
-
-void rlrec_wakeup(uint64_t loop_id, uint8_t reason, uint64_t slept_ns) {
-    thread_buffer *tb;
-    uint8_t *p = reserve(EV_WAKEUP, 17, &tb);
-    if (!p) return;
-    PUT(p, loop_id); PUT(p, reason); PUT(p, slept_ns);
-    commit(tb, 17);
-}
-
-void rlrec_loop_create(uint64_t loop_id, int32_t tid, const char *name) {
-    uint32_t name_size = string_size(name);
-    uint32_t size = 8 + 4 + name_size;
-    thread_buffer *tb;
-    uint8_t *p = reserve(EV_LOOP_CREATE, size, &tb);
-    if (!p) return;
-    PUT(p, loop_id); PUT(p, tid);
-    put_string(p, name, name_size);
-    commit(tb, size);
-}
-
-void rlrec_item_label(uint64_t item_id, uint8_t kind, const char *label) {
-    uint32_t label_size = string_size(label);
-    uint32_t size = 8 + 1 + label_size;
-    thread_buffer *tb;
-    uint8_t *p = reserve(EV_ITEM_LABEL, size, &tb);
-    if (!p) return;
-    PUT(p, item_id); PUT(p, kind);
-    put_string(p, label, label_size);
-    commit(tb, size);
-}
+#define RL_FIELD RL_FIELD_TUPLE
+#define RL_ENUM_FIELD RL_ENUM_FIELD_TUPLE
+#define RL_EVENT_CLASS(class, fields) \
+    void rlrec_##class(uint8_t event_id RL_MORE_PARAMS(fields)) RLREC_ENCODE(event_id, fields)
+#define RL_EVENT(id, name, fields) void rlrec_##name(RL_PARAMS(fields)) RLREC_ENCODE(id, fields)
+#include "runloop_events.def"
 
 // ===== control =====
 

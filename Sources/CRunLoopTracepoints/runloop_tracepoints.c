@@ -13,6 +13,13 @@
 
 static const int rl_tp_never = 0;
 
+// The activity event of each CF activity bit number (entry 1 -> bit 0 … exit 128 -> bit 7): the `activity`
+// enumeration of runloop_events.def gives each event its bit; bits 3, 4 and 8 have none.
+static const int8_t rl_activity_event[9] = {
+    RL_EVENT_entry, RL_EVENT_before_timers, RL_EVENT_before_sources, -1, -1,
+    RL_EVENT_before_waiting, RL_EVENT_after_waiting, RL_EVENT_exit, -1,
+};
+
 #ifdef RLCTL_HAVE_LTTNG
 
 #include <dirent.h>
@@ -29,43 +36,23 @@ static const int rl_tp_never = 0;
 // provider was linked in), and a process that never installs one never pays for the load.
 static const int rl_tp_pending = 1;
 
-#define RL_PENDING [0 ... RL_TP_COUNT - 1] = &rl_tp_pending
-const int *rl_tp_state[RL_TP_COUNT] = { RL_PENDING };
+#define RL_PENDING [0 ... RL_EVENT_COUNT - 1] = &rl_tp_pending
+const int *rl_tp_state[RL_EVENT_COUNT] = { RL_PENDING };
 // Activity bits 3, 4 and 8 have no event: they read 0 from the start.
 const int *rl_tp_activity_state[9] = {
     &rl_tp_pending, &rl_tp_pending, &rl_tp_pending, &rl_tp_never, &rl_tp_never,
     &rl_tp_pending, &rl_tp_pending, &rl_tp_pending, &rl_tp_never,
 };
 
-// Every event function of the provider's table: name, parameters, arguments.
-#define RL_EVENTS(X)                                                                                       \
-    X(activity, (uint64_t activity, uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth),  \
-      (activity, loop_id, mode, iteration, depth))                                                          \
-    X(run_begin, (uint64_t loop_id, const char *mode, uint64_t timeout_ns, uint8_t return_after_source_handled), \
-      (loop_id, mode, timeout_ns, return_after_source_handled))                                             \
-    X(run_end, (uint64_t loop_id, const char *mode, uint8_t result), (loop_id, mode, result))              \
-    X(timer_fire_begin, (uint64_t loop_id, uint64_t timer_id, uint64_t scheduled_ns, uint64_t tolerance_ns, \
-                         uint64_t interval_ns, uint64_t missed),                                            \
-      (loop_id, timer_id, scheduled_ns, tolerance_ns, interval_ns, missed))                                 \
-    X(timer_fire_end, (uint64_t loop_id, uint64_t timer_id), (loop_id, timer_id))                          \
-    X(source_signal, (uint64_t source_id), (source_id))                                                    \
-    X(source_perform_begin, (uint64_t loop_id, uint64_t source_id, uint8_t kind, int64_t order,             \
-                             uint64_t signaled_ns),                                                         \
-      (loop_id, source_id, kind, order, signaled_ns))                                                       \
-    X(source_perform_end, (uint64_t loop_id, uint64_t source_id), (loop_id, source_id))                    \
-    X(block_begin, (uint64_t loop_id, uint64_t block_id, uint64_t enqueued_ns), (loop_id, block_id, enqueued_ns)) \
-    X(block_end, (uint64_t loop_id, uint64_t block_id), (loop_id, block_id))                               \
-    X(observer_begin, (uint64_t loop_id, uint64_t observer_id, uint8_t activity), (loop_id, observer_id, activity)) \
-    X(observer_end, (uint64_t loop_id, uint64_t observer_id), (loop_id, observer_id))                      \
-    X(wakeup, (uint64_t loop_id, uint8_t reason, uint64_t slept_ns), (loop_id, reason, slept_ns))          \
-    X(loop_create, (uint64_t loop_id, int32_t tid, const char *name), (loop_id, tid, name))                \
-    X(item_label, (uint64_t item_id, uint8_t kind, const char *label), (item_id, kind, label))
-
 // The event functions this process calls (only their fields are used): lazy stubs, then the provider's.
-#define RL_DECLARE_LAZY(name, params, args) static void rl_lazy_##name params;
-RL_EVENTS(RL_DECLARE_LAZY)
-#define RL_INIT_LAZY(name, params, args) .name = rl_lazy_##name,
-static rl_provider rl_calls = { RL_EVENTS(RL_INIT_LAZY) };
+#define X(name, params, args) static void rl_lazy_##name params;
+#include "runloop_events_as_calls.def"
+#undef X
+#define X(name, params, args) .name = rl_lazy_##name,
+static rl_provider rl_calls = {
+#include "runloop_events_as_calls.def"
+};
+#undef X
 
 // The provider's table once loaded; NULL before, and for ever when loading failed. Published with release
 // after the state table, read with acquire.
@@ -180,15 +167,11 @@ static void rl_point_calls_at(const rl_provider *table);
 static void rl_load(void) {
     const rl_provider *table = rl_locate();
     // Repoint the state table before publishing: to the provider's words, or for ever to a zero word.
-    for (uint32_t id = 0; id < RL_TP_COUNT; id++)
+    for (uint32_t id = 0; id < RL_EVENT_COUNT; id++)
         __atomic_store_n(&rl_tp_state[id], table ? table->state[id] : &rl_tp_never, __ATOMIC_RELEASE);
-    static const int8_t activity_event[9] = {
-        RL_TP_ENTRY, RL_TP_BEFORE_TIMERS, RL_TP_BEFORE_SOURCES, -1, -1,
-        RL_TP_BEFORE_WAITING, RL_TP_AFTER_WAITING, RL_TP_EXIT, -1,
-    };
     for (int bit = 0; bit < 9; bit++) {
-        if (activity_event[bit] < 0) continue;
-        __atomic_store_n(&rl_tp_activity_state[bit], table ? table->state[activity_event[bit]] : &rl_tp_never,
+        if (rl_activity_event[bit] < 0) continue;
+        __atomic_store_n(&rl_tp_activity_state[bit], table ? table->state[rl_activity_event[bit]] : &rl_tp_never,
                          __ATOMIC_RELEASE);
     }
     rl_point_calls_at(table);
@@ -226,26 +209,27 @@ int rl_trace_load_for_sink(void) {
 // Until the provider is loaded, each entry of rl_calls is a lazy stub that loads it and calls again; rl_load
 // then points every entry at the provider's function, or at a no-op when it cannot be loaded. So an enabled
 // event costs one load and an indirect tail call on top of the provider's own work, with no test or frame.
-#define RL_DEFINE_STUBS(name, params, args)                                                  \
+#define X(name, params, args)                                                                \
     static void rl_noop_##name params {}                                                    \
     static void rl_lazy_##name params {                                                     \
         rl_trace_load_for_sink();                                                           \
         __atomic_load_n(&rl_calls.name, __ATOMIC_ACQUIRE) args;                             \
     }
-RL_EVENTS(RL_DEFINE_STUBS)
+#include "runloop_events_as_calls.def"
+#undef X
 
 static void rl_point_calls_at(const rl_provider *table) {
-#define RL_POINT(name, params, args) \
+#define X(name, params, args) \
     __atomic_store_n(&rl_calls.name, table ? table->name : rl_noop_##name, __ATOMIC_RELEASE);
-    RL_EVENTS(RL_POINT)
-#undef RL_POINT
+#include "runloop_events_as_calls.def"
+#undef X
 }
 
-#define RL_CALL(name, ...) __atomic_load_n(&rl_calls.name, __ATOMIC_ACQUIRE)(__VA_ARGS__)
+#define RL_CALL(name, args) __atomic_load_n(&rl_calls.name, __ATOMIC_ACQUIRE) args
 
 #else /* !RLCTL_HAVE_LTTNG */
 
-const int *rl_tp_state[RL_TP_COUNT] = { [0 ... RL_TP_COUNT - 1] = &rl_tp_never };
+const int *rl_tp_state[RL_EVENT_COUNT] = { [0 ... RL_EVENT_COUNT - 1] = &rl_tp_never };
 const int *rl_tp_activity_state[9] = { [0 ... 8] = &rl_tp_never };
 
 int rl_trace_load(void) { return -1; }
@@ -257,86 +241,31 @@ const char *rl_trace_provider_path(void) { return NULL; }
 int rl_trace_compiled_in(void) { return 0; }
 int rl_trace_provider_built(void) { return 0; }
 
-#define RL_CALL(name, ...) do { } while (0)
+#define RL_CALL(name, args) do { } while (0)
 
 #endif /* RLCTL_HAVE_LTTNG */
 
 int rl_trace_enabled_count(void) {
     if (rl_trace_load() != 0) return 0;
     int count = 0;
-    for (uint32_t id = 0; id < RL_TP_COUNT; id++) count += rl_tp_enabled((rl_tp_id)id) != 0;
+    for (uint32_t id = 0; id < RL_EVENT_COUNT; id++) count += rl_tp_enabled((rl_tp_id)id) != 0;
     return count;
 }
 
-void rl_trace_entry(uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth) {
-    RL_CALL(activity, 1, loop_id, mode, iteration, depth);
-}
-void rl_trace_before_timers(uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth) {
-    RL_CALL(activity, 2, loop_id, mode, iteration, depth);
-}
-void rl_trace_before_sources(uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth) {
-    RL_CALL(activity, 4, loop_id, mode, iteration, depth);
-}
-void rl_trace_before_waiting(uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth) {
-    RL_CALL(activity, 32, loop_id, mode, iteration, depth);
-}
-void rl_trace_after_waiting(uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth) {
-    RL_CALL(activity, 64, loop_id, mode, iteration, depth);
-}
-void rl_trace_exit(uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth) {
-    RL_CALL(activity, 128, loop_id, mode, iteration, depth);
-}
+#define X(name, params, args) void rl_trace_##name params { RL_CALL(name, args); }
+#include "runloop_events_as_calls.def"
+#undef X
+
 void rl_trace_activity(uint64_t activity, uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth) {
-    RL_CALL(activity, activity, loop_id, mode, iteration, depth);
-}
-
-void rl_trace_run_begin(uint64_t loop_id, const char *mode, uint64_t timeout_ns, uint8_t return_after_source_handled) {
-    RL_CALL(run_begin, loop_id, mode, timeout_ns, return_after_source_handled);
-}
-void rl_trace_run_end(uint64_t loop_id, const char *mode, uint8_t result) {
-    RL_CALL(run_end, loop_id, mode, result);
-}
-
-void rl_trace_timer_fire_begin(uint64_t loop_id, uint64_t timer_id, uint64_t scheduled_ns, uint64_t tolerance_ns,
-                               uint64_t interval_ns, uint64_t missed) {
-    RL_CALL(timer_fire_begin, loop_id, timer_id, scheduled_ns, tolerance_ns, interval_ns, missed);
-}
-void rl_trace_timer_fire_end(uint64_t loop_id, uint64_t timer_id) {
-    RL_CALL(timer_fire_end, loop_id, timer_id);
-}
-
-void rl_trace_source_signal(uint64_t source_id) {
-    RL_CALL(source_signal, source_id);
-}
-void rl_trace_source_perform_begin(uint64_t loop_id, uint64_t source_id, uint8_t kind, int64_t order,
-                                   uint64_t signaled_ns) {
-    RL_CALL(source_perform_begin, loop_id, source_id, kind, order, signaled_ns);
-}
-void rl_trace_source_perform_end(uint64_t loop_id, uint64_t source_id) {
-    RL_CALL(source_perform_end, loop_id, source_id);
-}
-
-void rl_trace_block_begin(uint64_t loop_id, uint64_t block_id, uint64_t enqueued_ns) {
-    RL_CALL(block_begin, loop_id, block_id, enqueued_ns);
-}
-void rl_trace_block_end(uint64_t loop_id, uint64_t block_id) {
-    RL_CALL(block_end, loop_id, block_id);
-}
-
-void rl_trace_observer_begin(uint64_t loop_id, uint64_t observer_id, uint8_t activity) {
-    RL_CALL(observer_begin, loop_id, observer_id, activity);
-}
-void rl_trace_observer_end(uint64_t loop_id, uint64_t observer_id) {
-    RL_CALL(observer_end, loop_id, observer_id);
-}
-
-void rl_trace_wakeup(uint64_t loop_id, uint8_t reason, uint64_t slept_ns) {
-    RL_CALL(wakeup, loop_id, reason, slept_ns);
-}
-
-void rl_trace_loop_create(uint64_t loop_id, int32_t tid, const char *name) {
-    RL_CALL(loop_create, loop_id, tid, name);
-}
-void rl_trace_item_label(uint64_t item_id, uint8_t kind, const char *label) {
-    RL_CALL(item_label, item_id, kind, label);
+    unsigned bit = (unsigned)__builtin_ctzll(activity | 0x100);
+    if (activity != (1ull << bit)) return;   // not a single activity bit
+    switch (rl_activity_event[bit]) {
+    case RL_EVENT_entry: rl_trace_entry(loop_id, mode, iteration, depth); break;
+    case RL_EVENT_before_timers: rl_trace_before_timers(loop_id, mode, iteration, depth); break;
+    case RL_EVENT_before_sources: rl_trace_before_sources(loop_id, mode, iteration, depth); break;
+    case RL_EVENT_before_waiting: rl_trace_before_waiting(loop_id, mode, iteration, depth); break;
+    case RL_EVENT_after_waiting: rl_trace_after_waiting(loop_id, mode, iteration, depth); break;
+    case RL_EVENT_exit: rl_trace_exit(loop_id, mode, iteration, depth); break;
+    default: break;
+    }
 }

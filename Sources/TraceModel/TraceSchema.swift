@@ -1,4 +1,4 @@
-
+internal import CTraceSchema
 
 /// The embedded recorder's trace format, "rlctl CTF", version 1.
 ///
@@ -23,10 +23,15 @@
 /// | 8 | `events_discarded` (events this stream's thread dropped so far, cumulative) |
 /// | 4 | `tid` (kernel thread id, signed) |
 ///
-/// followed by events: a 1-byte event id, an 8-byte timestamp, then the event's fields in the order of
-/// ``TraceSchema/events`` (`u8`/`u32`/`s32`/`u64`/`s64` integers, NUL-terminated UTF-8 strings).
+/// followed by events: a 1-byte event id, an 8-byte timestamp, then the event's fields in the order the trace's
+/// own `metadata` declares them (`u8`/`u32`/`s32`/`u64`/`s64` integers, NUL-terminated UTF-8 strings). The
+/// recorder writes ``TraceSchema/events``, which is built from the schema's one definition,
+/// `Sources/CTraceSchema/include/runloop_events.def` (the C table expanded from it); a reader decodes by the
+/// trace's metadata, so a trace with fields or events it does not know is still read: unknown fields are
+/// skipped by their declared type, unknown events by their declared fields (and counted in
+/// ``TraceHealth/eventsSkipped``). Adding a field or an event therefore keeps the version at 1.
 /// The version is recorded in the metadata's `env` block as `rlctl_trace_format = 1`; a reader refuses other
-/// versions.
+/// versions (a new version means a change older readers cannot skip: the header, the packet layout, a type).
 ///
 /// Every timestamp is CLOCK_MONOTONIC nanoseconds, non-decreasing within a stream. The recorder may compute
 /// them from the TSC (``EmbeddedRecorder/TimestampClock/automatic``) rather than call clock_gettime per event:
@@ -40,27 +45,59 @@ public enum TraceSchema {
     /// Mode names and labels longer than this are truncated in traces.
     public static let maxStringBytes = 255
 
-    /// A field's encoding.
-    public enum FieldType: Sendable {
-        case u8, u32, s32, u64, s64, string
-        /// An enumeration stored as `u8`, with its labels for the metadata.
-        case enumU8([(String, Int64)])
+    /// An enumeration's labels and values (stored as `u8`).
+    public struct Enumeration: Sendable, Equatable {
+        public let name: String
+        public let labels: [Label]
+
+        public struct Label: Sendable, Equatable {
+            public let label: String
+            public let value: Int64
+        }
     }
 
-    public struct EventDescription: Sendable {
+    /// A field's encoding.
+    public enum FieldType: Sendable, Equatable {
+        case u8, u32, s32, u64, s64, string
+        /// An enumeration stored as `u8`.
+        case enumeration(Enumeration)
+
+        /// Bytes in a trace, nil for strings.
+        public var fixedSize: Int? {
+            switch self {
+            case .u8, .enumeration: return 1
+            case .u32, .s32: return 4
+            case .u64, .s64: return 8
+            case .string: return nil
+            }
+        }
+    }
+
+    public struct Field: Sendable, Equatable {
+        public let name: String
+        public let type: FieldType
+    }
+
+    public struct EventDescription: Sendable, Equatable {
         public let id: UInt8
         public let name: String
-        public let fields: [(String, FieldType)]
+        /// The event class it shares its fields with (LTTng's `activity` class of the six activities), if any.
+        public let eventClass: String?
+        public let fields: [Field]
+
+        /// The index of the field called `name`, if the event has one.
+        public func fieldIndex(_ name: String) -> Int? { fields.firstIndex { $0.name == name } }
     }
 
-    /// Event ids, as written in each event header.
+    /// Event ids, as written in each event header: the names of runloop_events.def's ids, for Swift code
+    /// (SchemaDefinitionTests fails when these disagree with the definition).
     public enum EventID: UInt8, CaseIterable, Sendable {
         case entry = 0, beforeTimers, beforeSources, beforeWaiting, afterWaiting, exit
         case runBegin, runEnd, timerFireBegin, timerFireEnd, sourceSignal, sourcePerformBegin, sourcePerformEnd
         case blockBegin, blockEnd, observerBegin, observerEnd, wakeUp, loopCreate, itemLabel
 
         public static func activity(_ activity: LoopActivity) -> EventID {
-            // On the CF activity bits (SchemaValues: entry 1 … exit 128), not on LoopActivity's static members:
+            // On the CF activity bits (TraceValues: entry 1 … exit 128), not on LoopActivity's static members:
             // those are globals of another module, and each comparison with one calls its accessor, on every
             // activity event the recorder writes.
             switch activity.rawValue {
@@ -72,44 +109,43 @@ public enum TraceSchema {
             default: return .exit
             }
         }
+
+        /// The event's description in the schema.
+        public var description: EventDescription { TraceSchema.events[Int(rawValue)] }
     }
 
-    static let activityLabels: [(String, Int64)] = LoopActivity.ordered.map { ($0.description, $0.traceValue) }
-    static let resultLabels: [(String, Int64)] = [LoopRunResult.finished, .stopped, .timedOut, .handledSource].map { ($0.description, $0.traceValue) }
-    static let reasonLabels: [(String, Int64)] = LoopWakeReason.allCases.map { ($0.description, $0.traceValue) }
-    static let sourceKindLabels: [(String, Int64)] = [LoopSourceKind.custom, .descriptor, .port].map { ($0.description, $0.traceValue) }
-    static let itemKindLabels: [(String, Int64)] = [LoopItemKind.timer, .source, .descriptor, .port, .observer].map { ($0.description, $0.traceValue) }
-
-    /// Every event, in id order.
-    public static let events: [EventDescription] = {
-        let place: [(String, FieldType)] = [("loop_id", .u64), ("mode", .string), ("iteration", .u64), ("depth", .u32)]
-        let fields: [EventID: (String, [(String, FieldType)])] = [
-            .entry: ("entry", place),
-            .beforeTimers: ("before_timers", place),
-            .beforeSources: ("before_sources", place),
-            .beforeWaiting: ("before_waiting", place),
-            .afterWaiting: ("after_waiting", place),
-            .exit: ("exit", place),
-            .runBegin: ("run_begin", [("loop_id", .u64), ("mode", .string), ("timeout_ns", .u64), ("return_after_source_handled", .u8)]),
-            .runEnd: ("run_end", [("loop_id", .u64), ("mode", .string), ("result", .enumU8(resultLabels))]),
-            .timerFireBegin: ("timer_fire_begin", [("loop_id", .u64), ("timer_id", .u64), ("scheduled_ns", .u64), ("tolerance_ns", .u64), ("interval_ns", .u64), ("missed", .u64)]),
-            .timerFireEnd: ("timer_fire_end", [("loop_id", .u64), ("timer_id", .u64)]),
-            .sourceSignal: ("source_signal", [("source_id", .u64)]),
-            .sourcePerformBegin: ("source_perform_begin", [("loop_id", .u64), ("source_id", .u64), ("kind", .enumU8(sourceKindLabels)), ("order", .s64), ("signaled_ns", .u64)]),
-            .sourcePerformEnd: ("source_perform_end", [("loop_id", .u64), ("source_id", .u64)]),
-            .blockBegin: ("block_begin", [("loop_id", .u64), ("block_id", .u64), ("enqueued_ns", .u64)]),
-            .blockEnd: ("block_end", [("loop_id", .u64), ("block_id", .u64)]),
-            .observerBegin: ("observer_begin", [("loop_id", .u64), ("observer_id", .u64), ("activity", .enumU8(activityLabels))]),
-            .observerEnd: ("observer_end", [("loop_id", .u64), ("observer_id", .u64)]),
-            .wakeUp: ("wakeup", [("loop_id", .u64), ("reason", .enumU8(reasonLabels)), ("slept_ns", .u64)]),
-            .loopCreate: ("loop_create", [("loop_id", .u64), ("tid", .s32), ("name", .string)]),
-            .itemLabel: ("item_label", [("item_id", .u64), ("kind", .enumU8(itemKindLabels)), ("label", .string)]),
-        ]
-        return EventID.allCases.map { id in
-            let (name, f) = fields[id]!
-            return EventDescription(id: id.rawValue, name: name, fields: f)
+    /// Every enumeration of the schema, in definition order.
+    public static let enumerations: [Enumeration] = (0..<rl_schema_enum_count).map { index in
+        let table = rl_schema_enum_at(index)!.pointee
+        let labels = (0..<Int(table.label_count)).map { label in
+            Enumeration.Label(label: String(cString: table.labels[label].label), value: table.labels[label].value)
         }
-    }()
+        return Enumeration(name: String(cString: table.name), labels: labels)
+    }
+
+    /// Every event, in id order: the schema table (runloop_events.def) as Swift values.
+    public static let events: [EventDescription] = (0..<rl_schema_event_count).map { index in
+        let table = rl_schema_event_at(index)!.pointee
+        let fields = (0..<Int(table.field_count)).map { position in
+            let field = table.fields[position]
+            let type: FieldType
+            switch field.type {
+            case RL_TYPE_U8: type = .u8
+            case RL_TYPE_U32: type = .u32
+            case RL_TYPE_S32: type = .s32
+            case RL_TYPE_U64: type = .u64
+            case RL_TYPE_S64: type = .s64
+            case RL_TYPE_STRING: type = .string
+            default: type = .enumeration(enumerations[Int(field.enumeration)])
+            }
+            return Field(name: String(cString: field.name), type: type)
+        }
+        return EventDescription(id: UInt8(table.id), name: String(cString: table.name),
+                                eventClass: table.event_class.map { String(cString: $0) }, fields: fields)
+    }
+
+    /// The most fields any event has.
+    public static var maxFieldCount: Int { Int(rl_schema_max_fields()) }
 
     /// The CTF 1.8 metadata for a trace with this UUID and clock offset (realtime − monotonic, in ns).
     public static func metadata(uuid: [UInt8], clockOffsetNanoseconds: Int64, hostname: String) -> String {
@@ -173,8 +209,8 @@ public enum TraceSchema {
         """
         for event in events {
             text += "\nevent {\n    name = \"runloop:\(event.name)\";\n    id = \(event.id);\n    fields := struct {\n"
-            for (name, type) in event.fields {
-                text += "        \(tsdl(type)) \(name);\n"
+            for field in event.fields {
+                text += "        \(tsdl(field.type)) \(field.name);\n"
             }
             text += "    };\n};\n"
         }
@@ -189,8 +225,8 @@ public enum TraceSchema {
         case .u64: return "uint64_t"
         case .s64: return "int64_t"
         case .string: return "string"
-        case .enumU8(let labels):
-            return "enum : uint8_t { " + labels.map { "\"\($0.0)\" = \($0.1)" }.joined(separator: ", ") + " }"
+        case .enumeration(let enumeration):
+            return "enum : uint8_t { " + enumeration.labels.map { "\"\($0.label)\" = \($0.value)" }.joined(separator: ", ") + " }"
         }
     }
 

@@ -1,5 +1,5 @@
 /*
- * A CTF 1.8 trace reader on libbabeltrace2's graph API, for Swift (Sources/Tracing/Readers/CTFTraceReader.swift).
+ * A CTF 1.8 trace reader on libbabeltrace2's graph API, for Swift (Sources/TraceReading/CTFTraceReader.swift).
  *
  * The graph is one `src.ctf.fs` source per trace folder, the `flt.utils.muxer` filter (timestamp order across
  * streams) and this shim's own sink component, which flattens each message into an rl_ctf_record. Swift pulls
@@ -7,8 +7,10 @@
  * and the batches come through a pipe, so that libbabeltrace2 aborting on a corrupt trace is an error, not a
  * crash of the program reading it.
  *
- * Events are recognised by name (`runloop:<event>` or `<event>`) and their fields by name, so any CTF 1.8 trace
- * with the `runloop` provider's event and field names is read, whoever wrote it. Other events are skipped.
+ * Events are recognised by name (`runloop:<event>` or `<event>`) and their fields by name, through the schema
+ * table (CTraceSchema), so any CTF 1.8 trace with the `runloop` schema's event and field names is read, whoever
+ * wrote it: fields the schema does not have are ignored, other events skipped, and an event without a field
+ * the schema has is an error naming both.
  *
  * This header is the same with or without libbabeltrace2 (RLCTL_HAVE_BABELTRACE2 is passed to the C file
  * only); without it rl_ctf_available() returns 0 and rl_ctf_reader_open() fails with a message saying so.
@@ -18,6 +20,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "rl_schema.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,38 +38,13 @@ typedef enum rl_ctf_record_kind : uint8_t {
     RL_CTF_RECORD_DISCARDED_PACKETS = 2,
 } rl_ctf_record_kind;
 
-/// The `runloop` events, in the order of TraceEvent.Payload.
-typedef enum rl_ctf_event : uint8_t {
-    RL_CTF_ENTRY = 0,
-    RL_CTF_BEFORE_TIMERS,
-    RL_CTF_BEFORE_SOURCES,
-    RL_CTF_BEFORE_WAITING,
-    RL_CTF_AFTER_WAITING,
-    RL_CTF_EXIT,
-    RL_CTF_RUN_BEGIN,
-    RL_CTF_RUN_END,
-    RL_CTF_TIMER_FIRE_BEGIN,
-    RL_CTF_TIMER_FIRE_END,
-    RL_CTF_SOURCE_SIGNAL,
-    RL_CTF_SOURCE_PERFORM_BEGIN,
-    RL_CTF_SOURCE_PERFORM_END,
-    RL_CTF_BLOCK_BEGIN,
-    RL_CTF_BLOCK_END,
-    RL_CTF_OBSERVER_BEGIN,
-    RL_CTF_OBSERVER_END,
-    RL_CTF_WAKEUP,
-    RL_CTF_LOOP_CREATE,
-    RL_CTF_ITEM_LABEL,
-    RL_CTF_EVENT_COUNT
-} rl_ctf_event;
-
-/// The most integer fields an event has.
-#define RL_CTF_MAX_VALUES 6
-
-/// One flattened message. Integer fields are in the order of the provider header's field list, skipping the
-/// string field (`mode`, `name` or `label`), which is `text`; signed fields are stored as two's complement.
+/// One flattened message. For an event, `values` holds its fields in the order of the schema table
+/// (rl_schema_events[event], runloop_events.def), found in the trace by name whatever its order or extra fields:
+/// integers and enumerations as 64 bits (signed ones as two's complement), strings as the offset of their
+/// NUL-terminated text in `text`.
 typedef struct rl_ctf_record {
     uint8_t kind;
+    /// The schema's event id (rl_event_id).
     uint8_t event;
     uint8_t has_time;
     uint8_t count_known;
@@ -75,8 +54,10 @@ typedef struct rl_ctf_record {
     uint64_t timestamp;
     /// For losses: the end of the window.
     uint64_t end_timestamp;
-    uint64_t values[RL_CTF_MAX_VALUES];
-    /// Not NUL-terminated; valid until the next rl_ctf_reader_next() or rl_ctf_reader_close().
+    /// For losses, values[0] is the count.
+    uint64_t values[RL_SCHEMA_MAX_FIELDS];
+    /// Events: the batch's text, which string fields' values index (`text_length` bytes). Losses: the stream's
+    /// name (not NUL-terminated). Valid until the next rl_ctf_reader_next() or rl_ctf_reader_close().
     const char *text;
     uint64_t text_length;
     /// The stream the record comes from: its name, which src.ctf.fs sets to the data file's path. Like `text`.
@@ -89,8 +70,6 @@ typedef struct rl_ctf_reader rl_ctf_reader;
 /// 1 when built with libbabeltrace2.
 int rl_ctf_available(void);
 
-/// `entry`, `before_timers`, ….
-const char *rl_ctf_event_name(rl_ctf_event event);
 
 /// Opens the CTF traces in `trace_dirs` (folders holding a `metadata` file) as one time-ordered sequence.
 /// Returns NULL and sets *error (free it with rl_ctf_free_string) when the traces cannot be opened.

@@ -1,7 +1,7 @@
 // The embedded recorder's hot path: per-thread buffers of CTF packets, written without locks or allocation.
 //
 // Each emitting thread gets `sub_buffer_count` sub-buffers of `sub_buffer_size` bytes on its first event. A
-// sub-buffer is one CTF packet in the making (layout: Sources/Tracing/Recorder/TraceSchema.swift). The thread
+// sub-buffer is one CTF packet in the making (layout: Sources/TraceModel/TraceSchema.swift). The thread
 // fills one at a time; a full one is handed to the consumer (the writer thread), which writes it to the thread's
 // stream file and gives it back. In discard mode a thread that finds no free sub-buffer drops events and counts
 // them; in overwrite mode (flight recorder) it takes back its oldest sub-buffer and counts what it overwrote.
@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "rl_schema.h"
 
 
 /// How events are stamped (always in CLOCK_MONOTONIC nanoseconds).
@@ -80,18 +82,12 @@ rlrec_clock_stats rlrec_clock_statistics(void);
 
 // ===== events (any thread; a no-op unless recording) =====
 
-void rlrec_activity(uint8_t event_id, uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth);
-void rlrec_run_begin(uint64_t loop_id, const char *mode, uint64_t timeout_ns, uint8_t return_after_source_handled);
-void rlrec_run_end(uint64_t loop_id, const char *mode, uint8_t result);
-void rlrec_timer_fire_begin(uint64_t loop_id, uint64_t timer_id, uint64_t scheduled_ns, uint64_t tolerance_ns,
-                            uint64_t interval_ns, uint64_t missed);
-void rlrec_id_pair(uint8_t event_id, uint64_t loop_id, uint64_t item_id);   // the *_end events
-void rlrec_source_signal(uint64_t source_id);
-void rlrec_source_perform_begin(uint64_t loop_id, uint64_t source_id, uint8_t kind, int64_t order, uint64_t signaled_ns);
-void rlrec_block_begin(uint64_t loop_id, uint64_t block_id, uint64_t enqueued_ns);
-void rlrec_observer_begin(uint64_t loop_id, uint64_t observer_id, uint8_t activity);
-void rlrec_wakeup(uint64_t loop_id, uint8_t reason, uint64_t slept_ns);
-void rlrec_loop_create(uint64_t loop_id, int32_t tid, const char *name);
-void rlrec_item_label(uint64_t item_id, uint8_t kind, const char *label);
+// One encoder per event of runloop_events.def, its parameters the event's fields in order:
+// rlrec_<event>(fields…), and for the events of a class rlrec_<class>(event_id, fields…) (rlrec_activity).
+#define RL_FIELD RL_FIELD_TUPLE
+#define RL_ENUM_FIELD RL_ENUM_FIELD_TUPLE
+#define RL_EVENT_CLASS(class, fields) void rlrec_##class(uint8_t event_id RL_MORE_PARAMS(fields));
+#define RL_EVENT(id, name, fields) void rlrec_##name(RL_PARAMS(fields));
+#include "runloop_events.def"
 
 #endif

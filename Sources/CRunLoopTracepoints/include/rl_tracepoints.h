@@ -5,7 +5,7 @@
  * librunloop-lttng-provider.so, that this code dlopens the first time it is needed (docs/lttng.md, "Loading
  * the provider"): a binary that links Tracing but never uses LTTngSink never loads liblttng-ust.
  *
- * For the cheapest possible disabled path, Swift tests rl_tp_enabled(RL_TP_<EVENT>) first: a static inline
+ * For the cheapest possible disabled path, Swift tests rl_tp_enabled(RL_EVENT_<event>) first: a static inline
  * function that reads the tracepoint's `state` word (the word lttng_ust_tracepoint_enabled() reads) through a
  * pointer table, so a disabled event costs two loads and a branch, no call. Until the provider is loaded every
  * pointer points to a word that reads as enabled, so the first event of each kind calls its rl_trace_*()
@@ -21,38 +21,19 @@
 
 #include <stdint.h>
 
+#include "rl_schema.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/// One value per tracepoint of the provider, indexing rl_tp_state.
-typedef enum rl_tp_id : uint32_t {
-    RL_TP_ENTRY = 0,
-    RL_TP_BEFORE_TIMERS,
-    RL_TP_BEFORE_SOURCES,
-    RL_TP_BEFORE_WAITING,
-    RL_TP_AFTER_WAITING,
-    RL_TP_EXIT,
-    RL_TP_RUN_BEGIN,
-    RL_TP_RUN_END,
-    RL_TP_TIMER_FIRE_BEGIN,
-    RL_TP_TIMER_FIRE_END,
-    RL_TP_SOURCE_SIGNAL,
-    RL_TP_SOURCE_PERFORM_BEGIN,
-    RL_TP_SOURCE_PERFORM_END,
-    RL_TP_BLOCK_BEGIN,
-    RL_TP_BLOCK_END,
-    RL_TP_OBSERVER_BEGIN,
-    RL_TP_OBSERVER_END,
-    RL_TP_WAKEUP,
-    RL_TP_LOOP_CREATE,
-    RL_TP_ITEM_LABEL,
-    RL_TP_COUNT
-} rl_tp_id;
+/// One value per tracepoint of the provider, indexing rl_tp_state: the schema's event ids (RL_EVENT_entry …,
+/// runloop_events.def), RL_EVENT_COUNT of them.
+typedef rl_event_id rl_tp_id;
 
 /// For each tracepoint, the address of its `state` word: non-zero while an LTTng session enables it (and,
 /// before the provider is loaded, a word that reads 1). Written only by the loader, once.
-extern const int *rl_tp_state[RL_TP_COUNT];
+extern const int *rl_tp_state[RL_EVENT_COUNT];
 
 /// Whether a session currently enables the tracepoint (a racy hint, like lttng_ust_tracepoint_enabled()).
 /// The loads are atomic because the loader repoints the table and liblttng-ust's threads write the state words
@@ -104,43 +85,16 @@ int rl_trace_compiled_in(void);
 /// The number of tracepoints a session enables right now (loads the provider first; 0 when it cannot be).
 int rl_trace_enabled_count(void);
 
-/* The six activities (`runloop:entry` … `runloop:exit`). */
-void rl_trace_entry(uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth);
-void rl_trace_before_timers(uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth);
-void rl_trace_before_sources(uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth);
-void rl_trace_before_waiting(uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth);
-void rl_trace_after_waiting(uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth);
-void rl_trace_exit(uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth);
+/* One function per event of runloop_events.def, its parameters the event's fields in order: rl_trace_<event>().
+ * Enumeration fields take their u8 value (TraceValues.swift). */
+#define RL_FIELD RL_FIELD_TUPLE
+#define RL_ENUM_FIELD RL_ENUM_FIELD_TUPLE
+#define RL_EVENT(id, name, fields) void rl_trace_##name(RL_PARAMS(fields));
+#define RL_EVENT_IN_CLASS(id, name, class, fields) void rl_trace_##name(RL_PARAMS(fields));
+#include "runloop_events.def"
+
 /// The activity event for a CF activity bit (1, 2, 4, 32, 64, 128); other values record nothing.
 void rl_trace_activity(uint64_t activity, uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth);
-
-void rl_trace_run_begin(uint64_t loop_id, const char *mode, uint64_t timeout_ns, uint8_t return_after_source_handled);
-/// result: Loop.RunResult's trace value (finished 1, stopped 2, timed_out 3, handled_source 4).
-void rl_trace_run_end(uint64_t loop_id, const char *mode, uint8_t result);
-
-void rl_trace_timer_fire_begin(uint64_t loop_id, uint64_t timer_id, uint64_t scheduled_ns, uint64_t tolerance_ns,
-                               uint64_t interval_ns, uint64_t missed);
-void rl_trace_timer_fire_end(uint64_t loop_id, uint64_t timer_id);
-
-void rl_trace_source_signal(uint64_t source_id);
-/// kind: custom 0, descriptor 1, port 2.
-void rl_trace_source_perform_begin(uint64_t loop_id, uint64_t source_id, uint8_t kind, int64_t order,
-                                   uint64_t signaled_ns);
-void rl_trace_source_perform_end(uint64_t loop_id, uint64_t source_id);
-
-void rl_trace_block_begin(uint64_t loop_id, uint64_t block_id, uint64_t enqueued_ns);
-void rl_trace_block_end(uint64_t loop_id, uint64_t block_id);
-
-/// activity: the CF activity bit (1, 2, 4, 32, 64, 128).
-void rl_trace_observer_begin(uint64_t loop_id, uint64_t observer_id, uint8_t activity);
-void rl_trace_observer_end(uint64_t loop_id, uint64_t observer_id);
-
-/// reason: timer 0, source 1, descriptor 2, port 3, manual 4, timeout 5, stop 6.
-void rl_trace_wakeup(uint64_t loop_id, uint8_t reason, uint64_t slept_ns);
-
-void rl_trace_loop_create(uint64_t loop_id, int32_t tid, const char *name);
-/// kind: timer 0, source 1, descriptor 2, port 3, observer 4.
-void rl_trace_item_label(uint64_t item_id, uint8_t kind, const char *label);
 
 #ifdef __cplusplus
 }

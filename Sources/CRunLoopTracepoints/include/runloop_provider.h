@@ -1,9 +1,9 @@
 /*
- * The `runloop` LTTng-UST tracepoint provider: the one declaration of every event RunLoopCore emits.
- *
- * Event names, field names, field types and enumeration values are a public contract: the CTF reader
- * (Sources/Tracing/Readers/CTFTraceReader.swift), the embedded recorder's CTF metadata and every analysis
- * rely on them. Enumeration values are those of Sources/Tracing/Model/SchemaValues.swift.
+ * The `runloop` LTTng-UST tracepoint provider: every event and enumeration of the trace schema,
+ * Sources/CTraceSchema/include/runloop_events.def, expanded into LTTNG_UST_TRACEPOINT_ENUM,
+ * LTTNG_UST_TRACEPOINT_EVENT_CLASS/INSTANCE and LTTNG_UST_TRACEPOINT_EVENT declarations. Nothing about an event
+ * is written here: names, fields, types and enumeration values come from the .def, so the LTTng traces, the
+ * embedded recorder's CTF metadata and the readers agree by construction.
  *
  * Included by provider/runloop_lttng_provider.c (the probes and tracepoints of librunloop-lttng-provider.so)
  * and by C code that calls the tracepoints itself (tracebench's baseline). Swift never sees it:
@@ -22,242 +22,52 @@
 #include <lttng/tracepoint.h>
 #include <stdint.h>
 
-/* ===== enumerations (values: SchemaValues.swift) ===== */
+#include "rl_schema.h"
 
-/* Loop.Activity: CFRunLoop's activity bits. */
-LTTNG_UST_TRACEPOINT_ENUM(runloop, activity,
-    LTTNG_UST_TP_ENUM_VALUES(
-        lttng_ust_field_enum_value("entry", 1)
-        lttng_ust_field_enum_value("before_timers", 2)
-        lttng_ust_field_enum_value("before_sources", 4)
-        lttng_ust_field_enum_value("before_waiting", 32)
-        lttng_ust_field_enum_value("after_waiting", 64)
-        lttng_ust_field_enum_value("exit", 128)
-    )
-)
+/* lttng-ust reads this header once per pass, each time with its own meaning of the lttng_ust_field_* macros:
+ * the .def is expanded anew in every pass. */
 
-/* Loop.RunResult: CFRunLoop's kCFRunLoopRun* values. */
-LTTNG_UST_TRACEPOINT_ENUM(runloop, run_result,
-    LTTNG_UST_TP_ENUM_VALUES(
-        lttng_ust_field_enum_value("finished", 1)
-        lttng_ust_field_enum_value("stopped", 2)
-        lttng_ust_field_enum_value("timed_out", 3)
-        lttng_ust_field_enum_value("handled_source", 4)
-    )
-)
+/* `, ctype, name, ctype, name…` for LTTNG_UST_TP_ARGS. */
+#undef RL_LTTNG_ARGS
+#define RL_LTTNG_ARGS(fields) RL_DROP_FIRST(_ RL_LTTNG_ARGS_A fields (0))
+#define RL_LTTNG_ARGS_A(more, ...) RL_CAT(RL_LTTNG_ARGS_A_, more)(__VA_ARGS__)
+#define RL_LTTNG_ARGS_B(more, ...) RL_CAT(RL_LTTNG_ARGS_B_, more)(__VA_ARGS__)
+#define RL_LTTNG_ARGS_A_0()
+#define RL_LTTNG_ARGS_B_0()
+#define RL_LTTNG_ARGS_A_1(type, name, enumeration) , RL_CTYPE_##type, name RL_LTTNG_ARGS_B
+#define RL_LTTNG_ARGS_B_1(type, name, enumeration) , RL_CTYPE_##type, name RL_LTTNG_ARGS_A
 
-/* Loop.WakeReason. */
-LTTNG_UST_TRACEPOINT_ENUM(runloop, wake_reason,
-    LTTNG_UST_TP_ENUM_VALUES(
-        lttng_ust_field_enum_value("timer", 0)
-        lttng_ust_field_enum_value("source", 1)
-        lttng_ust_field_enum_value("descriptor", 2)
-        lttng_ust_field_enum_value("port", 3)
-        lttng_ust_field_enum_value("manual", 4)
-        lttng_ust_field_enum_value("timeout", 5)
-        lttng_ust_field_enum_value("stop", 6)
-    )
-)
+/* The lttng_ust_field_* list for LTTNG_UST_TP_FIELDS. */
+#define RL_LTTNG_FIELD_u8(name, enumeration) lttng_ust_field_integer(uint8_t, name, name)
+#define RL_LTTNG_FIELD_u32(name, enumeration) lttng_ust_field_integer(uint32_t, name, name)
+#define RL_LTTNG_FIELD_s32(name, enumeration) lttng_ust_field_integer(int32_t, name, name)
+#define RL_LTTNG_FIELD_u64(name, enumeration) lttng_ust_field_integer(uint64_t, name, name)
+#define RL_LTTNG_FIELD_s64(name, enumeration) lttng_ust_field_integer(int64_t, name, name)
+#define RL_LTTNG_FIELD_string(name, enumeration) lttng_ust_field_string(name, name)
+#define RL_LTTNG_FIELD_enum(name, enumeration) lttng_ust_field_enum(runloop, enumeration, uint8_t, name, name)
+#define RL_LTTNG_FIELDS(fields) RL_LTTNG_FIELDS_A fields (0)
+#define RL_LTTNG_FIELDS_A(more, ...) RL_CAT(RL_LTTNG_FIELDS_A_, more)(__VA_ARGS__)
+#define RL_LTTNG_FIELDS_B(more, ...) RL_CAT(RL_LTTNG_FIELDS_B_, more)(__VA_ARGS__)
+#define RL_LTTNG_FIELDS_A_0()
+#define RL_LTTNG_FIELDS_B_0()
+#define RL_LTTNG_FIELDS_A_1(type, name, enumeration) RL_LTTNG_FIELD_##type(name, enumeration) RL_LTTNG_FIELDS_B
+#define RL_LTTNG_FIELDS_B_1(type, name, enumeration) RL_LTTNG_FIELD_##type(name, enumeration) RL_LTTNG_FIELDS_A
 
-/* LoopEventSink.SourceKind. */
-LTTNG_UST_TRACEPOINT_ENUM(runloop, source_kind,
-    LTTNG_UST_TP_ENUM_VALUES(
-        lttng_ust_field_enum_value("custom", 0)
-        lttng_ust_field_enum_value("descriptor", 1)
-        lttng_ust_field_enum_value("port", 2)
-    )
-)
-
-/* LoopEventSink.ItemKind. */
-LTTNG_UST_TRACEPOINT_ENUM(runloop, item_kind,
-    LTTNG_UST_TP_ENUM_VALUES(
-        lttng_ust_field_enum_value("timer", 0)
-        lttng_ust_field_enum_value("source", 1)
-        lttng_ust_field_enum_value("descriptor", 2)
-        lttng_ust_field_enum_value("port", 3)
-        lttng_ust_field_enum_value("observer", 4)
-    )
-)
-
-/* ===== the six activities: one class, six instances ===== */
-
-LTTNG_UST_TRACEPOINT_EVENT_CLASS(runloop, activity_class,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, const char *, mode, uint64_t, iteration, uint32_t, depth),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_string(mode, mode)
-        lttng_ust_field_integer(uint64_t, iteration, iteration)
-        lttng_ust_field_integer(uint32_t, depth, depth)
-    )
-)
-
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, activity_class, runloop, entry,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, const char *, mode, uint64_t, iteration, uint32_t, depth)
-)
-
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, activity_class, runloop, before_timers,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, const char *, mode, uint64_t, iteration, uint32_t, depth)
-)
-
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, activity_class, runloop, before_sources,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, const char *, mode, uint64_t, iteration, uint32_t, depth)
-)
-
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, activity_class, runloop, before_waiting,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, const char *, mode, uint64_t, iteration, uint32_t, depth)
-)
-
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, activity_class, runloop, after_waiting,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, const char *, mode, uint64_t, iteration, uint32_t, depth)
-)
-
-LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, activity_class, runloop, exit,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, const char *, mode, uint64_t, iteration, uint32_t, depth)
-)
-
-/* ===== runs ===== */
-
-LTTNG_UST_TRACEPOINT_EVENT(runloop, run_begin,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, const char *, mode, uint64_t, timeout_ns,
-                      uint8_t, return_after_source_handled),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_string(mode, mode)
-        lttng_ust_field_integer(uint64_t, timeout_ns, timeout_ns)
-        lttng_ust_field_integer(uint8_t, return_after_source_handled, return_after_source_handled)
-    )
-)
-
-LTTNG_UST_TRACEPOINT_EVENT(runloop, run_end,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, const char *, mode, uint8_t, result),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_string(mode, mode)
-        lttng_ust_field_enum(runloop, run_result, uint8_t, result, result)
-    )
-)
-
-/* ===== timers ===== */
-
-LTTNG_UST_TRACEPOINT_EVENT(runloop, timer_fire_begin,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, timer_id, uint64_t, scheduled_ns, uint64_t, tolerance_ns,
-                      uint64_t, interval_ns, uint64_t, missed),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, timer_id, timer_id)
-        lttng_ust_field_integer(uint64_t, scheduled_ns, scheduled_ns)
-        lttng_ust_field_integer(uint64_t, tolerance_ns, tolerance_ns)
-        lttng_ust_field_integer(uint64_t, interval_ns, interval_ns)
-        lttng_ust_field_integer(uint64_t, missed, missed)
-    )
-)
-
-LTTNG_UST_TRACEPOINT_EVENT(runloop, timer_fire_end,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, timer_id),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, timer_id, timer_id)
-    )
-)
-
-/* ===== sources ===== */
-
-/* Emitted on the signalling thread, not the loop's. */
-LTTNG_UST_TRACEPOINT_EVENT(runloop, source_signal,
-    LTTNG_UST_TP_ARGS(uint64_t, source_id),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, source_id, source_id)
-    )
-)
-
-LTTNG_UST_TRACEPOINT_EVENT(runloop, source_perform_begin,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, source_id, uint8_t, kind, int64_t, order,
-                      uint64_t, signaled_ns),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, source_id, source_id)
-        lttng_ust_field_enum(runloop, source_kind, uint8_t, kind, kind)
-        lttng_ust_field_integer(int64_t, order, order)
-        lttng_ust_field_integer(uint64_t, signaled_ns, signaled_ns)
-    )
-)
-
-LTTNG_UST_TRACEPOINT_EVENT(runloop, source_perform_end,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, source_id),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, source_id, source_id)
-    )
-)
-
-/* ===== blocks ===== */
-
-LTTNG_UST_TRACEPOINT_EVENT(runloop, block_begin,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, block_id, uint64_t, enqueued_ns),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, block_id, block_id)
-        lttng_ust_field_integer(uint64_t, enqueued_ns, enqueued_ns)
-    )
-)
-
-LTTNG_UST_TRACEPOINT_EVENT(runloop, block_end,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, block_id),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, block_id, block_id)
-    )
-)
-
-/* ===== observers ===== */
-
-LTTNG_UST_TRACEPOINT_EVENT(runloop, observer_begin,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, observer_id, uint8_t, activity),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, observer_id, observer_id)
-        lttng_ust_field_enum(runloop, activity, uint8_t, activity, activity)
-    )
-)
-
-LTTNG_UST_TRACEPOINT_EVENT(runloop, observer_end,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint64_t, observer_id),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(uint64_t, observer_id, observer_id)
-    )
-)
-
-/* ===== sleeping ===== */
-
-LTTNG_UST_TRACEPOINT_EVENT(runloop, wakeup,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, uint8_t, reason, uint64_t, slept_ns),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_enum(runloop, wake_reason, uint8_t, reason, reason)
-        lttng_ust_field_integer(uint64_t, slept_ns, slept_ns)
-    )
-)
-
-/* ===== naming ===== */
-
-LTTNG_UST_TRACEPOINT_EVENT(runloop, loop_create,
-    LTTNG_UST_TP_ARGS(uint64_t, loop_id, int32_t, tid, const char *, name),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, loop_id, loop_id)
-        lttng_ust_field_integer(int32_t, tid, tid)
-        lttng_ust_field_string(name, name)
-    )
-)
-
-LTTNG_UST_TRACEPOINT_EVENT(runloop, item_label,
-    LTTNG_UST_TP_ARGS(uint64_t, item_id, uint8_t, kind, const char *, label),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint64_t, item_id, item_id)
-        lttng_ust_field_enum(runloop, item_kind, uint8_t, kind, kind)
-        lttng_ust_field_string(label, label)
-    )
-)
+#define RL_LABEL(label, value) lttng_ust_field_enum_value(#label, value)
+#define RL_ENUM(name, labels) LTTNG_UST_TRACEPOINT_ENUM(runloop, name, LTTNG_UST_TP_ENUM_VALUES(labels))
+#define RL_FIELD RL_FIELD_TUPLE
+#define RL_ENUM_FIELD RL_ENUM_FIELD_TUPLE
+/* A class keeps its LTTng name, `<class>_class` (activity_class). */
+#define RL_EVENT_CLASS(class, fields)                                                    \
+    LTTNG_UST_TRACEPOINT_EVENT_CLASS(runloop, class##_class,                             \
+        LTTNG_UST_TP_ARGS(RL_LTTNG_ARGS(fields)), LTTNG_UST_TP_FIELDS(RL_LTTNG_FIELDS(fields)))
+#define RL_EVENT_IN_CLASS(id, name, class, fields)                                       \
+    LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(runloop, class##_class, runloop, name,           \
+        LTTNG_UST_TP_ARGS(RL_LTTNG_ARGS(fields)))
+#define RL_EVENT(id, name, fields)                                                       \
+    LTTNG_UST_TRACEPOINT_EVENT(runloop, name,                                            \
+        LTTNG_UST_TP_ARGS(RL_LTTNG_ARGS(fields)), LTTNG_UST_TP_FIELDS(RL_LTTNG_FIELDS(fields)))
+#include "runloop_events.def"
 
 #endif /* RUNLOOP_PROVIDER_H */
 

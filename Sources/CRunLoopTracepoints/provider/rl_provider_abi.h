@@ -17,8 +17,9 @@
 
 #include "../include/rl_tracepoints.h"
 
-/* Bump whenever the table below or any event's parameters change. */
-#define RL_PROVIDER_ABI 1
+/* Bump whenever the table below or any event's parameters change (2: one function per event, generated from
+ * runloop_events.def, the activities included). */
+#define RL_PROVIDER_ABI 2
 #define RL_PROVIDER_SYMBOL "rl_lttng_provider_v1"
 #define RL_PROVIDER_FILE "librunloop-lttng-provider.so"
 
@@ -26,26 +27,13 @@ typedef struct rl_provider {
     uint32_t abi;   /* RL_PROVIDER_ABI */
     uint32_t size;  /* sizeof(rl_provider) */
     /* Each tracepoint's `state` word, indexed by rl_tp_id: non-zero while a session enables it. */
-    const int *state[RL_TP_COUNT];
-
-    /* activity: a CF activity bit (1, 2, 4, 32, 64, 128); other values record nothing. */
-    void (*activity)(uint64_t activity, uint64_t loop_id, const char *mode, uint64_t iteration, uint32_t depth);
-    void (*run_begin)(uint64_t loop_id, const char *mode, uint64_t timeout_ns, uint8_t return_after_source_handled);
-    void (*run_end)(uint64_t loop_id, const char *mode, uint8_t result);
-    void (*timer_fire_begin)(uint64_t loop_id, uint64_t timer_id, uint64_t scheduled_ns, uint64_t tolerance_ns,
-                             uint64_t interval_ns, uint64_t missed);
-    void (*timer_fire_end)(uint64_t loop_id, uint64_t timer_id);
-    void (*source_signal)(uint64_t source_id);
-    void (*source_perform_begin)(uint64_t loop_id, uint64_t source_id, uint8_t kind, int64_t order,
-                                 uint64_t signaled_ns);
-    void (*source_perform_end)(uint64_t loop_id, uint64_t source_id);
-    void (*block_begin)(uint64_t loop_id, uint64_t block_id, uint64_t enqueued_ns);
-    void (*block_end)(uint64_t loop_id, uint64_t block_id);
-    void (*observer_begin)(uint64_t loop_id, uint64_t observer_id, uint8_t activity);
-    void (*observer_end)(uint64_t loop_id, uint64_t observer_id);
-    void (*wakeup)(uint64_t loop_id, uint8_t reason, uint64_t slept_ns);
-    void (*loop_create)(uint64_t loop_id, int32_t tid, const char *name);
-    void (*item_label)(uint64_t item_id, uint8_t kind, const char *label);
+    const int *state[RL_EVENT_COUNT];
+    /* Each event's function, named after it, its parameters the event's fields. */
+#define RL_FIELD RL_FIELD_TUPLE
+#define RL_ENUM_FIELD RL_ENUM_FIELD_TUPLE
+#define RL_EVENT(id, name, fields) void (*name)(RL_PARAMS(fields));
+#define RL_EVENT_IN_CLASS(id, name, class, fields) void (*name)(RL_PARAMS(fields));
+#include "runloop_events.def"
 } rl_provider;
 
 typedef const rl_provider *(*rl_provider_entry)(void);

@@ -42,7 +42,7 @@ public final class LTTngSink: LoopEventSink, @unchecked Sendable {
     public static var enabledEventCount: Int { Int(rl_trace_enabled_count()) }
 
     /// How many tracepoints the `runloop` provider declares (runloop_provider.h).
-    public static var providerEventCount: Int { Int(RL_TP_COUNT.rawValue) }
+    public static var providerEventCount: Int { Int(RL_EVENT_COUNT.rawValue) }
 
     /// Whether an LTTng session records `runloop` events in this process right now.
     public static var isRecording: Bool { enabledEventCount > 0 }
@@ -55,12 +55,12 @@ public final class LTTngSink: LoopEventSink, @unchecked Sendable {
     // ===== events =====
 
     public override func loopCreated(loopID: UInt64, threadID: Int32, name: String) {
-        guard rl_tp_enabled(RL_TP_LOOP_CREATE) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_loop_create) != 0 else { return }
         name.withCString { rl_trace_loop_create(loopID, threadID, $0) }
     }
 
     public override func itemLabeled(id: UInt64, kind: ItemKind, label: String) {
-        guard rl_tp_enabled(RL_TP_ITEM_LABEL) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_item_label) != 0 else { return }
         label.withCString { rl_trace_item_label(id, kind.rawValue, $0) }
     }
 
@@ -70,65 +70,65 @@ public final class LTTngSink: LoopEventSink, @unchecked Sendable {
     }
 
     public override func runBegin(_ context: Context, timeoutNanoseconds: UInt64, returnAfterSourceHandled: Bool) {
-        guard rl_tp_enabled(RL_TP_RUN_BEGIN) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_run_begin) != 0 else { return }
         rl_trace_run_begin(context.loopID, context.modeCString, timeoutNanoseconds, returnAfterSourceHandled ? 1 : 0)
     }
 
     public override func runEnd(_ context: Context, result: Loop.RunResult) {
-        guard rl_tp_enabled(RL_TP_RUN_END) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_run_end) != 0 else { return }
         rl_trace_run_end(context.loopID, context.modeCString, UInt8(truncatingIfNeeded: result.traceValue))
     }
 
     public override func timerFireBegin(_ context: Context, timerID: UInt64, scheduled: UInt64, tolerance: UInt64,
                                         interval: UInt64, missed: UInt64) {
-        guard rl_tp_enabled(RL_TP_TIMER_FIRE_BEGIN) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_timer_fire_begin) != 0 else { return }
         rl_trace_timer_fire_begin(context.loopID, timerID, scheduled, tolerance, interval, missed)
     }
 
     public override func timerFireEnd(_ context: Context, timerID: UInt64) {
-        guard rl_tp_enabled(RL_TP_TIMER_FIRE_END) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_timer_fire_end) != 0 else { return }
         rl_trace_timer_fire_end(context.loopID, timerID)
     }
 
     /// On the signalling thread; LTTng stamps the event itself, so `time` is not recorded twice.
     public override func sourceSignaled(sourceID: UInt64, at time: UInt64) {
-        guard rl_tp_enabled(RL_TP_SOURCE_SIGNAL) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_source_signal) != 0 else { return }
         rl_trace_source_signal(sourceID)
     }
 
     public override func sourcePerformBegin(_ context: Context, sourceID: UInt64, kind: SourceKind, order: Int,
                                             signaled: UInt64) {
-        guard rl_tp_enabled(RL_TP_SOURCE_PERFORM_BEGIN) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_source_perform_begin) != 0 else { return }
         rl_trace_source_perform_begin(context.loopID, sourceID, kind.rawValue, Int64(order), signaled)
     }
 
     public override func sourcePerformEnd(_ context: Context, sourceID: UInt64) {
-        guard rl_tp_enabled(RL_TP_SOURCE_PERFORM_END) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_source_perform_end) != 0 else { return }
         rl_trace_source_perform_end(context.loopID, sourceID)
     }
 
     public override func blockBegin(_ context: Context, blockID: UInt64, enqueued: UInt64) {
-        guard rl_tp_enabled(RL_TP_BLOCK_BEGIN) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_block_begin) != 0 else { return }
         rl_trace_block_begin(context.loopID, blockID, enqueued)
     }
 
     public override func blockEnd(_ context: Context, blockID: UInt64) {
-        guard rl_tp_enabled(RL_TP_BLOCK_END) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_block_end) != 0 else { return }
         rl_trace_block_end(context.loopID, blockID)
     }
 
     public override func observerBegin(_ context: Context, observerID: UInt64, activity: Loop.Activity) {
-        guard rl_tp_enabled(RL_TP_OBSERVER_BEGIN) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_observer_begin) != 0 else { return }
         rl_trace_observer_begin(context.loopID, observerID, UInt8(truncatingIfNeeded: activity.rawValue))
     }
 
     public override func observerEnd(_ context: Context, observerID: UInt64) {
-        guard rl_tp_enabled(RL_TP_OBSERVER_END) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_observer_end) != 0 else { return }
         rl_trace_observer_end(context.loopID, observerID)
     }
 
     public override func wakeUp(_ context: Context, reason: Loop.WakeReason, slept: UInt64) {
-        guard rl_tp_enabled(RL_TP_WAKEUP) != 0 else { return }
+        guard rl_tp_enabled(RL_EVENT_wakeup) != 0 else { return }
         rl_trace_wakeup(context.loopID, reason.rawValue, slept)
     }
 }

@@ -273,7 +273,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     }
 
     public override func timerFireEnd(_ context: Context, timerID: UInt64) {
-        rlrec_id_pair(TraceSchema.EventID.timerFireEnd.rawValue, context.loopID, timerID)
+        rlrec_timer_fire_end(context.loopID, timerID)
     }
 
     public override func sourceSignaled(sourceID: UInt64, at time: UInt64) {
@@ -285,7 +285,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     }
 
     public override func sourcePerformEnd(_ context: Context, sourceID: UInt64) {
-        rlrec_id_pair(TraceSchema.EventID.sourcePerformEnd.rawValue, context.loopID, sourceID)
+        rlrec_source_perform_end(context.loopID, sourceID)
     }
 
     public override func blockBegin(_ context: Context, blockID: UInt64, enqueued: UInt64) {
@@ -293,7 +293,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     }
 
     public override func blockEnd(_ context: Context, blockID: UInt64) {
-        rlrec_id_pair(TraceSchema.EventID.blockEnd.rawValue, context.loopID, blockID)
+        rlrec_block_end(context.loopID, blockID)
     }
 
     public override func observerBegin(_ context: Context, observerID: UInt64, activity: Loop.Activity) {
@@ -301,7 +301,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     }
 
     public override func observerEnd(_ context: Context, observerID: UInt64) {
-        rlrec_id_pair(TraceSchema.EventID.observerEnd.rawValue, context.loopID, observerID)
+        rlrec_observer_end(context.loopID, observerID)
     }
 
     public override func wakeUp(_ context: Context, reason: Loop.WakeReason, slept: UInt64) {
