@@ -2,8 +2,9 @@
 
 /// One event of a run-loop trace, whichever backend recorded it (the embedded recorder or LTTng).
 ///
-/// The names and fields are the `runloop` provider's schema (`Sources/CRunLoopTracepoints/include/runloop_provider.h`):
-/// every reader produces these, and every analysis consumes only these.
+/// The names and fields are the `runloop` schema (`Sources/CTraceSchema/include/runloop_events.def`, ``TraceSchema``):
+/// every reader produces these (TraceReading's TraceEventDecoding maps the schema's fields to them), and every
+/// analysis consumes only these.
 public struct TraceEvent: Sendable, Equatable {
     /// CLOCK_MONOTONIC nanoseconds (LTTng's clock, and the loop's).
     public var timestamp: UInt64
@@ -101,6 +102,9 @@ public struct TraceHealth: Sendable, Equatable {
     public var eventsLost: UInt64 = 0
     /// Whole packets lost (LTTng's discarded packets), when the tracer reports them.
     public var packetsLost: UInt64 = 0
+    /// Events of kinds this build does not know (a newer recorder's), skipped by their declared fields: read
+    /// correctly but left out of the events; not a loss.
+    public var eventsSkipped: UInt64 = 0
     /// The windows where events were lost: per thread or stream, from the last good timestamp to the next.
     public var lossWindows: [LossWindow] = []
 

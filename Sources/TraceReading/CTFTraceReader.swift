@@ -47,7 +47,7 @@ public final class CTFTraceReader: TraceEventReader {
     private var position = 0
     private var finished = false
     private var failure: TraceReadError?
-    private var texts = TextCache()
+    fileprivate var texts = TextCache()
 
     /// How long babeltrace2 may go without producing anything before the read is abandoned with an error.
     public let stallTimeout: Duration
@@ -155,82 +155,38 @@ public final class CTFTraceReader: TraceEventReader {
 
     // ===== events =====
 
+    /// A record's fields, by schema position (rl_ctf_reader.h): integers in `values`, strings as offsets into the
+    /// batch's text.
+    private struct RecordFields: SchemaFieldValues {
+        let record: rl_ctf_record
+        unowned(unsafe) let reader: CTFTraceReader
+
+        @inline(__always)
+        func integer(_ field: Int) -> UInt64 {
+            withUnsafeBytes(of: record.values) { $0.load(fromByteOffset: field * 8, as: UInt64.self) }
+        }
+
+        mutating func string(_ field: Int) -> String {
+            let offset = integer(field)
+            guard let text = record.text, offset < record.text_length else { return "" }
+            let start = text + Int(offset)
+            return reader.texts.string(start, strnlen(start, Int(record.text_length - offset)))
+        }
+    }
+
     private func decode(_ record: rl_ctf_record) throws(TraceReadError) -> TraceEvent {
-        let v = record.values
-        let payload: TraceEvent.Payload
-        switch record.event {
-        case RL_CTF_ENTRY.rawValue...RL_CTF_EXIT.rawValue:
-            let place = TraceEvent.Place(loopID: v.0, mode: text(record), iteration: v.1,
-                                         depth: try narrow(v.2, "depth", record))
-            payload = .activity(LoopActivity.ordered[Int(record.event)], place)
-        case RL_CTF_RUN_BEGIN.rawValue:
-            payload = .runBegin(loopID: v.0, mode: text(record), timeoutNanoseconds: v.1,
-                                returnAfterSourceHandled: v.2 != 0)
-        case RL_CTF_RUN_END.rawValue:
-            guard let result = LoopRunResult(traceValue: Int64(bitPattern: v.1)) else {
-                throw invalid("result", v.1, "a run result", record)
-            }
-            payload = .runEnd(loopID: v.0, mode: text(record), result: result)
-        case RL_CTF_TIMER_FIRE_BEGIN.rawValue:
-            payload = .timerFireBegin(loopID: v.0, timerID: v.1, scheduled: v.2, tolerance: v.3, interval: v.4, missed: v.5)
-        case RL_CTF_TIMER_FIRE_END.rawValue:
-            payload = .timerFireEnd(loopID: v.0, timerID: v.1)
-        case RL_CTF_SOURCE_SIGNAL.rawValue:
-            payload = .sourceSignal(sourceID: v.0)
-        case RL_CTF_SOURCE_PERFORM_BEGIN.rawValue:
-            guard let kind = LoopSourceKind(traceValue: Int64(bitPattern: v.2)) else {
-                throw invalid("kind", v.2, "a source kind", record)
-            }
-            payload = .sourcePerformBegin(loopID: v.0, sourceID: v.1, kind: kind, order: Int64(bitPattern: v.3), signaled: v.4)
-        case RL_CTF_SOURCE_PERFORM_END.rawValue:
-            payload = .sourcePerformEnd(loopID: v.0, sourceID: v.1)
-        case RL_CTF_BLOCK_BEGIN.rawValue:
-            payload = .blockBegin(loopID: v.0, blockID: v.1, enqueued: v.2)
-        case RL_CTF_BLOCK_END.rawValue:
-            payload = .blockEnd(loopID: v.0, blockID: v.1)
-        case RL_CTF_OBSERVER_BEGIN.rawValue:
-            guard let activity = LoopActivity(traceValue: Int64(bitPattern: v.2)) else {
-                throw invalid("activity", v.2, "an activity", record)
-            }
-            payload = .observerBegin(loopID: v.0, observerID: v.1, activity: activity)
-        case RL_CTF_OBSERVER_END.rawValue:
-            payload = .observerEnd(loopID: v.0, observerID: v.1)
-        case RL_CTF_WAKEUP.rawValue:
-            guard let reason = LoopWakeReason(traceValue: Int64(bitPattern: v.1)) else {
-                throw invalid("reason", v.1, "a wake reason", record)
-            }
-            payload = .wakeUp(loopID: v.0, reason: reason, slept: v.2)
-        case RL_CTF_LOOP_CREATE.rawValue:
-            guard let tid = Int32(exactly: Int64(bitPattern: v.1)) else {
-                throw invalid("tid", v.1, "a thread id", record)
-            }
-            payload = .loopCreate(loopID: v.0, threadID: tid, name: text(record))
-        case RL_CTF_ITEM_LABEL.rawValue:
-            guard let kind = LoopItemKind(traceValue: Int64(bitPattern: v.1)) else {
-                throw invalid("kind", v.1, "an item kind", record)
-            }
-            payload = .itemLabel(itemID: v.0, kind: kind, label: text(record))
-        default:
+        guard let id = TraceSchema.EventID(rawValue: record.event) else {
             throw TraceReadError(path: reportedDirectory, reason: "internal error: unknown record event \(record.event)")
         }
-        return TraceEvent(timestamp: record.timestamp, threadID: record.tid, payload: payload)
-    }
-
-    private func text(_ record: rl_ctf_record) -> String {
-        texts.string(record.text, Int(record.text_length))
-    }
-
-    private func narrow(_ value: UInt64, _ field: String, _ record: rl_ctf_record) throws(TraceReadError) -> UInt32 {
-        guard let narrow = UInt32(exactly: value) else { throw invalid(field, value, "a 32-bit value", record) }
-        return narrow
-    }
-
-    private func invalid(_ field: String, _ value: UInt64, _ what: String, _ record: rl_ctf_record) -> TraceReadError {
-        let name = rl_ctf_event_name(rl_ctf_event(rawValue: record.event)).map { String(cString: $0) } ?? "?"
-        // src.ctf.fs names each stream after its data file.
-        let stream = texts.string(record.stream, Int(record.stream_length))
-        return TraceReadError(path: CTFTraceFolders.isRegularFile(stream) ? stream : reportedDirectory,
-                              reason: "corrupt event runloop:\(name) at \(record.timestamp) ns (thread \(record.tid)): field `\(field)` = \(Int64(bitPattern: value)) is not \(what)")
+        var fields = RecordFields(record: record, reader: self)
+        do {
+            return TraceEvent(timestamp: record.timestamp, threadID: record.tid, payload: try TraceEventDecoding.payload(id, &fields))
+        } catch {
+            // src.ctf.fs names each stream after its data file.
+            let stream = texts.string(record.stream, Int(record.stream_length))
+            throw TraceReadError(path: CTFTraceFolders.isRegularFile(stream) ? stream : reportedDirectory,
+                                 reason: "corrupt event runloop:\(id.description.name) at \(record.timestamp) ns (thread \(record.tid)): \(error.describe(id))")
+        }
     }
 
     /// The folder to name when an error is about the trace as a whole.

@@ -3,6 +3,11 @@ import TraceModel
 
 /// Reads a trace written by ``EmbeddedRecorder`` (format: ``TraceSchema``), in timestamp order across threads.
 ///
+/// Events are decoded by the trace's own metadata (its event declarations), matched to the schema by event and
+/// field names: fields this build does not know are skipped, events it does not know are skipped and counted in
+/// ``TraceHealth/eventsSkipped``. A known event without a field the model needs, or with a field of a type the
+/// format cannot hold, is a ``TraceReadError`` naming the event and the field when such an event is met.
+///
 /// Streaming: it holds one packet per thread stream, whatever the trace size. Every field is bounds-checked:
 /// a truncated or corrupt file gives a ``TraceReadError`` naming the file and byte offset, never a crash.
 /// Lost events (each packet's `events_discarded`) and lost packets (gaps in `packet_seq_num`) go into
@@ -11,6 +16,8 @@ public struct EmbeddedTraceReader: TraceEventReader {
     public let path: String
     public private(set) var health = TraceHealth()
     private var streams: [StreamCursor] = []
+    /// Metadata larger than this is taken for corruption (today's is about 6 KB).
+    static let maxMetadataSize = 16 << 20
     /// Indices into `streams`, a min-heap on each stream's next timestamp.
     private var heap: [Int] = []
 
@@ -43,9 +50,13 @@ public struct EmbeddedTraceReader: TraceEventReader {
             throw TraceReadError(path: metadataPath, reason: "no valid trace uuid in the metadata")
         }
 
+        // The whole metadata: the event declarations follow the header.
+        let metadata = try Self.readWhole(metadataPath, limit: Self.maxMetadataSize)
+        let plan = try DecodingPlan(TraceMetadataEvents(parsing: metadata, path: metadataPath), path: metadataPath)
+
         let names = try Self.streamFiles(in: path)
         for name in names {
-            let cursor = try StreamCursor(path: path + "/" + name, uuid: uuid)
+            let cursor = try StreamCursor(path: path + "/" + name, uuid: uuid, plan: plan)
             streams.append(cursor)
         }
         for index in streams.indices {
@@ -54,12 +65,17 @@ public struct EmbeddedTraceReader: TraceEventReader {
     }
 
     public mutating func next() throws(TraceReadError) -> TraceEvent? {
-        guard let top = heap.first else { return nil }
-        let event = try streams[top].decodeCurrent()
-        health.eventsRead += 1
-        popTop()
-        if try streams[top].advance(health: &health) { push(top) }
-        return event
+        while let top = heap.first {
+            let event = try streams[top].decodeCurrent()
+            popTop()
+            if try streams[top].advance(health: &health) { push(top) }
+            if let event {
+                health.eventsRead += 1
+                return event
+            }
+            health.eventsSkipped += 1
+        }
+        return nil
     }
 
     // ===== the merge heap =====
@@ -106,6 +122,26 @@ public struct EmbeddedTraceReader: TraceEventReader {
         let n = read(fd, &buffer, bytes)
         guard n >= 0 else { throw TraceReadError(path: path, reason: String(cString: strerror(errno))) }
         return String(decoding: buffer[0..<n], as: UTF8.self)
+    }
+
+    /// The file's text, at most `limit` bytes (more is an error).
+    static func readWhole(_ path: String, limit: Int) throws(TraceReadError) -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw TraceReadError(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw TraceReadError(path: path, reason: String(cString: strerror(errno)))
+            }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+            guard bytes.count <= limit else { throw TraceReadError(path: path, reason: "larger than \(limit >> 20) MiB: not trace metadata") }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func exists(_ path: String, isDirectory: inout Bool) -> Bool {

@@ -17,23 +17,34 @@ final class StreamCursor {
     private var lastSequence: UInt64?
     private var lastDiscarded: UInt64 = 0
     private var lastTimestamp: UInt64 = 0
-    private var modeCache: (bytes: [UInt8], string: String) = ([], "")
+    private let plan: DecodingPlan
+    /// The current event's integer fields and string fields (byte ranges in `packet`), by schema position.
+    private let integers: UnsafeMutablePointer<UInt64>
+    private let strings: UnsafeMutablePointer<(start: Int, end: Int)>
+    private var stringCache: (bytes: [UInt8], string: String) = ([], "")
     private(set) var currentTimestamp: UInt64 = 0
 
     /// Packets larger than this are treated as corruption rather than allocated.
     static let maxPacketSize = 64 << 20
 
-    init(path: String, uuid: [UInt8]) throws(TraceReadError) {
+    init(path: String, uuid: [UInt8], plan: DecodingPlan) throws(TraceReadError) {
         self.path = path
         self.uuid = uuid
+        self.plan = plan
         fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw TraceReadError(path: path, reason: "cannot open: \(String(cString: strerror(errno)))") }
         packet = .allocate(byteCount: 256 * 1024, alignment: 8)
+        integers = .allocate(capacity: TraceSchema.maxFieldCount)
+        integers.initialize(repeating: 0, count: TraceSchema.maxFieldCount)
+        strings = .allocate(capacity: TraceSchema.maxFieldCount)
+        strings.initialize(repeating: (0, 0), count: TraceSchema.maxFieldCount)
     }
 
     deinit {
         close(fd)
         packet.deallocate()
+        integers.deallocate()
+        strings.deallocate()
     }
 
     private func fail(_ reason: String, at offset: Int) -> TraceReadError {
@@ -143,109 +154,80 @@ final class StreamCursor {
 
     // ===== decoding the current event =====
 
-    private struct Fields {
-        let cursor: StreamCursor
-        var offset: Int
-        let end: Int
+    /// The current event's field values, by schema position (filled by decodeCurrent, read by TraceEventDecoding).
+    private struct PacketFields: SchemaFieldValues {
+        unowned(unsafe) let cursor: StreamCursor
 
-        mutating func u8() throws(TraceReadError) -> UInt8 {
-            guard offset + 1 <= end else { throw cursor.fail("event field runs past the end of the packet", at: offset) }
-            defer { offset += 1 }
-            return cursor.packet[offset]
-        }
+        @inline(__always)
+        func integer(_ field: Int) -> UInt64 { cursor.integers[field] }
 
-        mutating func integer<T: FixedWidthInteger>(_ type: T.Type) throws(TraceReadError) -> T {
-            let size = MemoryLayout<T>.size
-            guard offset + size <= end else { throw cursor.fail("event field runs past the end of the packet", at: offset) }
-            defer { offset += size }
-            return cursor.load(T.self, at: offset)
-        }
-
-        mutating func string(cached: Bool = false) throws(TraceReadError) -> String {
-            let start = offset
-            var index = offset
-            while index < end && cursor.packet[index] != 0 { index += 1 }
-            guard index < end else { throw cursor.fail("unterminated string in event", at: start) }
-            offset = index + 1
-            let bytes = UnsafeRawBufferPointer(rebasing: cursor.packet[start..<index])
-            if cached {
-                // Mode names repeat on nearly every event: reuse the last String instead of allocating.
-                if bytes.elementsEqual(cursor.modeCache.bytes) { return cursor.modeCache.string }
-                let string = String(decoding: bytes, as: UTF8.self)
-                cursor.modeCache = (Array(bytes), string)
-                return string
-            }
-            return String(decoding: bytes, as: UTF8.self)
+        @inline(__always)
+        mutating func string(_ field: Int) -> String {
+            let range = cursor.strings[field]
+            let bytes = UnsafeRawBufferPointer(rebasing: cursor.packet[range.start..<range.end])
+            // Mode names repeat on nearly every event: reuse the last String instead of allocating.
+            if bytes.elementsEqual(cursor.stringCache.bytes) { return cursor.stringCache.string }
+            let string = String(decoding: bytes, as: UTF8.self)
+            cursor.stringCache = (Array(bytes), string)
+            return string
         }
     }
 
-    func decodeCurrent() throws(TraceReadError) -> TraceEvent {
+    /// The integer at `offset` in the current packet's events, moving `offset` past it.
+    @inline(__always)
+    private func take<T: FixedWidthInteger>(_ type: T.Type, at offset: inout Int) throws(TraceReadError) -> T {
+        let size = MemoryLayout<T>.size
+        guard offset + size <= contentEnd else { throw fail("event field runs past the end of the packet", at: offset) }
+        defer { offset += size }
+        return load(T.self, at: offset)
+    }
+
+    /// Decodes the current event and moves past it: nil when it is an event this build does not know (walked
+    /// over by its declared fields; the caller counts it).
+    func decodeCurrent() throws(TraceReadError) -> TraceEvent? {
         let start = position
-        let rawID = packet[start]
-        guard let id = TraceSchema.EventID(rawValue: rawID) else {
-            throw fail("unknown event id \(rawID)", at: start)
+        let rawID = Int(packet[start])
+        let entry = plan.entries[rawID]
+        guard entry.declared else { throw fail("unknown event id \(rawID) (the metadata declares no such event)", at: start) }
+        if entry.problem >= 0 {
+            throw fail("event runloop:\(plan.names[rawID] ?? "?"): \(plan.problems[Int(entry.problem)])", at: start)
         }
-        var f = Fields(cursor: self, offset: start + TraceSchema.eventHeaderSize, end: contentEnd)
-        let payload: TraceEvent.Payload
-        switch id {
-        case .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit:
-            let activity = LoopActivity.ordered[Int(id.rawValue)]
-            let loop = try f.integer(UInt64.self)
-            let mode = try f.string(cached: true)
-            payload = .activity(activity, .init(loopID: loop, mode: mode, iteration: try f.integer(UInt64.self), depth: try f.integer(UInt32.self)))
-        case .runBegin:
-            payload = .runBegin(loopID: try f.integer(UInt64.self), mode: try f.string(cached: true),
-                                timeoutNanoseconds: try f.integer(UInt64.self), returnAfterSourceHandled: try f.u8() != 0)
-        case .runEnd:
-            let loop = try f.integer(UInt64.self)
-            let mode = try f.string(cached: true)
-            let raw = try f.u8()
-            guard let result = LoopRunResult(traceValue: Int64(raw)) else { throw fail("invalid run result \(raw)", at: f.offset - 1) }
-            payload = .runEnd(loopID: loop, mode: mode, result: result)
-        case .timerFireBegin:
-            payload = .timerFireBegin(loopID: try f.integer(UInt64.self), timerID: try f.integer(UInt64.self),
-                                      scheduled: try f.integer(UInt64.self), tolerance: try f.integer(UInt64.self),
-                                      interval: try f.integer(UInt64.self), missed: try f.integer(UInt64.self))
-        case .timerFireEnd:
-            payload = .timerFireEnd(loopID: try f.integer(UInt64.self), timerID: try f.integer(UInt64.self))
-        case .sourceSignal:
-            payload = .sourceSignal(sourceID: try f.integer(UInt64.self))
-        case .sourcePerformBegin:
-            let loop = try f.integer(UInt64.self), source = try f.integer(UInt64.self)
-            let raw = try f.u8()
-            guard let kind = LoopSourceKind(traceValue: Int64(raw)) else { throw fail("invalid source kind \(raw)", at: f.offset - 1) }
-            payload = .sourcePerformBegin(loopID: loop, sourceID: source, kind: kind, order: try f.integer(Int64.self),
-                                          signaled: try f.integer(UInt64.self))
-        case .sourcePerformEnd:
-            payload = .sourcePerformEnd(loopID: try f.integer(UInt64.self), sourceID: try f.integer(UInt64.self))
-        case .blockBegin:
-            payload = .blockBegin(loopID: try f.integer(UInt64.self), blockID: try f.integer(UInt64.self), enqueued: try f.integer(UInt64.self))
-        case .blockEnd:
-            payload = .blockEnd(loopID: try f.integer(UInt64.self), blockID: try f.integer(UInt64.self))
-        case .observerBegin:
-            let loop = try f.integer(UInt64.self), observer = try f.integer(UInt64.self)
-            let raw = try f.u8()
-            guard let activity = LoopActivity(traceValue: Int64(raw)) else { throw fail("invalid activity \(raw)", at: f.offset - 1) }
-            payload = .observerBegin(loopID: loop, observerID: observer, activity: activity)
-        case .observerEnd:
-            payload = .observerEnd(loopID: try f.integer(UInt64.self), observerID: try f.integer(UInt64.self))
-        case .wakeUp:
-            let loop = try f.integer(UInt64.self)
-            let raw = try f.u8()
-            guard let reason = LoopWakeReason(traceValue: Int64(raw)) else { throw fail("invalid wake-up reason \(raw)", at: f.offset - 1) }
-            payload = .wakeUp(loopID: loop, reason: reason, slept: try f.integer(UInt64.self))
-        case .loopCreate:
-            payload = .loopCreate(loopID: try f.integer(UInt64.self), threadID: try f.integer(Int32.self), name: try f.string())
-        case .itemLabel:
-            let item = try f.integer(UInt64.self)
-            let raw = try f.u8()
-            guard let kind = LoopItemKind(traceValue: Int64(raw)) else { throw fail("invalid item kind \(raw)", at: f.offset - 1) }
-            payload = .itemLabel(itemID: item, kind: kind, label: try f.string())
+        var offset = start + TraceSchema.eventHeaderSize
+        var step = plan.steps + Int(entry.firstStep)
+        let last = step + Int(entry.stepCount)
+        while step < last {
+            let value: UInt64
+            switch step.pointee.kind {
+            case .u8: value = UInt64(try take(UInt8.self, at: &offset))
+            case .s8: value = UInt64(bitPattern: Int64(try take(Int8.self, at: &offset)))
+            case .u16: value = UInt64(try take(UInt16.self, at: &offset))
+            case .s16: value = UInt64(bitPattern: Int64(try take(Int16.self, at: &offset)))
+            case .u32: value = UInt64(try take(UInt32.self, at: &offset))
+            case .s32: value = UInt64(bitPattern: Int64(try take(Int32.self, at: &offset)))
+            case .u64, .s64: value = try take(UInt64.self, at: &offset)
+            case .string:
+                var index = offset
+                while index < contentEnd && packet[index] != 0 { index += 1 }
+                guard index < contentEnd else { throw fail("unterminated string in event", at: offset) }
+                if step.pointee.slot >= 0 { strings[Int(step.pointee.slot)] = (offset, index) }
+                offset = index + 1
+                step += 1
+                continue
+            }
+            if step.pointee.slot >= 0 { integers[Int(step.pointee.slot)] = value }
+            step += 1
         }
         guard currentTimestamp <= packetEnd else {
             throw fail("event timestamp \(currentTimestamp) after the packet's end \(packetEnd)", at: start + 1)
         }
-        position = f.offset
-        return TraceEvent(timestamp: currentTimestamp, threadID: threadID, payload: payload)
+        position = offset
+        guard let known = entry.known, let id = TraceSchema.EventID(rawValue: known) else { return nil }
+        var fields = PacketFields(cursor: self)
+        do {
+            let payload = try TraceEventDecoding.payload(id, &fields)
+            return TraceEvent(timestamp: currentTimestamp, threadID: threadID, payload: payload)
+        } catch {
+            throw fail("corrupt event runloop:\(id.description.name): \(error.describe(id))", at: start)
+        }
     }
 }

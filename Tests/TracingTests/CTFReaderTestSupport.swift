@@ -104,13 +104,12 @@ enum CTFTestTrace {
 
     // ===== metadata =====
 
-    /// Event ids of stream 0 (stream 1 has `source_signal` only, id 0); 20 is an unrelated event.
-    static let eventIDs: [String: UInt32] = [
-        "entry": 0, "before_timers": 1, "before_sources": 2, "before_waiting": 3, "after_waiting": 4, "exit": 5,
-        "run_begin": 6, "run_end": 7, "timer_fire_begin": 8, "timer_fire_end": 9, "source_perform_begin": 11,
-        "source_perform_end": 12, "block_begin": 13, "block_end": 14, "observer_begin": 15, "observer_end": 16,
-        "wakeup": 17, "loop_create": 18, "item_label": 19,
-    ]
+    /// Event ids of stream 0: the schema's (stream 1 has `source_signal` only, id 0). The field lists below are
+    /// written by hand on purpose: they are another writer's, in another order and with other types, which the
+    /// reader must map by name.
+    static let eventIDs: [String: UInt32] = Dictionary(uniqueKeysWithValues: TraceSchema.events.map { ($0.name, UInt32($0.id)) })
+    /// An event of another provider, after the schema's ids.
+    static let unrelatedEventID = UInt32(TraceSchema.events.count)
 
     static func metadata(_ options: Options) -> String {
         let place = "uint64_t loop_id; string mode; uint64_t iteration; uint32_t depth;"
@@ -186,7 +185,7 @@ enum CTFTestTrace {
         for (name, body) in fields {
             text += "\nevent {\n    name = \"\(options.prefix)\(name)\";\n    id = \(eventIDs[name]!);\n    stream_id = 0;\n    fields := struct { \(body) };\n};\n"
         }
-        text += "\nevent {\n    name = \"other:unrelated\";\n    id = 20;\n    stream_id = 0;\n    fields := struct { uint64_t loop_id; };\n};\n"
+        text += "\nevent {\n    name = \"other:unrelated\";\n    id = \(unrelatedEventID);\n    stream_id = 0;\n    fields := struct { uint64_t loop_id; };\n};\n"
         text += "\nevent {\n    name = \"\(options.prefix)source_signal\";\n    id = 0;\n    stream_id = 1;\n    fields := struct { uint64_t source_id; };\n};\n"
         return text
     }
@@ -228,7 +227,7 @@ enum CTFTestTrace {
             body.appendLE(time)
             body.append(fields(payload))
             if unrelatedEvent && name == "entry" {
-                body.appendLE(UInt32(20))
+                body.appendLE(unrelatedEventID)
                 body.appendLE(time)
                 body.appendLE(UInt64(3))
             }

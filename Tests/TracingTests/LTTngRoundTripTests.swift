@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import RunLoopCore
 import Testing
-import TraceReading
+@testable import TraceReading
 import Tracing
 
 /// Real LTTng: a loop traced through `LTTngSink` into an LTTng session, read back with `CTFTraceReader`.
@@ -159,6 +159,43 @@ struct LTTngRoundTripTests {
         #expect(outcome.read + outcome.failed == 200)
         #expect(outcome.failed > 0, "some mutations must be detected")
         #expect(outcome.unnamedErrors.isEmpty, "errors must name a file: \(outcome.unnamedErrors.prefix(3))")
+    }
+}
+
+extension LTTngRoundTripTests {
+    /// The guard of runloop_events.def on the LTTng side: the provider library, expanded from the .def by the
+    /// preprocessor, declares in a real session's metadata exactly the table's events, with its fields in order
+    /// and their types (babeltrace2 prints the metadata as plain TSDL; LTTng prefixes field names with `_`).
+    @Test func theProvidersMetadataIsTheDefinition() throws {
+        guard LTTngTestEnvironment.requireAvailable() else { return }
+        let recording = try LTTngWorkload.record("schema")
+        defer { recording.session.removeOutput() }
+        let directories = try CTFTraceReader(path: recording.session.output).traceDirectories
+        try #require(directories.count == 1)
+        let babeltrace = Process()
+        babeltrace.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        babeltrace.arguments = ["babeltrace2", "--output-format=ctf-metadata", directories[0]]
+        let pipe = Pipe()
+        babeltrace.standardOutput = pipe
+        try babeltrace.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        babeltrace.waitUntilExit()
+        try #require(babeltrace.terminationStatus == 0, "babeltrace2 --output-format=ctf-metadata failed (is babeltrace2 installed?)")
+
+        let declared = try TraceMetadataEvents(parsing: text, path: directories[0] + "/metadata").events
+        #expect(Set(declared.map(\.name)) == Set(TraceSchema.events.map(\.name)))
+        for schema in TraceSchema.events {
+            guard let event = declared.first(where: { $0.name == schema.name }) else { continue }
+            #expect(event.problem == nil, "runloop:\(schema.name): \(event.problem ?? "")")
+            #expect(event.fields.map { String($0.name.drop { $0 == "_" }) } == schema.fields.map(\.name), "fields of runloop:\(schema.name)")
+            #expect(event.fields.map(\.type) == schema.fields.map { SchemaDefinitionTests.declaredType($0.type) }, "types of runloop:\(schema.name)")
+        }
+        // Enumeration labels, as the provider declares them.
+        for enumeration in TraceSchema.enumerations {
+            for label in enumeration.labels {
+                #expect(text.contains("\"\(label.label)\" = \(label.value),"), "label \(label.label) of \(enumeration.name)")
+            }
+        }
     }
 }
 

@@ -24,7 +24,7 @@ public struct TraceExporter {
             }
             chrome.finish(health: reader.health)
         case .csv:
-            out.write("timestamp_ns,thread_id,event,loop_id,mode,iteration,depth,id,kind,scheduled_ns,tolerance_ns,interval_ns,missed,signaled_ns,enqueued_ns,slept_ns,reason,result,label\n")
+            out.write((["timestamp_ns", "thread_id", "event"] + Key.columns).joined(separator: ",") + "\n")
             while let event = try reader.next() {
                 out.write(csvLine(event))
                 count += 1
@@ -40,6 +40,37 @@ public struct TraceExporter {
     }
 
     // ===== CSV and JSONL: one row per event, empty where a field does not apply =====
+
+    /// Column names: fields of the schema (runloop_events.def), looked up there, so that the exports cannot name a
+    /// field the schema does not have (the first export stops on a precondition, which every export test reaches);
+    /// `id` is the exports' own, the item's id whatever the event calls it (timer_id, source_id…).
+    enum Key {
+        static let loopID = field(.entry, "loop_id")
+        static let mode = field(.entry, "mode")
+        static let iteration = field(.entry, "iteration")
+        static let depth = field(.entry, "depth")
+        static let id = "id"
+        static let kind = field(.itemLabel, "kind")
+        static let scheduled = field(.timerFireBegin, "scheduled_ns")
+        static let tolerance = field(.timerFireBegin, "tolerance_ns")
+        static let interval = field(.timerFireBegin, "interval_ns")
+        static let missed = field(.timerFireBegin, "missed")
+        static let signaled = field(.sourcePerformBegin, "signaled_ns")
+        static let enqueued = field(.blockBegin, "enqueued_ns")
+        static let slept = field(.wakeUp, "slept_ns")
+        static let reason = field(.wakeUp, "reason")
+        static let result = field(.runEnd, "result")
+        static let label = field(.itemLabel, "label")
+
+        /// After timestamp_ns, thread_id and event, in CSV order.
+        static let columns = [loopID, mode, iteration, depth, id, kind, scheduled, tolerance, interval, missed, signaled,
+                              enqueued, slept, reason, result, label]
+
+        private static func field(_ event: TraceSchema.EventID, _ name: String) -> String {
+            precondition(event.description.fieldIndex(name) != nil, "runloop_events.def: event \(event.description.name) has no field \(name)")
+            return name
+        }
+    }
 
     struct Row {
         var loop = "", mode = "", iteration = "", depth = "", id = "", kind = "", scheduled = "", tolerance = ""
@@ -94,11 +125,11 @@ public struct TraceExporter {
     static func jsonLine(_ event: TraceEvent) -> String {
         let r = row(event)
         var parts = ["\"timestamp_ns\":\(event.timestamp)", "\"thread_id\":\(event.threadID)", "\"event\":\"\(event.payload.eventName)\""]
-        let numeric: [(String, String)] = [("loop_id", r.loop), ("iteration", r.iteration), ("depth", r.depth), ("id", r.id),
-                                           ("scheduled_ns", r.scheduled), ("tolerance_ns", r.tolerance), ("interval_ns", r.interval),
-                                           ("missed", r.missed), ("signaled_ns", r.signaled), ("enqueued_ns", r.enqueued), ("slept_ns", r.slept)]
+        let numeric: [(String, String)] = [(Key.loopID, r.loop), (Key.iteration, r.iteration), (Key.depth, r.depth), (Key.id, r.id),
+                                           (Key.scheduled, r.scheduled), (Key.tolerance, r.tolerance), (Key.interval, r.interval),
+                                           (Key.missed, r.missed), (Key.signaled, r.signaled), (Key.enqueued, r.enqueued), (Key.slept, r.slept)]
         for (key, value) in numeric where !value.isEmpty { parts.append("\"\(key)\":\(value)") }
-        let strings: [(String, String)] = [("mode", r.mode), ("kind", r.kind), ("reason", r.reason), ("result", r.result), ("label", r.label)]
+        let strings: [(String, String)] = [(Key.mode, r.mode), (Key.kind, r.kind), (Key.reason, r.reason), (Key.result, r.result), (Key.label, r.label)]
         for (key, value) in strings where !value.isEmpty { parts.append("\"\(key)\":\(jsonString(value))") }
         return "{" + parts.joined(separator: ",") + "}\n"
     }

@@ -1,0 +1,90 @@
+import TraceModel
+
+/// One event's field values, by their position in the schema's field list (``TraceSchema/events``): what each
+/// reader extracts from its trace (by field name, whatever order or extra fields the trace has) before
+/// ``TraceEventDecoding`` turns it into a ``TraceEvent``. Integers are 64-bit (signed ones as two's complement).
+protocol SchemaFieldValues {
+    func integer(_ field: Int) -> UInt64
+    mutating func string(_ field: Int) -> String
+}
+
+/// A field's value that the model cannot hold: an enumeration value without a label, a thread id beyond 32 bits.
+struct FieldValueProblem: Error {
+    let field: Int
+    let value: UInt64
+    let expected: String
+
+    /// "field `kind` = 9 is not a source kind".
+    func describe(_ event: TraceSchema.EventID) -> String {
+        let name = event.description.fields[field].name
+        return "field `\(name)` = \(Int64(bitPattern: value)) is not \(expected)"
+    }
+}
+
+/// The one mapping from the schema's fields to ``TraceEvent/Payload``, shared by both readers: the code that
+/// fills a new field of runloop_events.def into the model goes here, once.
+enum TraceEventDecoding {
+    @inline(__always)
+    static func payload(_ id: TraceSchema.EventID, _ v: inout some SchemaFieldValues) throws(FieldValueProblem) -> TraceEvent.Payload {
+        switch id {
+        case .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit:
+            // loop_id, mode, iteration, depth
+            let loopID = v.integer(0)
+            let mode = v.string(1)
+            let depth = v.integer(3)
+            guard let narrow = UInt32(exactly: depth) else { throw FieldValueProblem(field: 3, value: depth, expected: "a 32-bit value") }
+            return .activity(LoopActivity.ordered[Int(id.rawValue)], .init(loopID: loopID, mode: mode, iteration: v.integer(2), depth: narrow))
+        case .runBegin:
+            // loop_id, mode, timeout_ns, return_after_source_handled
+            let loopID = v.integer(0)
+            return .runBegin(loopID: loopID, mode: v.string(1), timeoutNanoseconds: v.integer(2), returnAfterSourceHandled: v.integer(3) != 0)
+        case .runEnd:
+            // loop_id, mode, result
+            let loopID = v.integer(0)
+            let mode = v.string(1)
+            return .runEnd(loopID: loopID, mode: mode, result: try label(v.integer(2), field: 2, LoopRunResult.init(traceValue:), "a run result"))
+        case .timerFireBegin:
+            // loop_id, timer_id, scheduled_ns, tolerance_ns, interval_ns, missed
+            return .timerFireBegin(loopID: v.integer(0), timerID: v.integer(1), scheduled: v.integer(2), tolerance: v.integer(3),
+                                   interval: v.integer(4), missed: v.integer(5))
+        case .timerFireEnd:
+            return .timerFireEnd(loopID: v.integer(0), timerID: v.integer(1))
+        case .sourceSignal:
+            return .sourceSignal(sourceID: v.integer(0))
+        case .sourcePerformBegin:
+            // loop_id, source_id, kind, order, signaled_ns
+            let kind = try label(v.integer(2), field: 2, LoopSourceKind.init(traceValue:), "a source kind")
+            return .sourcePerformBegin(loopID: v.integer(0), sourceID: v.integer(1), kind: kind, order: Int64(bitPattern: v.integer(3)),
+                                       signaled: v.integer(4))
+        case .sourcePerformEnd:
+            return .sourcePerformEnd(loopID: v.integer(0), sourceID: v.integer(1))
+        case .blockBegin:
+            return .blockBegin(loopID: v.integer(0), blockID: v.integer(1), enqueued: v.integer(2))
+        case .blockEnd:
+            return .blockEnd(loopID: v.integer(0), blockID: v.integer(1))
+        case .observerBegin:
+            let activity = try label(v.integer(2), field: 2, LoopActivity.init(traceValue:), "an activity")
+            return .observerBegin(loopID: v.integer(0), observerID: v.integer(1), activity: activity)
+        case .observerEnd:
+            return .observerEnd(loopID: v.integer(0), observerID: v.integer(1))
+        case .wakeUp:
+            let reason = try label(v.integer(1), field: 1, LoopWakeReason.init(traceValue:), "a wake reason")
+            return .wakeUp(loopID: v.integer(0), reason: reason, slept: v.integer(2))
+        case .loopCreate:
+            // loop_id, tid, name
+            let tid = v.integer(1)
+            guard let threadID = Int32(exactly: Int64(bitPattern: tid)) else { throw FieldValueProblem(field: 1, value: tid, expected: "a thread id") }
+            return .loopCreate(loopID: v.integer(0), threadID: threadID, name: v.string(2))
+        case .itemLabel:
+            // item_id, kind, label
+            let kind = try label(v.integer(1), field: 1, LoopItemKind.init(traceValue:), "an item kind")
+            return .itemLabel(itemID: v.integer(0), kind: kind, label: v.string(2))
+        }
+    }
+
+    @inline(__always)
+    private static func label<T>(_ value: UInt64, field: Int, _ make: (Int64) -> T?, _ expected: String) throws(FieldValueProblem) -> T {
+        guard let decoded = make(Int64(bitPattern: value)) else { throw FieldValueProblem(field: field, value: value, expected: expected) }
+        return decoded
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import RunLoopCore
+import Testing
+@testable import TraceReading
+import Tracing
+
+/// The guard of the schema's one definition (Sources/CTraceSchema/include/runloop_events.def): every consumer
+/// that is not expanded from it by the C preprocessor is checked against it here. (The recorder's encoders, the
+/// LTTng provider and the CTF reader's field lookup are expanded from it, so they cannot disagree; the LTTng
+/// provider's output is checked by LTTngRoundTripTests.theProvidersMetadataIsTheDefinition.)
+@Suite struct SchemaDefinitionTests {
+    /// The names of runloop_events.def, in id order, as Swift names them.
+    static let swiftNames: [TraceSchema.EventID: String] = [
+        .entry: "entry", .beforeTimers: "before_timers", .beforeSources: "before_sources",
+        .beforeWaiting: "before_waiting", .afterWaiting: "after_waiting", .exit: "exit", .runBegin: "run_begin",
+        .runEnd: "run_end", .timerFireBegin: "timer_fire_begin", .timerFireEnd: "timer_fire_end",
+        .sourceSignal: "source_signal", .sourcePerformBegin: "source_perform_begin", .sourcePerformEnd: "source_perform_end",
+        .blockBegin: "block_begin", .blockEnd: "block_end", .observerBegin: "observer_begin", .observerEnd: "observer_end",
+        .wakeUp: "wakeup", .loopCreate: "loop_create", .itemLabel: "item_label",
+    ]
+
+    @Test func swiftEventIDsAreTheDefinitionsIDs() {
+        #expect(TraceSchema.EventID.allCases.count == TraceSchema.events.count)
+        for (index, event) in TraceSchema.events.enumerated() {
+            #expect(Int(event.id) == index, "ids run from 0 without gaps")
+            let id = TraceSchema.EventID(rawValue: event.id)
+            #expect(id != nil, "runloop_events.def has event \(event.name) (id \(event.id)), TraceSchema.EventID has no case for it")
+            if let id { #expect(Self.swiftNames[id] == event.name, "EventID.\(id) is \(event.name) in runloop_events.def") }
+        }
+    }
+
+    /// What the model decodes each event into names the same event: TraceEvent.Payload's names are the table's.
+    @Test func decodedEventsAreNamedAsTheDefinitionNamesThem() throws {
+        for event in TraceSchema.events {
+            struct Zeros: SchemaFieldValues {
+                let event: TraceSchema.EventDescription
+                func integer(_ field: Int) -> UInt64 {
+                    // The lowest valid value of each enumeration, so that every event decodes.
+                    if case .enumeration(let enumeration) = event.fields[field].type { return UInt64(enumeration.labels[0].value) }
+                    return 0
+                }
+                func string(_ field: Int) -> String { event.fields[field].name }
+            }
+            var values = Zeros(event: event)
+            let payload = try TraceEventDecoding.payload(TraceSchema.EventID(rawValue: event.id)!, &values)
+            #expect(payload.eventName == event.name)
+        }
+    }
+
+    /// The enumerations' labels and values are those of the Swift vocabulary (TraceValues.swift).
+    @Test func enumerationsAreTheVocabularysTraceValues() {
+        func labels(_ name: String) -> [String: Int64] {
+            Dictionary(uniqueKeysWithValues: TraceSchema.enumerations.first { $0.name == name }!.labels.map { ($0.label, $0.value) })
+        }
+        #expect(TraceSchema.enumerations.map(\.name) == ["activity", "run_result", "wake_reason", "source_kind", "item_kind"])
+        #expect(labels("activity") == Dictionary(uniqueKeysWithValues: Loop.Activity.ordered.map { ($0.description, $0.traceValue) }))
+        #expect(labels("run_result") == Dictionary(uniqueKeysWithValues: [Loop.RunResult.finished, .stopped, .timedOut, .handledSource].map { ($0.description, $0.traceValue) }))
+        #expect(labels("wake_reason") == Dictionary(uniqueKeysWithValues: Loop.WakeReason.allCases.map { ($0.description, $0.traceValue) }))
+        #expect(labels("source_kind") == Dictionary(uniqueKeysWithValues: [LoopEventSink.SourceKind.custom, .descriptor, .port].map { ($0.description, $0.traceValue) }))
+        #expect(labels("item_kind") == Dictionary(uniqueKeysWithValues: [LoopEventSink.ItemKind.timer, .source, .descriptor, .port, .observer].map { ($0.description, $0.traceValue) }))
+    }
+
+    /// The TSDL the recorder writes declares exactly the table's events, fields and types, in order.
+    @Test func theRecordersMetadataIsTheDefinition() throws {
+        let text = TraceSchema.metadata(uuid: Array(repeating: 7, count: 16), clockOffsetNanoseconds: 0, hostname: "h")
+        let declared = try TraceMetadataEvents(parsing: text, path: "metadata").events
+        #expect(declared.map(\.id) == TraceSchema.events.map { Int($0.id) })
+        #expect(declared.map(\.name) == TraceSchema.events.map(\.name))
+        for (event, schema) in zip(declared, TraceSchema.events) {
+            #expect(event.problem == nil)
+            #expect(event.fields.map(\.name) == schema.fields.map(\.name), "fields of \(schema.name)")
+            #expect(event.fields.map(\.type) == schema.fields.map { Self.declaredType($0.type) }, "types of \(schema.name)")
+        }
+        // Enumerations carry their labels.
+        #expect(text.contains("enum : uint8_t { \"timer\" = 0, \"source\" = 1, \"descriptor\" = 2, \"port\" = 3, \"manual\" = 4, \"timeout\" = 5, \"stop\" = 6 } reason;"))
+    }
+
+    static func declaredType(_ type: TraceSchema.FieldType) -> TraceMetadataEvents.DeclaredType {
+        switch type {
+        case .u8, .enumeration: return .integer(bytes: 1, signed: false)
+        case .u32: return .integer(bytes: 4, signed: false)
+        case .s32: return .integer(bytes: 4, signed: true)
+        case .u64: return .integer(bytes: 8, signed: false)
+        case .s64: return .integer(bytes: 8, signed: true)
+        case .string: return .string
+        }
+    }
+
+    /// Today's metadata text is byte for byte what the recorder of 088a5cc wrote (the fixture's), but for the
+    /// lines that differ per trace: the schema's move to one definition changed no byte of the format.
+    @Test func theMetadataIsUnchangedFromTheFixturesRecorder() throws {
+        let old = try String(contentsOfFile: FixtureCompatibilityTests.trace + "/metadata", encoding: .utf8)
+        let uuid = EmbeddedTraceReader.parseUUID(EmbeddedTraceReader.value(of: "uuid", in: old)!.trimmingQuotes)!
+        let offset = Int64(EmbeddedTraceReader.value(of: "offset_s", in: old)!)! * 1_000_000_000 + Int64(EmbeddedTraceReader.value(of: "offset", in: old)!)!
+        let hostname = EmbeddedTraceReader.value(of: "hostname", in: old)!.trimmingQuotes
+        #expect(TraceSchema.metadata(uuid: uuid, clockOffsetNanoseconds: offset, hostname: hostname) == old)
+    }
+
+    /// The C table's widest event fits the readers' per-event value arrays.
+    @Test func theWidestEventIsTheTablesMaximum() {
+        #expect(TraceSchema.maxFieldCount == TraceSchema.events.map(\.fields.count).max())
+    }
+}
