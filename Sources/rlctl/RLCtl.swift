@@ -55,7 +55,7 @@ struct RLCtl: ParsableCommand {
                 throw Failure.input("no help topic \"\(topic)\": the commands are \(names.joined(separator: ", "))")
             }
             guard arguments.count == 2 else {
-                throw Failure.input("rlctl help takes one command (got \(arguments.dropFirst().joined(separator: " ")))")
+                throw Failure.input("help takes one command (got \(arguments.dropFirst().joined(separator: " ")))")
             }
         }
     }

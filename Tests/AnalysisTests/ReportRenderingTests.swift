@@ -2,6 +2,7 @@
 import Foundation
 import FoundationXML
 import Testing
+import TestSupport
 
 /// The check and compare reports as people and CI read them: exact text and Markdown (the expected strings are
 /// what rlctl printed for the same summaries before the renderers moved out of its commands), JSON that any
@@ -17,18 +18,22 @@ import Testing
 
     /// Whether python3's minidom (an XML parser that is not libxml2) accepts the document.
     private func pythonParses(_ xml: String) throws -> (ok: Bool, message: String) {
-        let path = NSTemporaryDirectory() + "rlctl-junit-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).xml"
+        let path = temporaryPath("junit.xml")
         try xml.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])", path]
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus == 0, message)
+        let result = try runProcess("/usr/bin/env", ["python3", "-c", "import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])", path])
+        return (result.status == 0, result.stderr)
+    }
+
+    // MARK: - summary
+
+    @Test func aSummaryFigureJSONCannotHoldIsAnErrorNotAnEmptyDocument() throws {
+        var summary = try VerdictTests.summary()
+        summary.overall.utilization = .nan
+        #expect(throws: (any Error).self) { try SummaryReport.json(summary) }
+        summary.overall.utilization = 0.5
+        let json = try SummaryReport.json(summary)
+        #expect(try JSONSerialization.jsonObject(with: Data(json.utf8)) is [String: Any])
     }
 
     // MARK: - check

@@ -38,23 +38,18 @@ import Tracing
     @Test func aLaterRecordingNamesLoopsCreatedUnderAnEarlierOne() throws {
         let created = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
         let loopID = Shared<UInt64>(0), threadID = Shared<Int32>(0)
+        let thread = JoinableThread {
+            let loop = Loop.current
+            loopID.value = loop.id
+            threadID.value = loop.threadID
+            created.signal()
+            release.wait()
+            // Events of the second recording, from the loop the first one saw created.
+            loop.run(mode: .default, timeout: .milliseconds(1))
+            done.signal()
+        }
         let (first, _) = try record("announce-1") {
-            var thread = pthread_t()
-            let box = ThreadBox {
-                let loop = Loop.current
-                loopID.value = loop.id
-                threadID.value = loop.threadID
-                created.signal()
-                release.wait()
-                // Events of the second recording, from the loop the first one saw created.
-                loop.run(mode: .default, timeout: .milliseconds(1))
-                done.signal()
-            }
-            _ = pthread_create(&thread, nil, { raw in
-                Unmanaged<ThreadBox>.fromOpaque(raw!).takeRetainedValue().body()
-                return nil
-            }, Unmanaged.passRetained(box).toOpaque())
-            pthread_detach(thread)
+            thread.start()
             created.wait()
         }
         defer { try? FileManager.default.removeItem(atPath: first) }
@@ -62,6 +57,7 @@ import Tracing
             release.signal()
             done.wait()
         }
+        thread.join()
         defer { try? FileManager.default.removeItem(atPath: second) }
         let original = try announcements(in: first, of: loopID.value)
         let again = try announcements(in: second, of: loopID.value)

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RunLoopCore
+import Testing
 // Every file of these tests uses the shared helpers (threads, locked values, temporary paths, the CI rule).
 @_exported import TestSupport
 import TraceReading
@@ -20,12 +21,6 @@ func readAll(_ reader: inout some TraceEventReader) -> (events: [TraceEvent], er
     }
 }
 
-/// The body of a detached pthread.
-final class ThreadBox: @unchecked Sendable {
-    let body: @Sendable () -> Void
-    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-}
-
 /// One recording at a time per process: tests that record take this lock.
 let recordingLock = NSLock()
 
@@ -33,13 +28,9 @@ let recordingLock = NSLock()
 func record(_ name: String, options: EmbeddedRecorder.Options = .init(), _ body: () -> Void) throws -> (String, EmbeddedRecorder.Summary) {
     recordingLock.lock()
     defer { recordingLock.unlock() }
-    let folder = temporaryFolder(name)
-    let recorder = try EmbeddedRecorder(directory: folder, options: options)
-    try recorder.start()
-    LoopEventSink.install(recorder)
-    body()
-    LoopEventSink.install(nil)
-    let summary = try recorder.stop()
+    let folder = temporaryPath(name)
+    let (_, outcome) = try Recording.run(.embedded(options), into: folder) { _ in body() }
+    let summary = try #require(outcome.recorder, "the embedded recording of \(name) returned no counts")
     return (folder, summary)
 }
 

@@ -14,7 +14,7 @@ import TestSupport
         try assertCommand(["help", "nosuch"],
                           stderr: "rlctl: no help topic \"nosuch\": the commands are run, record, summarize, export, check, compare, list, doctor\n",
                           status: 2)
-        try assertCommand(["help", "run", "extra"], stderr: "rlctl: rlctl help takes one command (got run extra)\n", status: 2)
+        try assertCommand(["help", "run", "extra"], stderr: "rlctl: help takes one command (got run extra)\n", status: 2)
         // Known topics and plain help still succeed (their text: CommandTests.helpIsTheManual).
         let known = try CLI.run(["help", "record"])
         #expect(known.termination == .exited(0) && known.stdout.contains("--output"), "\(known.termination): \(known.stderr)")

@@ -3,10 +3,12 @@ import Foundation
 
 /// Writes a ``TraceSummary`` for people: a text report with small histograms, or markdown for a pull request.
 public enum SummaryReport {
-    public static func json(_ summary: TraceSummary) -> String {
+    /// Pretty-printed, keys sorted. Throws for a figure JSON cannot hold (a non-finite number) rather than write
+    /// nothing or an invalid document.
+    public static func json(_ summary: TraceSummary) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return String(decoding: (try? encoder.encode(summary)) ?? Data(), as: UTF8.self)
+        return String(decoding: try encoder.encode(summary), as: UTF8.self)
     }
 
     private static func row(_ d: DistributionSummary) -> String {

@@ -112,7 +112,8 @@ struct Record: ParsableCommand {
                           status: .incomplete)
         }
         let title = "\(command.joined(separator: " ")) — LTTng" + (destination.keep ? ", trace \(destination.path)" : "")
-        Interruptions.shared.output { print(format.render(summary, title: format == .json ? nil : title)) }
+        let report = try format.render(summary, title: format == .json ? nil : title)
+        Interruptions.shared.output { print(report) }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
     }
 }

@@ -111,7 +111,8 @@ struct Run: ParsableCommand {
             guard let summary = try runOnce(spec, repetition: repetition) else { continue }
             summaries.append(summary)
             if `repeat` == 1 || format == .text {
-                Interruptions.shared.output { print(format.render(summary, title: format == .json ? nil : title)) }
+                let report = try format.render(summary, title: format == .json ? nil : title)
+                Interruptions.shared.output { print(report) }
             }
         }
         if let output {

@@ -24,6 +24,6 @@ struct Summarize: ParsableCommand {
 
     func run() throws {
         let result = try summarizeTrace(at: trace, options: analysis.summarizerOptions)
-        print(format.render(result, title: format == .json ? nil : trace))
+        print(try format.render(result, title: format == .json ? nil : trace))
     }
 }

@@ -31,10 +31,13 @@ struct AnalysisOptions: ParsableArguments {
 }
 
 extension SummaryFormat {
-    func render(_ summary: TraceSummary, title: String?) -> String {
+    func render(_ summary: TraceSummary, title: String?) throws -> String {
         switch self {
         case .text: return SummaryReport.text(summary, title: title)
-        case .json: return SummaryReport.json(summary)
+        case .json:
+            do { return try SummaryReport.json(summary) } catch {
+                throw Failure(message: "cannot write the summary as JSON: \(error)", status: .violation)
+            }
         case .markdown: return SummaryReport.markdown(summary, title: title)
         }
     }
