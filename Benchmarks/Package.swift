@@ -67,6 +67,7 @@ let package = Package(
                 "CTraceBaseline",
                 .product(name: "RunLoopCore", package: "rlctl"),
                 .product(name: "Tracing", package: "rlctl"),
+                .product(name: "TraceReading", package: "rlctl"),
             ]
         ),
         // tracebench's C baseline: the `runloop` tracepoints called from C, with call sites of its own and the

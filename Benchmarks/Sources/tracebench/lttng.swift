@@ -2,6 +2,7 @@ import CTraceBaseline
 import Foundation
 import Glibc
 import RunLoopCore
+import TraceReading
 import Tracing
 
 // The LTTng rows: LTTngSink (the Swift path a loop takes) next to a C baseline that calls the same `runloop`

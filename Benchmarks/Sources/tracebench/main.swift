@@ -13,6 +13,7 @@
 import Foundation
 import Glibc
 import RunLoopCore
+import TraceReading
 import Tracing
 
 var eventsPerRound = 2_000_000
