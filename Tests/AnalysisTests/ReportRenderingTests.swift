@@ -27,6 +27,20 @@ import TestSupport
 
     // MARK: - summary
 
+    @Test func eventsOfUnknownKindsAreSaidNotCountedAsLost() throws {
+        var summary = try VerdictTests.summary()
+        let before = SummaryReport.text(summary)
+        let beforeJSON = try SummaryReport.json(summary)
+        #expect(!before.contains("skipped") && !beforeJSON.contains("eventsSkipped"))
+        summary.health.trace.eventsSkipped = 66
+        let text = SummaryReport.text(summary)
+        #expect(text.contains("\n  66 event(s) of kinds this rlctl does not know were skipped (a newer recorder's trace)\n"), "\(text)")
+        #expect(text.split(separator: "\n").first == before.split(separator: "\n").first, "skipped events are not losses")
+        #expect(SummaryReport.markdown(summary).contains("Note: 66 event(s) of kinds this rlctl does not know were skipped"))
+        let decoded = try JSONDecoder().decode(TraceSummary.self, from: Data(try SummaryReport.json(summary).utf8))
+        #expect(decoded.health.trace.eventsSkipped == 66)
+    }
+
     @Test func aSummaryFigureJSONCannotHoldIsAnErrorNotAnEmptyDocument() throws {
         var summary = try VerdictTests.summary()
         summary.overall.utilization = .nan

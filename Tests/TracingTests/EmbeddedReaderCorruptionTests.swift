@@ -38,7 +38,7 @@ import Tracing
     }
 
     private func copy(_ folder: String, to name: String) -> String {
-        let target = temporaryFolder(name)
+        let target = temporaryPath(name)
         try! FileManager.default.copyItem(atPath: folder, toPath: target)
         return target
     }
@@ -57,7 +57,7 @@ import Tracing
         } catch {
             #expect(error.description.contains("/nonexistent/trace") && error.description.contains("does not exist"))
         }
-        let empty = temporaryFolder("empty")
+        let empty = temporaryPath("empty")
         try? FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
         do {
             _ = try EmbeddedTraceReader(path: empty)
@@ -139,18 +139,5 @@ import Tracing
         } catch {
             #expect(error.description.contains("version 99 is not supported"))
         }
-    }
-}
-
-/// A small deterministic generator, so a failing mutation can be reproduced.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -241,7 +241,7 @@ enum LTTngWorkload {
             try session.start()
             let tee = TeeSink()
             LoopEventSink.install(tee)
-            let ids = LTTngBox(IDs())
+            let ids = Shared(IDs())
             onThread { ids.value = runWorkload() }
             LoopEventSink.install(nil)
             try session.stop()
@@ -375,15 +375,4 @@ func setCurrentThreadName(_ name: String) {
     guard fd >= 0 else { return }
     _ = name.withCString { write(fd, $0, strlen($0)) }
     close(fd)
-}
-
-/// A value shared between a test and the thread it starts.
-final class LTTngBox<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: Value
-    init(_ value: Value) { storage = value }
-    var value: Value {
-        get { lock.withLock { storage } }
-        set { lock.withLock { storage = newValue } }
-    }
 }

@@ -13,7 +13,7 @@ import Tracing
                            _ body: (EmbeddedRecorder) -> Void) throws -> (String, EmbeddedRecorder.Summary, EmbeddedRecorder.ClockReport) {
         recordingLock.lock()
         defer { recordingLock.unlock() }
-        let folder = temporaryFolder(name)
+        let folder = temporaryPath(name)
         let (_, recorded) = try Recording.run(.embedded(options), into: folder) { body($0.embeddedRecorder!) }
         return (folder, recorded.recorder!, recorded.clock!)
     }
@@ -151,7 +151,7 @@ import Tracing
             done.wait()
         }
         for (index, options) in [roomy, tight, flight, roomy].enumerated() {
-            let folder = temporaryFolder("stop-race-\(index)")
+            let folder = temporaryPath("stop-race-\(index)")
             defer { try? FileManager.default.removeItem(atPath: folder) }
             let recorder = try EmbeddedRecorder(directory: folder, options: options)
             recorders.append(recorder)

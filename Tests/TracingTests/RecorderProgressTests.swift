@@ -13,7 +13,7 @@ import Tracing
     @Test func progressCountsEventsBeforeTheirPacketIsWritten() throws {
         recordingLock.lock()
         defer { recordingLock.unlock() }
-        let folder = temporaryFolder("progress")
+        let folder = temporaryPath("progress")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let recording = try Recording.start(.embedded(), into: folder)   // 256 KiB packets: ten events fill none
         let recorder = recording.embeddedRecorder!

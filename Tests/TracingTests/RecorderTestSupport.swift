@@ -7,9 +7,6 @@ import Testing
 import TraceReading
 import Tracing
 
-/// A fresh folder path (not created) for a trace.
-func temporaryFolder(_ name: String) -> String { temporaryPath(name) }
-
 /// Reads every event of a trace (or the error that stopped it).
 func readAll(_ reader: inout some TraceEventReader) -> (events: [TraceEvent], error: TraceReadError?) {
     var events: [TraceEvent] = []

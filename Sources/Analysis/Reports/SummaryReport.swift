@@ -45,6 +45,14 @@ public enum SummaryReport {
     }
 
     /// Why the trace does not tell the whole story, one line each; empty for a complete trace.
+    /// Events of kinds this rlctl does not know (a newer recorder's) are not losses: the figures are whole for the
+    /// kinds it knows. Said, never hidden.
+    static func skippedNote(_ h: TraceSummary.Health) -> String? {
+        let skipped = h.trace.eventsSkipped
+        guard skipped > 0 else { return nil }
+        return "\(skipped) event(s) of kinds this rlctl does not know were skipped (a newer recorder's trace)"
+    }
+
     static func healthProblems(_ h: TraceSummary.Health) -> [String] {
         var out: [String] = []
         if h.eventsRead == 0 {
@@ -76,6 +84,7 @@ public enum SummaryReport {
             out.append("trace: \(h.eventsRead) events — INCOMPLETE:")
             out += problems.map { "  " + $0 }
         }
+        if let skipped = skippedNote(h) { out.append("  " + skipped) }
         for loop in s.loops {
             out.append("")
             var mark = ""
@@ -184,6 +193,7 @@ public enum SummaryReport {
             out.append("")
             out += problems.map { "- " + $0 }
         }
+        if let skipped = skippedNote(s.health) { out.append(""); out.append("Note: " + skipped + ".") }
         let o = s.overall
         let mark = o.affectedByLoss ? " (!)" : ""
         out.append("")

@@ -67,6 +67,7 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         private enum CodingKeys: String, CodingKey {
             case eventsRead, eventsLost, packetsLost, lossWindows
             case runsCutOff, runsEndLost, runsBegunBeforeTrace, cutOffAtNanoseconds, firstEventNanoseconds
+            case eventsSkipped
         }
 
         private struct EncodedLossWindow: Codable {
@@ -88,6 +89,7 @@ public struct TraceSummary: Codable, Sendable, Equatable {
             runsBegunBeforeTrace = try c.decodeIfPresent(UInt64.self, forKey: .runsBegunBeforeTrace)
             cutOffAtNanoseconds = try c.decodeIfPresent(UInt64.self, forKey: .cutOffAtNanoseconds)
             firstEventNanoseconds = try c.decodeIfPresent(UInt64.self, forKey: .firstEventNanoseconds)
+            trace.eventsSkipped = try c.decodeIfPresent(UInt64.self, forKey: .eventsSkipped) ?? 0
         }
 
         public func encode(to encoder: Encoder) throws {
@@ -103,6 +105,8 @@ public struct TraceSummary: Codable, Sendable, Equatable {
             try c.encodeIfPresent(runsBegunBeforeTrace, forKey: .runsBegunBeforeTrace)
             try c.encodeIfPresent(cutOffAtNanoseconds, forKey: .cutOffAtNanoseconds)
             try c.encodeIfPresent(firstEventNanoseconds, forKey: .firstEventNanoseconds)
+            // Written only when there were some, so that summaries of traces this rlctl reads whole stay as they were.
+            if trace.eventsSkipped > 0 { try c.encode(trace.eventsSkipped, forKey: .eventsSkipped) }
         }
     }
 
