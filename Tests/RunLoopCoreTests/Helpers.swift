@@ -78,13 +78,14 @@ extension VirtualKernel {
 final class BackgroundLoop: @unchecked Sendable {
     private let ready = DispatchSemaphore(value: 0)
     private let finished = Shared(false)
+    private let exited = Shared(false)
     private let loopBox = Shared<Loop?>(nil)
     private var thread: JoinableThread!
     /// Keeps the default mode alive while the loop idles.
     let keepAlive = LoopSource {}
 
     init(kernel: VirtualKernel? = nil, setup: @escaping @Sendable (Loop) -> Void = { _ in }) {
-        thread = JoinableThread { [loopBox, ready, finished, keepAlive] in
+        thread = JoinableThread { [loopBox, ready, finished, exited, keepAlive] in
             let loop = kernel.map { Loop.makeCurrent(on: $0) } ?? Loop.current
             loop.add(keepAlive, forMode: .default)
             setup(loop)
@@ -93,6 +94,7 @@ final class BackgroundLoop: @unchecked Sendable {
             while !finished.value {
                 loop.run(mode: .default, timeout: .seconds(5))
             }
+            exited.value = true
         }
         thread.start()
         ready.wait()
@@ -103,8 +105,13 @@ final class BackgroundLoop: @unchecked Sendable {
     /// Stops the loop and joins its thread.
     func stop() {
         finished.value = true
-        loop.stop()
-        loop.wakeUp()
+        // A stop that lands between two runs ends neither (it ends the current run only), and on a virtual clock
+        // nothing else ends the next one: repeat until the thread has left its loop.
+        while !exited.value {
+            loop.stop()
+            loop.wakeUp()
+            usleep(1_000)
+        }
         thread.join()
     }
 }
