@@ -107,24 +107,13 @@ final class BackgroundLoop: @unchecked Sendable {
         finished.value = true
         // A stop that lands between two runs ends neither (it ends the current run only), and on a virtual clock
         // nothing else ends the next one: repeat until the thread has left its loop.
-        while !exited.value {
+        eventually(timeout: .seconds(60)) {
             loop.stop()
             loop.wakeUp()
-            usleep(1_000)
+            return exited.value
         }
         thread.join()
     }
-}
-
-/// Waits until `condition` holds, polling, for at most `timeout`.
-@discardableResult
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        usleep(200)
-    }
-    return condition()
 }
 
 /// Milliseconds between two loop instants.

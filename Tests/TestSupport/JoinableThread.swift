@@ -36,3 +36,14 @@ public func onThread<T>(_ body: @escaping @Sendable () -> T) -> T {
     thread.join()
     return result.value!
 }
+
+/// Waits until `condition` holds, polling, for at most `timeout`.
+@discardableResult
+public func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        usleep(200)
+    }
+    return condition()
+}

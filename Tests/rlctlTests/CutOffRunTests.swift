@@ -62,22 +62,13 @@ import TestSupport
         if let signal {
             // From the recording's start, not the process's: a loaded machine can take longer than `after` to
             // start a debug rlctl, and a signal before the recording began tests nothing here.
-            try waitForRecordingStart(in: trace)
+            // The recorder writes the trace's metadata when it starts.
+            #expect(eventually(timeout: .seconds(60)) { FileManager.default.fileExists(atPath: trace + "/metadata") },
+                    "rlctl did not start recording into \(trace)")
             usleep(UInt32(after * 1_000_000))
             rlctl.send(signal)
         }
         return (trace, rlctl.wait())
-    }
-
-    /// The recorder writes the trace's metadata when it starts.
-    private func waitForRecordingStart(in trace: String, within limit: Duration = .seconds(60)) throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + limit
-        while clock.now < deadline {
-            if FileManager.default.fileExists(atPath: trace + "/metadata") { return }
-            usleep(10_000)
-        }
-        Issue.record("rlctl did not start recording into \(trace) within \(limit)")
     }
 
     static func summary(_ trace: String) throws -> [String: Any] {
