@@ -96,10 +96,11 @@ public enum TraceSchema {
         case runBegin, runEnd, timerFireBegin, timerFireEnd, sourceSignal, sourcePerformBegin, sourcePerformEnd
         case blockBegin, blockEnd, observerBegin, observerEnd, wakeUp, loopCreate, itemLabel
 
+        // Inlinable: the recorder calls this for every activity event it writes, from another module.
+        @inlinable
         public static func activity(_ activity: LoopActivity) -> EventID {
             // On the CF activity bits (TraceValues: entry 1 … exit 128), not on LoopActivity's static members:
-            // those are globals of another module, and each comparison with one calls its accessor, on every
-            // activity event the recorder writes.
+            // a comparison with one of those would call its accessor.
             switch activity.rawValue {
             case 1: return .entry
             case 2: return .beforeTimers
