@@ -164,6 +164,7 @@ extension Loop {
     func modeState(_ mode: Mode) -> ModeState {
         if let state = modes[mode] { return state }
         let state = ModeState(mode: mode, waitSet: kernel.backend.makeWaitSet())
+        state.isCommon = commonModeSet.contains(mode)
         modes[mode] = state
         return state
     }

@@ -35,7 +35,7 @@ extension Loop {
     @discardableResult
     func doBlocks(_ frame: RunFrame) -> Bool {
         guard blocks.takeAll(into: &frame.blocks) else { return false }
-        let modeIsCommon = lock.withLock { commonModeSet.contains(frame.mode) }
+        let modeIsCommon = lock.withLock { frame.state.isCommon }
 
         var ran = false
         while let block = frame.blocks.popFirst() {
@@ -154,7 +154,7 @@ extension Loop {
             frame.unpublished.iterations += 1
             if let reason {
                 counters.sleeps += 1
-                counters.wakeUps[reason, default: 0] += 1
+                counters.countWakeUp(reason)
             }
             publishCounters(frame)
             return reason

@@ -50,22 +50,23 @@ public final class Loop: @unchecked Sendable {
     let kernel: Kernel
     let blocks = BlockQueue()
 
-    // Guarded by lock.
-    var modes: [Mode: ModeState] = [:]
-    var commonModeSet: Set<Mode> = [.default]
-    var commonItems: [any ModeItem] = []
-    var commonItemIDs: Set<ObjectIdentifier> = []
-    var runStack: [RunFrame] = []
-    var framePool: [RunFrame] = []
+    // Guarded by lock. `@exclusivity(unchecked)`: the lock orders every access, and the runtime's dynamic
+    // checks cost more than the rest of a wake-up's bookkeeping (see RunFrame).
+    @exclusivity(unchecked) var modes: [Mode: ModeState] = [:]
+    @exclusivity(unchecked) var commonModeSet: Set<Mode> = [.default]
+    @exclusivity(unchecked) var commonItems: [any ModeItem] = []
+    @exclusivity(unchecked) var commonItemIDs: Set<ObjectIdentifier> = []
+    @exclusivity(unchecked) var runStack: [RunFrame] = []
+    @exclusivity(unchecked) var framePool: [RunFrame] = []
     /// The mode the loop sleeps in, while it sleeps (step 7), so other threads can re-arm its timer.
-    var sleepingIn: ModeState?
+    @exclusivity(unchecked) var sleepingIn: ModeState?
     /// The run deadline of the sleeping run, combined with timers when re-arming.
-    var sleepingDeadline: UInt64 = 0
-    var isTornDown = false
-    var counters = Statistics()
+    @exclusivity(unchecked) var sleepingDeadline: UInt64 = 0
+    @exclusivity(unchecked) var isTornDown = false
+    @exclusivity(unchecked) var counters = Statistics()
 
     // Loop thread only.
-    var iteration: UInt64 = 0
+    @exclusivity(unchecked) var iteration: UInt64 = 0
 
     private let waiting = Atomic<Bool>(false)
     /// Set by the one thread whose wake-up writes the eventfd; cleared by the loop when it drains it, so
@@ -139,6 +140,7 @@ public final class Loop: @unchecked Sendable {
         lock.withLock {
             guard !isTornDown, commonModeSet.insert(mode).inserted else { return }
             let state = modeState(mode)
+            state.isCommon = true
             for item in commonItems where item.insert(into: state, loop: self) {
                 if let source = item as? LoopSource { scheduled.append((source, mode)) }
             }
@@ -292,7 +294,15 @@ extension Loop {
         /// Times the loop blocked waiting.
         public var sleeps: UInt64 = 0
         /// Wake-ups from a sleep, by what ended it.
-        public var wakeUps: [WakeReason: UInt64] = [:]
+        public var wakeUps: [WakeReason: UInt64] {
+            var byReason: [WakeReason: UInt64] = [:]
+            for reason in WakeReason.allCases where wakeUpCounts[Int(reason.rawValue)] != 0 {
+                byReason[reason] = wakeUpCounts[Int(reason.rawValue)]
+            }
+            return byReason
+        }
+        /// Indexed by the reason's raw value: counting a wake-up hashes nothing (it happens on every one).
+        var wakeUpCounts = [UInt64](repeating: 0, count: WakeReason.allCases.count)
         /// Timer callouts.
         public var timersFired: UInt64 = 0
         /// Custom source performs, descriptor callouts and port messages handled.
@@ -303,6 +313,9 @@ extension Loop {
         public var observerCallouts: UInt64 = 0
 
         /// Wake-ups counted for one reason.
-        public func wakeUps(_ reason: WakeReason) -> UInt64 { wakeUps[reason] ?? 0 }
+        public func wakeUps(_ reason: WakeReason) -> UInt64 { wakeUpCounts[Int(reason.rawValue)] }
+
+        /// Counts one wake-up for `reason`.
+        mutating func countWakeUp(_ reason: WakeReason) { wakeUpCounts[Int(reason.rawValue)] += 1 }
     }
 }

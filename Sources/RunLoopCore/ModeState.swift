@@ -2,20 +2,26 @@ import Glibc
 import Synchronization
 
 /// One mode's items in one loop. Guarded by the loop's lock, except where marked.
+///
+/// The stored `var`s are `@exclusivity(unchecked)`, like RunFrame's: the loop's lock already orders every
+/// access, and the runtime's checks were a large share of a wake-up's instructions.
 final class ModeState {
     let mode: Loop.Mode
     /// The name as a C string for tracers; lives as long as the mode.
     let cName: UnsafeMutablePointer<CChar>
+    /// Whether the mode is one of the loop's common modes (a mode never stops being common). Kept here so that
+    /// the steps that ask on every iteration read a flag instead of hashing the mode's name.
+    @exclusivity(unchecked) var isCommon = false
     /// Custom sources in the order they were added (performs are ordered at collection time).
-    var sources: [LoopSource] = []
+    @exclusivity(unchecked) var sources: [LoopSource] = []
     /// Descriptor sources by their epoll token (their id).
-    var descriptors: [UInt64: DescriptorSource] = [:]
+    @exclusivity(unchecked) var descriptors: [UInt64: DescriptorSource] = [:]
     /// Ports in the order they were added.
-    var ports: [LoopPort] = []
+    @exclusivity(unchecked) var ports: [LoopPort] = []
     /// Timers sorted by (fire date, sequence): the next to fire first.
-    var timers: [LoopTimer] = []
+    @exclusivity(unchecked) var timers: [LoopTimer] = []
     /// Observers sorted by (order, sequence).
-    var observers: [LoopObserver] = []
+    @exclusivity(unchecked) var observers: [LoopObserver] = []
     /// The union of the observers' activities, so an activity nobody watches costs one load, not a lock.
     /// Written under the loop's lock, read without it.
     let observedActivities = Atomic<UInt>(0)

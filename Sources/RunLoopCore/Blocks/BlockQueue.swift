@@ -11,7 +11,8 @@ final class BlockQueue: @unchecked Sendable {
     }
 
     private let lock = ConditionLock()
-    private var guarded = State()
+    /// Unchecked by the runtime's exclusivity checks: `lock` orders every access (see RunFrame).
+    @exclusivity(unchecked) private var guarded = State()
 
     private func withState<T>(_ body: (inout State) -> T) -> T {
         lock.lock()
