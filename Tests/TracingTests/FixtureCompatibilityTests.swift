@@ -52,21 +52,42 @@ import Testing
         return row.filter { !$0.value.isEmpty }
     }
 
-    @Test func todaysFormatReadsExactlyAsTheOldReaderReadIt() throws {
-        let (events, health) = try Self.readAll(Self.trace)
-        let golden = try String(contentsOfFile: Self.fixtures + "/mixed-v1.jsonl", encoding: .utf8)
-            .split(separator: "\n").map { line in
-                let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
-                return object.mapValues { "\($0)" }
-            }
-        #expect(events.count == 604)
+    /// The rows of a JSONL export, every value as text.
+    static func golden(_ name: String) throws -> [[String: String]] {
+        try String(contentsOfFile: fixtures + "/" + name, encoding: .utf8).split(separator: "\n").map { line in
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            return object.mapValues { "\($0)" }
+        }
+    }
+
+    /// Records an issue at the first event that differs from what the old reader read.
+    static func expectSameAsOldReader(_ events: [TraceEvent], golden: [[String: String]]) {
         #expect(events.count == golden.count)
-        for (index, (event, expected)) in zip(events, golden).enumerated() where Self.exported(event) != expected {
-            Issue.record("event \(index): read \(Self.exported(event)), the old reader read \(expected)")
+        for (index, (event, expected)) in zip(events, golden).enumerated() where exported(event) != expected {
+            Issue.record("event \(index): read \(exported(event)), the old reader read \(expected)")
             break
         }
+    }
+
+    @Test func todaysFormatReadsExactlyAsTheOldReaderReadIt() throws {
+        let (events, health) = try Self.readAll(Self.trace)
+        #expect(events.count == 604)
+        Self.expectSameAsOldReader(events, golden: try Self.golden("mixed-v1.jsonl"))
         #expect(Set(events.map(\.payload.eventName)).count == 18)
         #expect(health.isComplete && health.eventsSkipped == 0 && health.eventsRead == 604)
+    }
+
+    /// Fixtures/demo-lttng-v1 is an LTTng trace of runloop-demo recorded through the LTTng provider of commit
+    /// 088a5cc (`rlctl record --subbuf-size 4096 -- runloop-demo 0.3`), and demo-lttng-v1.jsonl that commit's
+    /// export of it: the CTF reader still reads LTTng traces of that provider, field by field.
+    @Test(.enabled(if: BabeltraceTestEnvironment.shouldRun, BabeltraceTestEnvironment.skipComment))
+    func anLTTngTraceOfTheOldProviderReadsExactlyAsTheOldReaderReadIt() throws {
+        let reader = try CTFTraceReader(path: Self.fixtures + "/demo-lttng-v1")
+        var events: [TraceEvent] = []
+        while let event = try reader.next() { events.append(event) }
+        #expect(events.count == 826)
+        Self.expectSameAsOldReader(events, golden: try Self.golden("demo-lttng-v1.jsonl"))
+        #expect(reader.health.isComplete && reader.health.eventsRead == 826)
     }
 
     // ===== a newer recorder's trace =====
