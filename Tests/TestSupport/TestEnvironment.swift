@@ -8,6 +8,10 @@ public enum TestEnvironment {
     /// the tests that need it are skipped.
     public static let isCI = ProcessInfo.processInfo.environment["CI"] == "true"
 
+    /// Whether this test process (and so the package it tests, built the same way) runs under ThreadSanitizer:
+    /// `swift test --sanitize=thread` links the TSan runtime, whose entry point is then visible (nil: RTLD_DEFAULT).
+    public static let isThreadSanitized = dlsym(nil, "__tsan_init") != nil
+
     /// The path of `tool` on PATH, or nil.
     public static func executable(_ tool: String) -> String? {
         for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {

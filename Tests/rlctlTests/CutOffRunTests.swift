@@ -143,7 +143,10 @@ import TestSupport
         #expect(verdict.status == 0 && verdict.stdout.contains("PASS loop.utilization"), "\(verdict.stdout)")
     }
 
-    @Test func heavyLossKeepsTheFiguresOfWhatWasRecordedAndFailsAsIncomplete() throws {
+    // Under ThreadSanitizer the instrumented flood is slower than the recorder's uninstrumented writer, so a 64 KiB
+    // buffer loses nothing and the test would have nothing to check.
+    @Test(.disabled(if: TestEnvironment.isThreadSanitized, "under ThreadSanitizer the flood no longer outruns the writer"))
+    func heavyLossKeepsTheFiguresOfWhatWasRecordedAndFailsAsIncomplete() throws {
         let (trace, result) = try record(["blocks", "--rate", "0", "--buffer-kib", "64", "--duration", "300ms"])
         defer { try? FileManager.default.removeItem(atPath: trace) }
         #expect(result.status == 0, "\(result.stderr)")
