@@ -131,7 +131,8 @@ let package = Package(
             name: "TracingTests", dependencies: ["Tracing", "TraceReading", "RunLoopCore", "TestSupport"],
             exclude: ["Fixtures"]   // read through #filePath: the compatibility traces (FixtureCompatibilityTests)
         ),
-        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "TraceReading", "Tracing", "RunLoopCore", "TestSupport"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "TraceReading", "Tracing", "RunLoopCore", "TestSupport",
+                                                            .product(name: "Histogram", package: "hdrhistogram-swift")]),
         // End to end: runs the built rlctl binary.
         .testTarget(name: "rlctlTests", dependencies: ["rlctl", "runloop-demo", "TestSupport"]),
     ]
