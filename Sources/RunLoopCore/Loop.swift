@@ -208,7 +208,7 @@ public final class Loop: @unchecked Sendable {
     /// - Returns: the timer; invalidate it to cancel the perform.
     @discardableResult
     public func perform(after delay: Duration, inModes modes: [Mode] = [.default], label: String? = nil,
-                        _ block: @escaping () -> Void) -> LoopTimer {
+                        _ block: @escaping @Sendable () -> Void) -> LoopTimer {
         requireUsage(delay >= .zero, "Loop.perform(after:): the delay must not be negative (got \(delay))")
         // On the loop's clock, which is not CLOCK_MONOTONIC on a virtual kernel.
         let timer = LoopTimer(fireAt: Instant(nanoseconds: now()).advanced(by: delay), label: label) { _ in block() }

@@ -75,16 +75,16 @@ import Testing
         let count = 1_000
         let fires = onThread { () -> [Int] in
             let loop = Loop.current
-            var fires = [Int](repeating: 0, count: count)
+            let fires = Shared([Int](repeating: 0, count: count))
             let start = Loop.Instant.now.advanced(by: .milliseconds(20))
             // 1,000 one-shot timers, four per grid slot of 1 ms, added in a scrambled order.
             for index in (0..<count).map({ ($0 * 389) % count }) {
                 let timer = LoopTimer(fireAt: start.advanced(by: .microseconds(250 * index)),
-                                      tolerance: .microseconds(100 * (index % 3))) { _ in fires[index] += 1 }
+                                      tolerance: .microseconds(100 * (index % 3))) { _ in fires.mutate { $0[index] += 1 } }
                 loop.add(timer, forMode: index % 2 == 0 ? .default : .common)
             }
             loop.run(mode: .default, timeout: .seconds(10))
-            return fires
+            return fires.value
         }
         #expect(fires.allSatisfy { $0 == 1 }, "timers fired \(Set(fires)) times")
     }

@@ -31,7 +31,7 @@ public final class DescriptorSource: @unchecked Sendable {
     /// A name for traces and summaries.
     public let label: String?
 
-    let handler: (DescriptorSource, Events) -> Void
+    let handler: @Sendable (DescriptorSource, Events) -> Void
     let binding = Binding()
     private let valid = Atomic<Bool>(true)
     /// Modes the source is in. Guarded by the owning loop's lock.
@@ -45,7 +45,7 @@ public final class DescriptorSource: @unchecked Sendable {
     ///   - label: a name for traces and summaries.
     ///   - handler: called on the loop's thread with the source and what is ready.
     public init(fileDescriptor: Int32, events: Events = .readable, order: Int = 0, label: String? = nil,
-                _ handler: @escaping (DescriptorSource, Events) -> Void) {
+                _ handler: @escaping @Sendable (DescriptorSource, Events) -> Void) {
         requireUsage(isOpenDescriptor(fileDescriptor),
                      "DescriptorSource: \(fileDescriptor) is not an open file descriptor of this process")
         requireUsage(!events.intersection([.readable, .writable]).isEmpty,

@@ -54,7 +54,7 @@ public final class LoopPort: @unchecked Sendable {
     /// A name for traces and summaries.
     public let label: String?
 
-    let handler: ((LoopPort, Message) -> Void)?
+    let handler: (@Sendable (LoopPort, Message) -> Void)?
     let binding = Binding()
     /// Modes the port is in. Guarded by the owning loop's lock.
     var modes: Set<Loop.Mode> = []
@@ -76,7 +76,7 @@ public final class LoopPort: @unchecked Sendable {
     ///   - handler: called on the loop's thread for each message once the port is scheduled; nil for a port
     ///     read with ``receive(timeout:)``.
     public init(capacity: Int = 4096, order: Int = 0, label: String? = nil,
-                _ handler: ((LoopPort, Message) -> Void)? = nil) {
+                _ handler: (@Sendable (LoopPort, Message) -> Void)? = nil) {
         requireUsage(capacity > 0, "LoopPort: capacity must be at least 1 (got \(capacity))")
         self.id = Sequence.next()
         self.capacity = capacity

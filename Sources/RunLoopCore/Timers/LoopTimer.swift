@@ -20,7 +20,7 @@ public final class LoopTimer: @unchecked Sendable {
     /// Kept for CFRunLoop compatibility; like CF, timers fire in fire-date order whatever their order.
     public let order: Int
 
-    let handler: (LoopTimer) -> Void
+    let handler: @Sendable (LoopTimer) -> Void
     let binding = Binding()
     let intervalNanoseconds: UInt64
     private let valid = Atomic<Bool>(true)
@@ -47,14 +47,14 @@ public final class LoopTimer: @unchecked Sendable {
     ///   - label: a name shown in traces and summaries.
     ///   - handler: called on the loop's thread with the timer.
     public convenience init(after delay: Duration, interval: Duration? = nil, tolerance: Duration = .zero, order: Int = 0,
-                            label: String? = nil, _ handler: @escaping (LoopTimer) -> Void) {
+                            label: String? = nil, _ handler: @escaping @Sendable (LoopTimer) -> Void) {
         self.init(fireAt: Loop.Instant.now.advanced(by: max(delay, .zero)), interval: interval, tolerance: tolerance,
                   order: order, label: label, handler)
     }
 
     /// Creates a timer that first fires at an absolute date on the loop's clock.
     public init(fireAt date: Loop.Instant, interval: Duration? = nil, tolerance: Duration = .zero, order: Int = 0,
-                label: String? = nil, _ handler: @escaping (LoopTimer) -> Void) {
+                label: String? = nil, _ handler: @escaping @Sendable (LoopTimer) -> Void) {
         if let interval {
             requireUsage(interval >= .zero, "LoopTimer: the interval must not be negative (got \(interval)); use nil for a one-shot timer")
         }
