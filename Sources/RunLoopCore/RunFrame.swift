@@ -25,7 +25,11 @@ final class RunFrame {
     var leftoverBlocks: [PendingBlock] = []
     var readyTokens: [(token: UInt64, readiness: Readiness)] = []
     var readySources: [ReadySource] = []
-    var messages: [(message: LoopPort.Message, sentAt: UInt64)] = []
+    /// The loop's wait count after this run's last wait: another value at step 9 means a nested run waited
+    /// since, so the wait's descriptor report may be stale.
+    var waitNumber: UInt64 = 0
+    /// Set when a port of the mode held a message as the loop was about to sleep (the sleep becomes a poll).
+    var messageBeforeSleep = false
     /// Counters gathered outside the lock and published at the next wait or at the run's end.
     var unpublished = CalloutCounts()
 
@@ -66,6 +70,7 @@ final class RunFrame {
         self.returnAfterSourceHandled = returnAfterSourceHandled
         self.depth = depth
         self.sink = LoopEventSink.current
+        self.messageBeforeSleep = false
         stopRequested.store(false, ordering: .relaxed)
     }
 
@@ -77,7 +82,6 @@ final class RunFrame {
         sources.removeAll(keepingCapacity: true)
         timers.removeAll(keepingCapacity: true)
         readySources.removeAll(keepingCapacity: true)
-        messages.removeAll(keepingCapacity: true)
     }
 
     func context(loop: Loop) -> LoopEventSink.Context {

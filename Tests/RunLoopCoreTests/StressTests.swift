@@ -89,6 +89,51 @@ import Testing
         #expect(fires.allSatisfy { $0 == 1 }, "timers fired \(Set(fires)) times")
     }
 
+    /// Rule 37: an item invalidated by one thread while another adds it is never left in a mode, and adding it
+    /// does nothing instead of stopping the process. Before the fix, either an invalid timer stayed in the mode
+    /// (holding its fire date) or the add stopped the process with "the LoopTimer was invalidated".
+    @Test func anItemInvalidatedWhileAnotherThreadAddsItIsNeverLeftInAMode() {
+        let background = BackgroundLoop()
+        defer { background.stop() }
+        let loop = background.loop
+        let mode: Loop.Mode = "add-invalidate-race"
+        let rounds = 20_000
+        let deadline = Loop.Instant.now.advanced(by: .seconds(20))
+        let timers = Shared<LoopTimer?>(nil)
+        let arrived = AtomicCounter(0)
+        let left = AtomicCounter(0)
+        // Two threads meet at a spin barrier each round: one adds the round's timer, the other invalidates it.
+        @Sendable func barrier(_ index: Int) {
+            arrived.add()
+            while arrived.value < 2 * (index + 1) {}
+        }
+        let adder = JoinableThread {
+            for round in 0..<rounds {
+                barrier(2 * round)
+                let timer = timers.value
+                if let timer { loop.add(timer, forMode: mode) }
+                barrier(2 * round + 1)
+                if let timer, loop.contains(timer, inMode: mode) { left.add() }
+            }
+        }
+        let invalidator = JoinableThread {
+            for round in 0..<rounds {
+                let timer = Loop.Instant.now < deadline
+                    ? LoopTimer(fireAt: .now.advanced(by: .seconds(3600))) { _ in } : nil
+                timers.value = timer
+                barrier(2 * round)
+                timer?.invalidate()
+                barrier(2 * round + 1)
+            }
+        }
+        adder.start()
+        invalidator.start()
+        adder.join()
+        invalidator.join()
+        #expect(left.value == 0)
+        #expect(loop.nextTimerFireDate(forMode: mode) == nil)
+    }
+
     @Test func concurrentAddRemoveAndRescheduleKeepTheTablesConsistent() {
         let background = BackgroundLoop()
         defer { background.stop() }

@@ -9,7 +9,8 @@ import Synchronization
 /// sends a message with a private reply port and waits for the reply.
 ///
 /// A port that is not scheduled in a loop can be read directly with ``receive(timeout:)``. The queue holds at
-/// most `capacity` messages; a sender finding it full waits for room, up to its send timeout.
+/// most `capacity` messages; a sender finding it full waits for room, up to its send timeout, except on the
+/// thread of the loop the port is scheduled in, where it fails at once (only that loop would make room).
 public final class LoopPort: @unchecked Sendable {
     /// One message: an id, bytes, and optionally a port to reply to.
     public struct Message: Sendable {
@@ -30,6 +31,8 @@ public final class LoopPort: @unchecked Sendable {
         case invalidPort
         /// The queue stayed full for the whole send timeout.
         case sendTimedOut
+        /// The queue is full and the sender is the thread of the loop that empties it: waiting would never end.
+        case queueFullOnLoopThread
         /// No message arrived within the receive timeout.
         case receiveTimedOut
         /// Another valid port is registered under this name.
@@ -39,6 +42,8 @@ public final class LoopPort: @unchecked Sendable {
             switch self {
             case .invalidPort: return "the port is invalid"
             case .sendTimedOut: return "the port's queue stayed full for the whole send timeout"
+            case .queueFullOnLoopThread:
+                return "the port's queue is full and only the sending thread's own loop empties it"
             case .receiveTimedOut: return "no message arrived within the receive timeout"
             case .nameInUse(let name): return "a port is already registered as \"\(name)\""
             }
@@ -138,6 +143,11 @@ public final class LoopPort: @unchecked Sendable {
         let deadline = LoopPort.deadline(after: timeout, what: "send timeout")
         queueLock.lock()
         while validFlag && queue.count >= capacity {
+            // Only this thread's loop would make room, and it is busy sending (rule 21a).
+            if let loop = deliveringLoop, loop.isOwnedByCurrentThread {
+                queueLock.unlock()
+                throw .queueFullOnLoopThread
+            }
             if !queueLock.wait(until: deadline) && queue.count >= capacity {
                 queueLock.unlock()
                 throw .sendTimedOut
@@ -152,7 +162,7 @@ public final class LoopPort: @unchecked Sendable {
         let loop = deliveringLoop
         queueLock.broadcast()
         queueLock.unlock()
-        loop?.portDidReceive()
+        loop?.portDidReceive(self)
     }
 
     /// Sends a request with a private reply port and waits for the reply.
@@ -220,14 +230,13 @@ public final class LoopPort: @unchecked Sendable {
         queueLock.withLock { deliveringLoop = loop }
     }
 
-    /// Takes up to `limit` queued messages for the handler, with their send times.
-    func takeMessages(limit: Int, into buffer: inout [(message: Message, sentAt: UInt64)]) {
+    /// Takes the oldest queued message for the handler, with its send time.
+    func takeMessage() -> (message: Message, sentAt: UInt64)? {
         queueLock.withLock {
-            let count = min(limit, queue.count)
-            guard count > 0 else { return }
-            for _ in 0..<count { buffer.append(queue.removeFirst()) }
-            pending.subtract(count, ordering: .releasing)
+            guard let first = queue.popFirst() else { return nil }
+            pending.subtract(1, ordering: .releasing)
             queueLock.broadcast()
+            return first
         }
     }
 
