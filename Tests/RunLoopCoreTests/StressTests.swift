@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import RunLoopCore
 import Synchronization
@@ -97,7 +98,7 @@ import Testing
         defer { background.stop() }
         let loop = background.loop
         let mode: Loop.Mode = "add-invalidate-race"
-        let rounds = 20_000
+        let rounds = 50_000
         let deadline = Loop.Instant.now.advanced(by: .seconds(20))
         let timers = Shared<LoopTimer?>(nil)
         let arrived = AtomicCounter(0)
@@ -132,6 +133,67 @@ import Testing
         invalidator.join()
         #expect(left.value == 0)
         #expect(loop.nextTimerFireDate(forMode: mode) == nil)
+    }
+
+    /// Rule 21a: a send wakes the loop only when it sleeps in a mode holding the port, so a loop about to sleep
+    /// must see a message that arrived after its step 5. One message at a time, each waited for: a lost wake-up
+    /// leaves a message undelivered until the 5 s run timeout, which fails the round.
+    @Test func aMessageSentAsTheLoopGoesToSleepIsNeverLeftWaiting() {
+        let background = BackgroundLoop()
+        defer { background.stop() }
+        let delivered = DispatchSemaphore(value: 0)
+        let port = LoopPort { _, _ in delivered.signal() }
+        background.loop.add(port, forMode: .default)
+        let deadline = Loop.Instant.now.advanced(by: .seconds(20))
+        var lost = 0
+        for round in 0..<20_000 where Loop.Instant.now < deadline {
+            try? port.send(msgid: Int32(round))
+            if delivered.wait(timeout: .now() + .seconds(2)) == .timedOut {
+                lost += 1
+                break
+            }
+        }
+        #expect(lost == 0)
+        port.invalidate()
+    }
+
+    /// Rule 20a: once a descriptor source's cancel handler has run, its handler is not running and never runs
+    /// again, whichever thread invalidates it and whenever. The descriptor stays readable, so the loop calls the
+    /// handler back to back while the test thread invalidates at a varying moment.
+    @Test func aCancelHandlerNeverOverlapsOrPrecedesAHandlerCall() throws {
+        var fds: [Int32] = [0, 0]
+        try #require(pipe(&fds) == 0)
+        defer { for fd in fds { close(fd) } }
+        var byte: UInt8 = 1
+        _ = write(fds[1], &byte, 1)   // never read: always readable
+        let background = BackgroundLoop()
+        defer { background.stop() }
+        let violations = AtomicCounter(0)
+        let deadline = Loop.Instant.now.advanced(by: .seconds(10))
+        var rounds = 0
+        while rounds < 1_000 && Loop.Instant.now < deadline {
+            rounds += 1
+            let inProgress = AtomicCounter(0)
+            let cancels = AtomicCounter(0)
+            let source = DescriptorSource(fileDescriptor: fds[0], cancel: { _ in
+                if inProgress.value != 0 { violations.add() }
+                cancels.add()
+            }) { _, _ in
+                inProgress.add()
+                if cancels.value != 0 { violations.add() }
+                for _ in 0..<200 { _ = Loop.Instant.now }   // a little work, so invalidations land inside it
+                if cancels.value != 0 { violations.add() }
+                inProgress.add(-1)
+            }
+            background.loop.add(source, forMode: .default)
+            let spin = rounds % 50
+            for _ in 0..<(spin * 20) { _ = Loop.Instant.now }
+            source.invalidate()
+            #expect(eventually { cancels.value == 1 })
+            usleep(100)
+            #expect(cancels.value == 1)
+        }
+        #expect(violations.value == 0)
     }
 
     @Test func concurrentAddRemoveAndRescheduleKeepTheTablesConsistent() {
