@@ -139,7 +139,8 @@ extension ModeState {
 
 extension Loop {
     /// Adds a timer to a mode (or, with ``Mode/common``, to every common mode, now and later).
-    /// A timer belongs to one loop at a time; adding it twice to a mode does nothing.
+    /// A timer belongs to one loop at a time; adding it twice to a mode does nothing. Adding an invalidated item
+    /// of any kind does nothing (another thread may have invalidated it a moment before).
     public func add(_ timer: LoopTimer, forMode mode: Mode) { addItem(timer, mode) }
     /// Removes a timer from a mode (with ``Mode/common``, from every common mode). The timer stays valid.
     public func remove(_ timer: LoopTimer, forMode mode: Mode) { removeItem(timer, mode) }
@@ -153,7 +154,9 @@ extension Loop {
     /// Whether the custom source is in the mode.
     public func contains(_ source: LoopSource, inMode mode: Mode) -> Bool { containsItem(source, mode) }
 
-    /// Starts watching a descriptor source's descriptor in a mode.
+    /// Starts watching a descriptor source's descriptor in a mode. A descriptor the kernel refuses (closed by
+    /// another thread, or already watched in the mode) leaves the source out and invalidated, with
+    /// ``DescriptorSource/watchFailure`` saying why.
     public func add(_ source: DescriptorSource, forMode mode: Mode) { addItem(source, mode) }
     /// Stops watching a descriptor source's descriptor in a mode. The descriptor is not closed.
     public func remove(_ source: DescriptorSource, forMode mode: Mode) { removeItem(source, mode) }

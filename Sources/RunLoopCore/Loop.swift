@@ -21,7 +21,7 @@ import Synchronization
 ///     2 BeforeSources
 ///     3 blocks for this mode (FIFO)
 ///     4 signalled custom sources, by (order, first-signal time); blocks again if any ran
-///     5 poll = (a source ran) or timeout == 0
+///     5 poll = (a source ran) or timeout == 0 or a port of the mode holds a message
 ///     6 if !poll: BeforeWaiting (a mode that became empty returns finished here instead of sleeping)
 ///     7 wait: a descriptor or port is ready, a timer is due, the timeout passes, wakeUp()/stop()
 ///     8 if !poll: AfterWaiting
@@ -171,7 +171,8 @@ public final class Loop: @unchecked Sendable {
 
     // ===== waking and stopping =====
 
-    /// Makes a sleeping loop go round once. Many wake-ups before the loop wakes collapse into one.
+    /// Makes a sleeping loop go round once. Many wake-ups before the loop wakes collapse into one, and one while
+    /// the loop is not running is not carried into its next run.
     public func wakeUp() {
         // One load first: under contention most callers see the flag set and skip the read-modify-write.
         guard !wakePending.load(ordering: .relaxed),

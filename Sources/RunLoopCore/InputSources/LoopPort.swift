@@ -4,7 +4,8 @@ import Synchronization
 /// A message port between threads (the NSMachPort / NSMessagePort / CFMessagePort analogue).
 ///
 /// A port scheduled in a loop delivers its messages to its handler on that loop's thread, in send order, none
-/// lost or duplicated while the port is valid. Sending works from any thread and wakes the loop. A port can be
+/// lost or duplicated while the port is valid: one at a time, and only while the port is in the running mode
+/// (a handler that removes it leaves the rest queued; one that invalidates it drops them). Sending works from any thread and wakes the loop. A port can be
 /// registered under a unique name and looked up by it, and ``sendRequest(msgid:data:sendTimeout:receiveTimeout:)``
 /// sends a message with a private reply port and waits for the reply.
 ///
@@ -129,10 +130,12 @@ public final class LoopPort: @unchecked Sendable {
 
     // ===== sending =====
 
-    /// Queues a message for the port's handler (or ``receive(timeout:)``) and wakes its loop.
+    /// Queues a message for the port's handler (or ``receive(timeout:)``) and wakes its loop if it sleeps in a
+    /// mode the port is in.
     /// - Parameters:
     ///   - timeout: how long to wait for room when the queue is full; nil waits as long as it takes.
-    /// - Throws: ``Failure/invalidPort``, ``Failure/sendTimedOut``.
+    /// - Throws: ``Failure/invalidPort``, ``Failure/sendTimedOut``, ``Failure/queueFullOnLoopThread`` (at once,
+    ///   on the thread of the loop the port is scheduled in).
     public func send(msgid: Int32, data: [UInt8] = [], replyTo replyPort: LoopPort? = nil,
                      timeout: Duration? = nil) throws(Failure) {
         try send(Message(msgid: msgid, data: data, replyPort: replyPort), timeout: timeout)

@@ -9,7 +9,8 @@ import Synchronization
 /// - `tolerance` lets the loop fire the timer anywhere in `[fireDate, fireDate + tolerance]` so that wake-ups of
 ///   several timers coalesce. Zero means "as soon as the clock allows".
 /// - A timer belongs to one loop but may be in several of its modes; rescheduling moves it in all of them.
-/// - A one-shot timer is invalidated after its callout.
+/// - A one-shot timer is invalidated after its callout, also when the callout moved its fire date or removed it
+///   from its modes.
 public final class LoopTimer: @unchecked Sendable {
     /// A process-unique id, as trace events report it.
     public let id: UInt64
