@@ -8,6 +8,7 @@
 import Dispatch
 import Glibc
 import RunLoopCore
+import Synchronization
 import Tracing
 
 @main
@@ -26,11 +27,11 @@ enum RunLoopDemo {
         }
 
         let loop = Loop.current
-        var frames = 0
+        // Handlers are @Sendable (they are added from any thread), so even loop-thread-only state is Sendable.
+        let frames = FrameCounter()
         let frame = LoopTimer(after: .milliseconds(16), interval: .milliseconds(16), tolerance: .milliseconds(2),
                               label: "frame") { _ in
-            frames += 1
-            if frames % 20 == 0 { burn(.milliseconds(24)) }   // a slow frame
+            if frames.next() % 20 == 0 { burn(.milliseconds(24)) }   // a slow frame
         }
         loop.add(frame, forMode: .common)
 
@@ -43,7 +44,7 @@ enum RunLoopDemo {
         let result = loop.run(mode: .default, timeout: .nanoseconds(Int64(seconds * 1e9)))
         producer.stop()
         mover.stop()
-        print("runloop-demo: \(frames) frames, run ended \(result)")
+        print("runloop-demo: \(frames.value) frames, run ended \(result)")
     }
 
     /// Spends CPU time on the calling thread, like real work.
@@ -51,6 +52,13 @@ enum RunLoopDemo {
         let end = Loop.Instant.now.advanced(by: duration)
         while Loop.Instant.now < end {}
     }
+}
+
+/// How many frames were drawn.
+final class FrameCounter: Sendable {
+    private let count = Atomic<Int>(0)
+    func next() -> Int { count.add(1, ordering: .relaxed).newValue }
+    var value: Int { count.load(ordering: .relaxed) }
 }
 
 /// A background thread calling `body` periodically until stopped.

@@ -10,16 +10,16 @@ protocol ModeItem: AnyObject {
     var binding: Binding { get }
     var modes: Set<Loop.Mode> { get set }
     var isValid: Bool { get }
-    /// Adds the item to a mode's tables (lock held).
-    func attach(to state: ModeState, loop: Loop)
+    /// Adds the item to a mode's tables (lock held); false when the kernel refused it (a descriptor source only).
+    func attach(to state: ModeState, loop: Loop) -> Bool
     /// Removes the item from a mode's tables (lock held).
     func detach(from state: ModeState, loop: Loop)
 }
 
 extension ModeItem {
     func insert(into state: ModeState, loop: Loop) -> Bool {
-        guard modes.insert(state.mode).inserted else { return false }
-        attach(to: state, loop: loop)
+        guard !modes.contains(state.mode), attach(to: state, loop: loop) else { return false }
+        modes.insert(state.mode)
         return true
     }
 
@@ -47,14 +47,20 @@ extension ModeItem {
 extension LoopTimer: ModeItem {
     static var kindName: String { "LoopTimer" }
     static var traceKind: LoopEventSink.ItemKind { .timer }
-    func attach(to state: ModeState, loop: Loop) { state.insertTimer(self) }
+    func attach(to state: ModeState, loop: Loop) -> Bool {
+        state.insertTimer(self)
+        return true
+    }
     func detach(from state: ModeState, loop: Loop) { state.removeTimer(self) }
 }
 
 extension LoopSource: ModeItem {
     static var kindName: String { "LoopSource" }
     static var traceKind: LoopEventSink.ItemKind { .source }
-    func attach(to state: ModeState, loop: Loop) { state.sources.append(self) }
+    func attach(to state: ModeState, loop: Loop) -> Bool {
+        state.sources.append(self)
+        return true
+    }
     func detach(from state: ModeState, loop: Loop) { state.sources.removeAll { $0 === self } }
 }
 
@@ -62,22 +68,29 @@ extension DescriptorSource: ModeItem {
     static var kindName: String { "DescriptorSource" }
     static var traceKind: LoopEventSink.ItemKind { .descriptor }
 
-    func attach(to state: ModeState, loop: Loop) {
+    /// A descriptor closed by another thread (EBADF) or already watched in this mode (EEXIST) is a runtime race in
+    /// a server, not a programming error: the refusal is recorded and the add fails (the loop then invalidates the
+    /// source). A regular file (EPERM) can never be watched, which only a mistake explains.
+    func attach(to state: ModeState, loop: Loop) -> Bool {
         if let error = loop.kernel.backend.watch(fileDescriptor, for: epollInterest, token: id, in: state.waitSet) {
-            switch error.errno {
-            case EEXIST:
-                usageFailure("DescriptorSource: descriptor \(fileDescriptor) is already watched in mode \(state.mode) by another DescriptorSource; use one source per descriptor and mode")
-            case EPERM:
-                usageFailure("DescriptorSource: descriptor \(fileDescriptor) cannot be watched (a regular file or directory is always ready; read it directly)")
-            default:
-                usageFailure("DescriptorSource: descriptor \(fileDescriptor) cannot be watched: \(error) (was it closed before the source was added?)")
-            }
+            requireUsage(error.errno != EPERM, "DescriptorSource: descriptor \(fileDescriptor) cannot be watched (a regular file or directory is always ready; read it directly)")
+            recordWatchFailure(WatchFailure(errno: error.errno, mode: state.mode))
+            return false
         }
+        // A registration of a closed descriptor whose number was reused is gone from the kernel: the new one owns
+        // the number now.
+        state.watchers[fileDescriptor] = id
         state.descriptors[id] = self
+        return true
     }
 
+    /// Unwatches only this source's own registration: a source whose descriptor was closed and whose number now
+    /// belongs to another source must not unwatch that one (rule 20a).
     func detach(from state: ModeState, loop: Loop) {
-        loop.kernel.backend.unwatch(fileDescriptor, in: state.waitSet)
+        if state.watchers[fileDescriptor] == id {
+            loop.kernel.backend.unwatch(fileDescriptor, in: state.waitSet)
+            state.watchers[fileDescriptor] = nil
+        }
         state.descriptors[id] = nil
     }
 }
@@ -86,9 +99,10 @@ extension LoopPort: ModeItem {
     static var kindName: String { "LoopPort" }
     static var traceKind: LoopEventSink.ItemKind { .port }
 
-    func attach(to state: ModeState, loop: Loop) {
-        if modes.count == 1 { setDeliveringLoop(loop) }
+    func attach(to state: ModeState, loop: Loop) -> Bool {
+        if modes.isEmpty { setDeliveringLoop(loop) }
         state.ports.append(self)
+        return true
     }
 
     func detach(from state: ModeState, loop: Loop) {
@@ -100,7 +114,10 @@ extension LoopPort: ModeItem {
 extension LoopObserver: ModeItem {
     static var kindName: String { "LoopObserver" }
     static var traceKind: LoopEventSink.ItemKind { .observer }
-    func attach(to state: ModeState, loop: Loop) { state.insertObserver(self) }
+    func attach(to state: ModeState, loop: Loop) -> Bool {
+        state.insertObserver(self)
+        return true
+    }
     func detach(from state: ModeState, loop: Loop) { state.removeObserver(self) }
 }
 
@@ -122,7 +139,8 @@ extension ModeState {
 
 extension Loop {
     /// Adds a timer to a mode (or, with ``Mode/common``, to every common mode, now and later).
-    /// A timer belongs to one loop at a time; adding it twice to a mode does nothing.
+    /// A timer belongs to one loop at a time; adding it twice to a mode does nothing. Adding an invalidated item
+    /// of any kind does nothing (another thread may have invalidated it a moment before).
     public func add(_ timer: LoopTimer, forMode mode: Mode) { addItem(timer, mode) }
     /// Removes a timer from a mode (with ``Mode/common``, from every common mode). The timer stays valid.
     public func remove(_ timer: LoopTimer, forMode mode: Mode) { removeItem(timer, mode) }
@@ -136,7 +154,9 @@ extension Loop {
     /// Whether the custom source is in the mode.
     public func contains(_ source: LoopSource, inMode mode: Mode) -> Bool { containsItem(source, mode) }
 
-    /// Starts watching a descriptor source's descriptor in a mode.
+    /// Starts watching a descriptor source's descriptor in a mode. A descriptor the kernel refuses (closed by
+    /// another thread, or already watched in the mode) leaves the source out and invalidated, with
+    /// ``DescriptorSource/watchFailure`` saying why.
     public func add(_ source: DescriptorSource, forMode mode: Mode) { addItem(source, mode) }
     /// Stops watching a descriptor source's descriptor in a mode. The descriptor is not closed.
     public func remove(_ source: DescriptorSource, forMode mode: Mode) { removeItem(source, mode) }
@@ -169,9 +189,12 @@ extension Loop {
         return state
     }
 
+    /// Adding an invalid item does nothing, as in CF: another thread may have invalidated it a moment ago, which
+    /// is a race in the caller's program, not a mistake in this call (rule 37, issue 11 item 5).
     private func addItem<Item: ModeItem>(_ item: Item, _ mode: Mode) {
-        requireUsage(item.isValid, "Loop.add(_:forMode:): the \(Item.kindName) was invalidated; invalidation is permanent, create a new one")
+        guard item.isValid else { return }
         var joined: [Mode] = []
+        var refused = false
         lock.lock()
         guard !isTornDown else {
             lock.unlock()
@@ -182,19 +205,37 @@ extension Loop {
             lock.unlock()
             usageFailure("Loop.add(_:forMode:): the \(Item.kindName) already belongs to another loop; remove it there first (an item belongs to one loop at a time)")
         }
+        // Again now that it is bound: an invalidate() that ran before the binding found no loop to remove it
+        // from, so this add must not put it in a mode. One that runs after waits for this lock and removes it.
+        guard item.isValid else {
+            releaseIfInNoMode(item)
+            lock.unlock()
+            return
+        }
         if firstBinding { assignSequence(item) }
         if mode == .common {
             if commonItemIDs.insert(ObjectIdentifier(item)).inserted {
                 commonItems.append(item)
-                for common in commonModeSet where item.insert(into: modeState(common), loop: self) {
-                    joined.append(common)
+                for common in commonModeSet {
+                    if item.insert(into: modeState(common), loop: self) {
+                        joined.append(common)
+                    } else if !item.modes.contains(common) {
+                        refused = true
+                    }
                 }
             }
         } else if item.insert(into: modeState(mode), loop: self) {
             joined.append(mode)
+        } else {
+            refused = !item.modes.contains(mode)
         }
+        if refused { releaseIfInNoMode(item) }
         if Item.self == LoopTimer.self { timersDidChange() }
         lock.unlock()
+        if refused, let source = item as? DescriptorSource {
+            // The kernel refused the descriptor: the source is invalidated, which runs its cancel handler.
+            source.invalidate()
+        }
         if firstBinding, let label = item.label, let sink = LoopEventSink.current {
             sink.itemLabeled(id: item.id, kind: Item.traceKind, label: label)
         }
@@ -220,9 +261,7 @@ extension Loop {
         } else if let state = modes[mode], item.remove(from: state, loop: self) {
             left.append(mode)
         }
-        if item.modes.isEmpty && !commonItemIDs.contains(ObjectIdentifier(item)) {
-            item.binding.release()
-        }
+        releaseIfInNoMode(item)
         if Item.self == LoopTimer.self { timersDidChange() }
         lock.unlock()
         if let source = item as? LoopSource, let cancel = source.cancel {
@@ -235,6 +274,13 @@ extension Loop {
             guard item.binding.loop === self else { return false }
             if mode == .common { return commonItemIDs.contains(ObjectIdentifier(item)) }
             return item.modes.contains(mode)
+        }
+    }
+
+    /// Unbinds an item that is in none of this loop's modes and not a common item (lock held).
+    private func releaseIfInNoMode<Item: ModeItem>(_ item: Item) {
+        if item.modes.isEmpty && !commonItemIDs.contains(ObjectIdentifier(item)) {
+            item.binding.release()
         }
     }
 

@@ -61,10 +61,13 @@ extension Loop {
         doBlocks(frame)                                                      // 3
         var sourceHandled = doCustomSources(frame)                           // 4
         if sourceHandled { doBlocks(frame) }
-        let poll = sourceHandled || frame.pollsOnly                          // 5
+        var poll = sourceHandled || frame.pollsOnly                          // 5
         if !poll {
-            if let result = resultInsteadOfSleeping(frame) { return result }
-            notifyObservers(.beforeWaiting, frame)                           // 6
+            switch sleepDecision(frame) {
+            case .finish(let result): return result
+            case .poll: poll = true
+            case .sleep: notifyObservers(.beforeWaiting, frame)              // 6
+            }
         }
         waitForWakeUp(frame, poll: poll)                                     // 7
         if !poll { notifyObservers(.afterWaiting, frame) }                   // 8
@@ -79,6 +82,7 @@ extension Loop {
         lock.lock()
         defer { lock.unlock() }
         guard !isTornDown, mode != .common else { return nil }
+        if runStack.isEmpty { discardWakeUpFromBeforeTheRun() }
         // A mode never used holds no item, but a block performed for it keeps it alive (and so creates it).
         let existing = modes[mode] ?? (blocks.hasBlock(for: mode, modeIsCommon: commonModeSet.contains(mode)) ? modeState(mode) : nil)
         guard let state = existing, !isEmpty(state) else { return nil }
@@ -108,11 +112,30 @@ extension Loop {
         return !blocks.hasBlock(for: state.mode, modeIsCommon: state.isCommon)
     }
 
-    /// Better than CF: a mode that became empty during the iteration ends the run instead of sleeping until the
-    /// timeout.
-    private func resultInsteadOfSleeping(_ frame: RunFrame) -> RunResult? {
-        guard lock.withLock({ isEmpty(frame.state) }) else { return nil }
-        return iterationResult(frame, sourceHandled: false) ?? .finished
+    /// Rule 33: a wake-up while the loop was not running is not carried into the run (CF drains its wake-up port
+    /// on entry). Only the outermost run: a nested run's wake-up arrived while the loop was running.
+    /// Cleared after the drain, as after a wait: a wake-up that lands in between finds the flag set and writes
+    /// nothing, and what it announced is seen by the run's first iteration anyway.
+    private func discardWakeUpFromBeforeTheRun() {
+        guard wakePending.load(ordering: .acquiring) else { return }
+        kernel.consumeWakeUp()
+        wakePending.store(false, ordering: .releasing)
+    }
+
+    /// What step 6 does instead of going to sleep, decided under one lock.
+    private enum SleepDecision {
+        /// Better than CF: a mode that became empty during the iteration ends the run instead of sleeping until
+        /// the timeout.
+        case finish(RunResult)
+        /// A port of the mode holds a message: like a handled source, it makes the iteration a poll (rule 21a).
+        case poll
+        case sleep
+    }
+
+    private func sleepDecision(_ frame: RunFrame) -> SleepDecision {
+        let (empty, message) = lock.withLock { (isEmpty(frame.state), hasQueuedMessage(frame.state)) }
+        if empty { return .finish(iterationResult(frame, sourceHandled: false) ?? .finished) }
+        return message ? .poll : .sleep
     }
 
     /// Step 10: the first that applies of handledSource, timedOut, stopped, finished; nil to go round again.

@@ -103,7 +103,11 @@ extension Loop {
     /// Sleeps until something happens (or only polls), then records what woke the loop.
     func waitForWakeUp(_ frame: RunFrame, poll: Bool) {
         let sleptFrom = poll ? 0 : prepareToSleep(frame)
-        let ready = kernel.wait(frame.state.waitSet, poll: poll)
+        // A message that reached one of the mode's ports since step 5 turns the sleep into a poll: its send saw
+        // no sleeping loop to wake (rule 21a).
+        let ready = kernel.wait(frame.state.waitSet, poll: poll || frame.messageBeforeSleep)
+        waitCount &+= 1
+        frame.waitNumber = waitCount
         if !poll { setWaiting(false) }
         let sawTimer = consumeWakeUp(ready, frame)
         recordWakeUp(frame, poll: poll, sawTimer: sawTimer, sleptFrom: sleptFrom)
@@ -118,6 +122,9 @@ extension Loop {
             kernel.arm(deadline: wakeDeadline(for: state, runDeadline: frame.deadline))
             sleepingIn = state
             sleepingDeadline = frame.deadline
+            // Under the lock that a port's send checks `sleepingIn` under: either it wakes this sleep or this
+            // sees its message.
+            frame.messageBeforeSleep = hasQueuedMessage(state)
         }
         setWaiting(true)
         return frame.sink != nil ? now() : 0
@@ -169,7 +176,7 @@ extension Loop {
         if frame.stopRequested.load(ordering: .acquiring) { return .stop }
         if sawTimer { return now() >= frame.deadline ? .timeout : .timer }
         if !frame.readyTokens.isEmpty { return .descriptor }
-        if frame.state.ports.contains(where: { $0.queuedCount > 0 }) { return .port }
+        if hasQueuedMessage(frame.state) { return .port }
         if frame.state.sources.contains(where: { $0.isSignaled }) { return .source }
         return .manual
     }
@@ -223,23 +230,28 @@ extension Loop {
 
         lock.lock()
         timer.isFiring = false
-        if timer.isValid && timer.binding.loop === self {
-            if timer.intervalNanoseconds == 0 {
-                // One-shot: invalidated after its callout, even if the callout moved its fire date.
+        let boundHere = timer.binding.loop === self
+        if timer.intervalNanoseconds == 0 {
+            // One-shot: invalidated after its callout, even if the callout moved its fire date or removed it
+            // from its modes (rule 23).
+            if boundHere && timer.isValid {
                 timer.markInvalid()
                 _ = detach(timer)
-            } else if !timer.fireDateSetDuringCallout {
-                let next = LoopTimer.nextGridDate(after: scheduled, interval: timer.intervalNanoseconds,
-                                                  now: now())
-                timer.missedSlots = next.skipped
-                reschedule(timer, to: next.date)
             }
+        } else if boundHere && timer.isValid && !timer.fireDateSetDuringCallout {
+            let next = LoopTimer.nextGridDate(after: scheduled, interval: timer.intervalNanoseconds, now: now())
+            timer.missedSlots = next.skipped
+            reschedule(timer, to: next.date)
         }
         lock.unlock()
+        // Removed from its modes by the callout (unbound) or moved to another loop: invalidate() takes the lock
+        // of wherever it is now.
+        if timer.intervalNanoseconds == 0 && !boundHere { timer.invalidate() }
     }
 
     /// Handles ready descriptor sources and ports with messages, by (order, id); with returnAfterSourceHandled
-    /// only the first. Returns whether any was handled.
+    /// only the first. Returns whether any was handled. Each source is checked again just before its call: an
+    /// earlier callout of the pass (or a nested run it started) may have removed it, or consumed its readiness.
     func doReadySources(_ frame: RunFrame) -> Bool {
         let state = frame.state!
         lock.withLock {
@@ -261,11 +273,14 @@ extension Loop {
         for ready in frame.readySources {
             switch ready {
             case .descriptor(let source, let events):
-                guard source.isValid else { continue }
+                guard let events = currentEvents(of: source, reported: events, frame), source.beginCall() else {
+                    continue
+                }
                 frame.sink?.sourcePerformBegin(frame.context(loop: self), sourceID: source.id, kind: .descriptor,
                                                order: source.order, signaled: 0)
                 source.handler(source, events)
                 frame.sink?.sourcePerformEnd(frame.context(loop: self), sourceID: source.id)
+                source.endCall()
                 frame.unpublished.sourcesHandled += 1
                 handled = true
             case .port(let port):
@@ -277,19 +292,45 @@ extension Loop {
         return handled
     }
 
-    /// Delivers the messages queued on `port` now (one with returnAfterSourceHandled), in send order.
+    /// What to hand a descriptor's handler: nil when the source left this mode (or the loop) since the wait,
+    /// or when a nested run waited since and the descriptor is no longer ready (its readiness was consumed; a
+    /// blocking read would hang). Without a nested wait the report is the wait's own: no syscall.
+    private func currentEvents(of source: DescriptorSource, reported: DescriptorSource.Events,
+                               _ frame: RunFrame) -> DescriptorSource.Events? {
+        let stillHere = lock.withLock { frame.state.descriptors[source.id] === source }
+        guard stillHere else { return nil }
+        guard waitCount != frame.waitNumber else { return reported }
+        let now = kernel.backend.currentReadiness(of: source.fileDescriptor, for: source.epollInterest)
+        let events = DescriptorSource.events(from: now)
+        return events.isEmpty ? nil : events
+    }
+
+    /// Delivers `port`'s messages one at a time, in send order, while the port is still in this mode: a handler
+    /// that removes it leaves the rest queued, one that invalidates it drops them, and a nested run it starts
+    /// delivers the next ones itself (rule 21a). At most the messages queued when the pass reaches the port
+    /// (one with returnAfterSourceHandled), so a sender that keeps the queue full cannot hold the loop here.
     private func deliverMessages(of port: LoopPort, _ frame: RunFrame) -> Bool {
         guard let handler = port.handler else { return false }
-        port.takeMessages(limit: frame.returnAfterSourceHandled ? 1 : Int.max, into: &frame.messages)
-        for (message, sentAt) in frame.messages {
+        var budget = frame.returnAfterSourceHandled ? 1 : port.queuedCount
+        var delivered = false
+        while budget > 0, isScheduled(port, frame), let (message, sentAt) = port.takeMessage() {
+            budget -= 1
             frame.sink?.sourcePerformBegin(frame.context(loop: self), sourceID: port.id, kind: .port,
                                            order: port.order, signaled: sentAt)
             handler(port, message)
             frame.sink?.sourcePerformEnd(frame.context(loop: self), sourceID: port.id)
             frame.unpublished.sourcesHandled += 1
+            delivered = true
         }
-        let delivered = !frame.messages.isEmpty
-        frame.messages.removeAll(keepingCapacity: true)
         return delivered
+    }
+
+    private func isScheduled(_ port: LoopPort, _ frame: RunFrame) -> Bool {
+        lock.withLock { frame.state.ports.contains { $0 === port } }
+    }
+
+    /// Whether a port of the mode holds a message (lock held).
+    func hasQueuedMessage(_ state: ModeState) -> Bool {
+        state.ports.contains { $0.queuedCount > 0 }
     }
 }

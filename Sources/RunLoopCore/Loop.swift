@@ -21,7 +21,7 @@ import Synchronization
 ///     2 BeforeSources
 ///     3 blocks for this mode (FIFO)
 ///     4 signalled custom sources, by (order, first-signal time); blocks again if any ran
-///     5 poll = (a source ran) or timeout == 0
+///     5 poll = (a source ran) or timeout == 0 or a port of the mode holds a message
 ///     6 if !poll: BeforeWaiting (a mode that became empty returns finished here instead of sleeping)
 ///     7 wait: a descriptor or port is ready, a timer is due, the timeout passes, wakeUp()/stop()
 ///     8 if !poll: AfterWaiting
@@ -67,6 +67,8 @@ public final class Loop: @unchecked Sendable {
 
     // Loop thread only.
     @exclusivity(unchecked) var iteration: UInt64 = 0
+    /// Kernel waits so far, nested runs' included (see ``RunFrame/waitNumber``).
+    @exclusivity(unchecked) var waitCount: UInt64 = 0
 
     private let waiting = Atomic<Bool>(false)
     /// Set by the one thread whose wake-up writes the eventfd; cleared by the loop when it drains it, so
@@ -137,16 +139,23 @@ public final class Loop: @unchecked Sendable {
     public func addCommonMode(_ mode: Mode) {
         requireUsage(mode != .common, "Loop.addCommonMode: .common is the token for the common modes, not a mode")
         var scheduled: [(LoopSource, Mode)] = []
+        var refused: [DescriptorSource] = []
         lock.withLock {
             guard !isTornDown, commonModeSet.insert(mode).inserted else { return }
             let state = modeState(mode)
             state.isCommon = true
-            for item in commonItems where item.insert(into: state, loop: self) {
-                if let source = item as? LoopSource { scheduled.append((source, mode)) }
+            for item in commonItems {
+                if item.insert(into: state, loop: self) {
+                    if let source = item as? LoopSource { scheduled.append((source, mode)) }
+                } else if let source = item as? DescriptorSource, !source.modes.contains(mode) {
+                    refused.append(source)
+                }
             }
             timersDidChange()
         }
         for (source, mode) in scheduled { source.schedule?(self, mode) }
+        // As in add(_:forMode:): a descriptor the kernel refused (closed meanwhile) invalidates its source.
+        for source in refused { source.invalidate() }
     }
 
     /// Counters since the loop was created.
@@ -164,7 +173,8 @@ public final class Loop: @unchecked Sendable {
 
     // ===== waking and stopping =====
 
-    /// Makes a sleeping loop go round once. Many wake-ups before the loop wakes collapse into one.
+    /// Makes a sleeping loop go round once. Many wake-ups before the loop wakes collapse into one, and one while
+    /// the loop is not running is not carried into its next run.
     public func wakeUp() {
         // One load first: under contention most callers see the flag set and skip the read-modify-write.
         guard !wakePending.load(ordering: .relaxed),
@@ -210,7 +220,7 @@ public final class Loop: @unchecked Sendable {
     /// - Returns: the timer; invalidate it to cancel the perform.
     @discardableResult
     public func perform(after delay: Duration, inModes modes: [Mode] = [.default], label: String? = nil,
-                        _ block: @escaping () -> Void) -> LoopTimer {
+                        _ block: @escaping @Sendable () -> Void) -> LoopTimer {
         requireUsage(delay >= .zero, "Loop.perform(after:): the delay must not be negative (got \(delay))")
         // On the loop's clock, which is not CLOCK_MONOTONIC on a virtual kernel.
         let timer = LoopTimer(fireAt: Instant(nanoseconds: now()).advanced(by: delay), label: label) { _ in block() }
@@ -228,9 +238,11 @@ public final class Loop: @unchecked Sendable {
         if blocks.append(block) { wakeUp() }
     }
 
-    /// Called by a port scheduled here when a message arrives.
-    func portDidReceive() {
-        wakeUp()
+    /// Called by a port scheduled here when a message arrives: wakes the loop only if it sleeps in a mode that
+    /// holds the port (rule 21a). A run about to sleep checks the ports under the same lock, so it cannot miss it.
+    func portDidReceive(_ port: LoopPort) {
+        let wake = lock.withLock { sleepingIn?.ports.contains { $0 === port } ?? false }
+        if wake { wakeUp() }
     }
 
     // ===== thread exit =====
@@ -240,23 +252,29 @@ public final class Loop: @unchecked Sendable {
     func threadDidExit() {
         var cancels: [(LoopSource, Mode)] = []
         var dropped = blocks.close()
+        // Everything the tables held is released after the lock is dropped: the last reference to an item (or
+        // to what its handlers capture) may go with them, and a deinit may use this loop (rule 37).
+        var released: [any ModeItem] = []
+        var releasedModes: [Mode: ModeState] = [:]
         lock.withLock {
             isTornDown = true
             for state in modes.values {
                 for source in state.sources { cancels.append((source, state.mode)) }
+                released.append(contentsOf: state.allItems)
             }
-            for state in modes.values {
-                for item in state.allItems { item.removeFromAllModes(loop: self) }
-            }
-            for item in commonItems { item.removeFromAllModes(loop: self) }
+            released.append(contentsOf: commonItems)
+            for item in released { item.removeFromAllModes(loop: self) }
             commonItems.removeAll()
             commonItemIDs.removeAll()
             for state in modes.values { kernel.backend.close(state.waitSet) }
-            modes.removeAll()
+            swap(&releasedModes, &modes)
             framePool.removeAll()
         }
         closeDescriptors()
         for (source, mode) in cancels { source.cancel?(self, mode) }
+        cancels.removeAll()
+        released.removeAll()
+        releasedModes.removeAll()
         // Blocks are released here, on the loop's thread, after the lock is dropped (their captures may run deinit code).
         dropped.removeAll()
     }

@@ -16,6 +16,9 @@ final class ModeState {
     @exclusivity(unchecked) var sources: [LoopSource] = []
     /// Descriptor sources by their epoll token (their id).
     @exclusivity(unchecked) var descriptors: [UInt64: DescriptorSource] = [:]
+    /// Which source's registration a descriptor number is in this mode's wait set: a source whose descriptor
+    /// was closed, its number reused by another source, must not unwatch that one (rule 20a).
+    @exclusivity(unchecked) var watchers: [Int32: UInt64] = [:]
     /// Ports in the order they were added.
     @exclusivity(unchecked) var ports: [LoopPort] = []
     /// Timers sorted by (fire date, sequence): the next to fire first.

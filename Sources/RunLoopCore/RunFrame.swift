@@ -30,7 +30,11 @@ final class RunFrame {
     @exclusivity(unchecked) var leftoverBlocks: [PendingBlock] = []
     @exclusivity(unchecked) var readyTokens: [(token: UInt64, readiness: Readiness)] = []
     @exclusivity(unchecked) var readySources: [ReadySource] = []
-    @exclusivity(unchecked) var messages: [(message: LoopPort.Message, sentAt: UInt64)] = []
+    /// The loop's wait count after this run's last wait: another value at step 9 means a nested run waited
+    /// since, so the wait's descriptor report may be stale.
+    @exclusivity(unchecked) var waitNumber: UInt64 = 0
+    /// Set when a port of the mode held a message as the loop was about to sleep (the sleep becomes a poll).
+    @exclusivity(unchecked) var messageBeforeSleep = false
     /// Counters gathered outside the lock and published at the next wait or at the run's end.
     @exclusivity(unchecked) var unpublished = CalloutCounts()
 
@@ -71,6 +75,7 @@ final class RunFrame {
         self.returnAfterSourceHandled = returnAfterSourceHandled
         self.depth = depth
         self.sink = LoopEventSink.current
+        self.messageBeforeSleep = false
         stopRequested.store(false, ordering: .relaxed)
     }
 
@@ -82,7 +87,6 @@ final class RunFrame {
         sources.removeAll(keepingCapacity: true)
         timers.removeAll(keepingCapacity: true)
         readySources.removeAll(keepingCapacity: true)
-        messages.removeAll(keepingCapacity: true)
     }
 
     func context(loop: Loop) -> LoopEventSink.Context {

@@ -111,11 +111,11 @@ public final class WorkloadRunner: @unchecked Sendable {
     }
 
     private static func startJank(_ spec: WorkloadSpec.Jank, index: Int, loop: Loop) -> () -> Void {
-        var count = 0
-        let every = spec.every, cost = spec.cost.duration
+        let count = Counter()
+        let every = UInt64(spec.every), cost = spec.cost.duration
         let timer = LoopTimer(after: spec.interval.duration, interval: spec.interval.duration, label: "jank-\(index + 1)") { _ in
-            count += 1
-            if count % every == 0 { burn(cost) }
+            count.add()
+            if count.value % every == 0 { burn(cost) }
         }
         loop.add(timer, forMode: .default)
         return { timer.invalidate() }

@@ -10,13 +10,16 @@ import Testing
         let expected = (0..<total).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 / 251) }
         let received = onThread { () -> [UInt8] in
             let loop = Loop.current
-            var received: [UInt8] = []
-            received.reserveCapacity(total)
+            let received = Shared<[UInt8]>([])
+            received.value.reserveCapacity(total)
             let source = DescriptorSource(fileDescriptor: readEnd) { source, events in
                 var buffer = [UInt8](repeating: 0, count: 1000)   // odd size: reads never align with writes
                 let n = read(source.fileDescriptor, &buffer, buffer.count)
-                if n > 0 { received.append(contentsOf: buffer[0..<n]) }
-                if n == 0 || received.count >= total { loop.stop() }
+                let count = received.mutate { received in
+                    if n > 0 { received.append(contentsOf: buffer[0..<n]) }
+                    return received.count
+                }
+                if n == 0 || count >= total { loop.stop() }
             }
             loop.add(source, forMode: .default)
             let writer = JoinableThread {
@@ -33,7 +36,7 @@ import Testing
             loop.run(mode: .default, timeout: .seconds(20))
             writer.join()
             source.invalidate()
-            return received
+            return received.value
         }
         return received == expected ? received : { Issue.record("received \(received.count) of \(total) bytes, content equal: \(received == expected)"); return received }()
     }

@@ -68,12 +68,13 @@ import Testing
             let log = TraceLog()
             loop.add(LoopObserver(activities: .beforeSources) { _, _ in log.append("BS") }, forMode: .default)
             let count = Shared(0)
-            var source: LoopSource!
-            source = LoopSource {
+            let sourceBox = Shared<LoopSource?>(nil)
+            let source = LoopSource {
                 log.append("S")
                 count.value += 1
-                if count.value < 3 { source.signal() }
+                if count.value < 3 { sourceBox.value?.signal() }
             }
+            sourceBox.value = source
             loop.add(source, forMode: .default)
             source.signal()
             loop.run(mode: .default, timeout: .milliseconds(30))
@@ -127,7 +128,7 @@ import Testing
         let performs = onThread { () -> Int in
             let loop = Loop.current
             let count = Shared(0)
-            let perform: () -> Void = { count.value += 1 }
+            let perform: @Sendable () -> Void = { count.value += 1 }
             let a = LoopSource(perform: perform)
             let b = LoopSource(perform: perform)
             loop.add(a, forMode: .default)

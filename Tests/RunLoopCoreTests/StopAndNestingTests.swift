@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopCore
+@_spi(VirtualTime) import RunLoopCore
 import Testing
 
 /// Rulebook §9: stop, wake-up, nesting, run().
@@ -28,6 +28,38 @@ import Testing
             return loop.run(mode: .default, timeout: .milliseconds(30))
         }
         #expect(result == .timedOut)
+    }
+
+    @Test func aWakeUpWhileTheLoopIsNotRunningIsNotCarriedIntoTheNextRun() {
+        // Rule 33: without it, the next run's first wait returns at once and the run goes round twice.
+        let (trace, sleeps, manualWakeUps) = onVirtualLoop { kernel, loop -> (String, [ClosedRange<Duration>], UInt64) in
+            let start = kernel.now
+            let log = TraceLog()
+            loop.add(traceObserver(log), forMode: .default)
+            loop.add(LoopSource {}, forMode: .default)
+            loop.wakeUp()
+            loop.wakeUp()
+            loop.run(mode: .default, timeout: .milliseconds(10))
+            return (log.text, kernel.sleepOffsets(since: start), loop.statistics.wakeUps(.manual))
+        }
+        #expect(trace == "Entry BT BS BW AW Exit")
+        #expect(sleeps == [.zero ... .milliseconds(10)])
+        #expect(manualWakeUps == 0)
+    }
+
+    @Test func aWakeUpDuringARunStillEndsItsSleep() {
+        // The drain is at entry only: a wake-up while the run is in progress makes it go round once.
+        let (trace, sleeps) = onVirtualLoop { kernel, loop -> (String, [ClosedRange<Duration>]) in
+            let start = kernel.now
+            let log = TraceLog()
+            loop.add(LoopObserver(activities: .entry) { _, _ in loop.wakeUp() }, forMode: .default)
+            loop.add(traceObserver(log, order: 1), forMode: .default)
+            loop.add(LoopSource {}, forMode: .default)
+            loop.run(mode: .default, timeout: .milliseconds(10))
+            return (log.text, kernel.sleepOffsets(since: start))
+        }
+        #expect(trace == "Entry BT BS BW AW BT BS BW AW Exit")
+        #expect(sleeps == [.zero ... .zero, .zero ... .milliseconds(10)])
     }
 
     @Test func aStopInEntryEndsTheRunRightAfterEntry() {

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import RunLoopCore
 import Synchronization
@@ -75,18 +76,124 @@ import Testing
         let count = 1_000
         let fires = onThread { () -> [Int] in
             let loop = Loop.current
-            var fires = [Int](repeating: 0, count: count)
+            let fires = Shared([Int](repeating: 0, count: count))
             let start = Loop.Instant.now.advanced(by: .milliseconds(20))
             // 1,000 one-shot timers, four per grid slot of 1 ms, added in a scrambled order.
             for index in (0..<count).map({ ($0 * 389) % count }) {
                 let timer = LoopTimer(fireAt: start.advanced(by: .microseconds(250 * index)),
-                                      tolerance: .microseconds(100 * (index % 3))) { _ in fires[index] += 1 }
+                                      tolerance: .microseconds(100 * (index % 3))) { _ in fires.mutate { $0[index] += 1 } }
                 loop.add(timer, forMode: index % 2 == 0 ? .default : .common)
             }
             loop.run(mode: .default, timeout: .seconds(10))
-            return fires
+            return fires.value
         }
         #expect(fires.allSatisfy { $0 == 1 }, "timers fired \(Set(fires)) times")
+    }
+
+    /// Rule 37: an item invalidated by one thread while another adds it is never left in a mode, and adding it
+    /// does nothing instead of stopping the process. Before the fix, either an invalid timer stayed in the mode
+    /// (holding its fire date) or the add stopped the process with "the LoopTimer was invalidated".
+    @Test func anItemInvalidatedWhileAnotherThreadAddsItIsNeverLeftInAMode() {
+        let background = BackgroundLoop()
+        defer { background.stop() }
+        let loop = background.loop
+        let mode: Loop.Mode = "add-invalidate-race"
+        let rounds = 50_000
+        let deadline = Loop.Instant.now.advanced(by: .seconds(20))
+        let timers = Shared<LoopTimer?>(nil)
+        let arrived = AtomicCounter(0)
+        let left = AtomicCounter(0)
+        // Two threads meet at a spin barrier each round: one adds the round's timer, the other invalidates it.
+        @Sendable func barrier(_ index: Int) {
+            arrived.add()
+            while arrived.value < 2 * (index + 1) {}
+        }
+        let adder = JoinableThread {
+            for round in 0..<rounds {
+                barrier(2 * round)
+                let timer = timers.value
+                if let timer { loop.add(timer, forMode: mode) }
+                barrier(2 * round + 1)
+                if let timer, loop.contains(timer, inMode: mode) { left.add() }
+            }
+        }
+        let invalidator = JoinableThread {
+            for round in 0..<rounds {
+                let timer = Loop.Instant.now < deadline
+                    ? LoopTimer(fireAt: .now.advanced(by: .seconds(3600))) { _ in } : nil
+                timers.value = timer
+                barrier(2 * round)
+                timer?.invalidate()
+                barrier(2 * round + 1)
+            }
+        }
+        adder.start()
+        invalidator.start()
+        adder.join()
+        invalidator.join()
+        #expect(left.value == 0)
+        #expect(loop.nextTimerFireDate(forMode: mode) == nil)
+    }
+
+    /// Rule 21a: a send wakes the loop only when it sleeps in a mode holding the port, so a loop about to sleep
+    /// must see a message that arrived after its step 5. One message at a time, each waited for: a lost wake-up
+    /// leaves a message undelivered until the 5 s run timeout, which fails the round.
+    @Test func aMessageSentAsTheLoopGoesToSleepIsNeverLeftWaiting() {
+        let background = BackgroundLoop()
+        defer { background.stop() }
+        let delivered = DispatchSemaphore(value: 0)
+        let port = LoopPort { _, _ in delivered.signal() }
+        background.loop.add(port, forMode: .default)
+        let deadline = Loop.Instant.now.advanced(by: .seconds(20))
+        var lost = 0
+        for round in 0..<20_000 where Loop.Instant.now < deadline {
+            try? port.send(msgid: Int32(round))
+            if delivered.wait(timeout: .now() + .seconds(2)) == .timedOut {
+                lost += 1
+                break
+            }
+        }
+        #expect(lost == 0)
+        port.invalidate()
+    }
+
+    /// Rule 20a: once a descriptor source's cancel handler has run, its handler is not running and never runs
+    /// again, whichever thread invalidates it and whenever. The descriptor stays readable, so the loop calls the
+    /// handler back to back while the test thread invalidates at a varying moment.
+    @Test func aCancelHandlerNeverOverlapsOrPrecedesAHandlerCall() throws {
+        var fds: [Int32] = [0, 0]
+        try #require(pipe(&fds) == 0)
+        defer { for fd in fds { close(fd) } }
+        var byte: UInt8 = 1
+        _ = write(fds[1], &byte, 1)   // never read: always readable
+        let background = BackgroundLoop()
+        defer { background.stop() }
+        let violations = AtomicCounter(0)
+        let deadline = Loop.Instant.now.advanced(by: .seconds(10))
+        var rounds = 0
+        while rounds < 1_000 && Loop.Instant.now < deadline {
+            rounds += 1
+            let inProgress = AtomicCounter(0)
+            let cancels = AtomicCounter(0)
+            let source = DescriptorSource(fileDescriptor: fds[0], cancel: { _ in
+                if inProgress.value != 0 { violations.add() }
+                cancels.add()
+            }) { _, _ in
+                inProgress.add()
+                if cancels.value != 0 { violations.add() }
+                for _ in 0..<200 { _ = Loop.Instant.now }   // a little work, so invalidations land inside it
+                if cancels.value != 0 { violations.add() }
+                inProgress.add(-1)
+            }
+            background.loop.add(source, forMode: .default)
+            let spin = rounds % 50
+            for _ in 0..<(spin * 20) { _ = Loop.Instant.now }
+            source.invalidate()
+            #expect(eventually { cancels.value == 1 })
+            usleep(100)
+            #expect(cancels.value == 1)
+        }
+        #expect(violations.value == 0)
     }
 
     @Test func concurrentAddRemoveAndRescheduleKeepTheTablesConsistent() {

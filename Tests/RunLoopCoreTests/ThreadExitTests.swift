@@ -2,6 +2,27 @@ import Glibc
 import RunLoopCore
 import Testing
 
+/// An object a handler captures whose deinit uses the loop, as a controller torn down with its thread may.
+final class UsesLoopInDeinit: Sendable {
+    let loop: Loop
+    let deinits: Shared<Int>
+
+    init(_ loop: Loop, _ deinits: Shared<Int>) {
+        self.loop = loop
+        self.deinits = deinits
+    }
+
+    func touch() {}
+
+    deinit {
+        // Each of these takes the loop's lock.
+        _ = loop.currentMode
+        loop.add(LoopTimer(after: .zero) { _ in }, forMode: .default)
+        loop.perform {}
+        deinits.value += 1
+    }
+}
+
 /// Rulebook §1 (rule 3): a thread's loop is torn down when the thread exits.
 @Suite(.serialized) struct ThreadExitTests {
     @Test func exitCancelsSourcesDropsBlocksDetachesTimersAndClosesDescriptors() {
@@ -67,6 +88,33 @@ import Testing
             let after = openDescriptorCount()
             if after != before {
                 print("descriptors before: \(before), after 50 loop threads exited: \(after)")
+                exit(1)
+            }
+        }
+    }
+
+    /// Rule 37, in a child process: before the fix a debug build trapped (EDEADLK) and a release build hung.
+    @Test func aDeinitThatUsesTheLoopDuringTearDownDoesNotDeadlock() async {
+        await #expect(processExitsWith: .success) {
+            let deinits = Shared(0)
+            let thread = JoinableThread {
+                let loop = Loop.current
+                loop.addCommonMode("ui")
+                // Each item's handler holds the only reference to an object whose deinit uses the loop.
+                let forTimer = UsesLoopInDeinit(loop, deinits)
+                let forSource = UsesLoopInDeinit(loop, deinits)
+                let forObserver = UsesLoopInDeinit(loop, deinits)
+                let forPort = UsesLoopInDeinit(loop, deinits)
+                loop.add(LoopTimer(after: .seconds(60)) { _ in forTimer.touch() }, forMode: .common)
+                loop.add(LoopSource { forSource.touch() }, forMode: "other")
+                loop.add(LoopObserver(activities: .entry) { _, _ in forObserver.touch() }, forMode: .default)
+                loop.add(LoopPort { _, _ in forPort.touch() }, forMode: .common)
+                loop.run(mode: .default, timeout: .milliseconds(1))
+            }
+            thread.start()
+            thread.join()
+            if deinits.value != 4 {
+                print("deinits: \(deinits.value)")
                 exit(1)
             }
         }

@@ -55,6 +55,28 @@ import Testing
         #expect(!valid)
     }
 
+    @Test func aOneShotTimerThatRemovesItselfFromItsModeInItsCalloutIsInvalidatedToo() {
+        // Rule 23: invalidated after its callout "also when the callout removed it from its modes".
+        let (fires, valid, contained) = onVirtualLoop { kernel, loop -> (Int, Bool, Bool) in
+            let count = Shared(0)
+            let timer = LoopTimer(fireAt: kernel.now) { timer in
+                count.value += 1
+                loop.remove(timer, forMode: .default)
+            }
+            loop.add(timer, forMode: .default)
+            loop.add(LoopSource {}, forMode: .default)
+            loop.run(mode: .default, timeout: .milliseconds(10))
+            let valid = timer.isValid
+            // Invalid, so adding it again does nothing (as CF does).
+            loop.add(timer, forMode: .default)
+            loop.run(mode: .default, timeout: .milliseconds(10))
+            return (count.value, valid, loop.contains(timer, inMode: .default))
+        }
+        #expect(fires == 1)
+        #expect(!valid)
+        #expect(!contained)
+    }
+
     @Test func delayedPerformsRunOnTheLoopsClockAndCanBeCancelled() {
         let (trace, at) = onVirtualLoop { kernel, loop -> (String, [Duration]) in
             let start = kernel.now

@@ -12,10 +12,9 @@ import Tracing
         let (folder, summary) = try! record("corruption-sample") {
             onThread {
                 let loop = Loop.current
-                var count = 0
+                let count = Shared(0)
                 let timer = LoopTimer(after: .zero, interval: .microseconds(200), label: "grid") { timer in
-                    count += 1
-                    if count == 50 { timer.invalidate() }
+                    if count.mutate({ $0 += 1; return $0 }) == 50 { timer.invalidate() }
                 }
                 loop.add(timer, forMode: .default)
                 let source = LoopSource(label: "s") {}

@@ -42,10 +42,9 @@ nonisolated(unsafe) private var signalPipeWriteEnd: Int32 = -1
             kill(getpid(), signal)   // not raise(): this thread may have inherited a mask that blocks it
         }
         let loop = Loop.current
-        var fired = 0
+        let fired = Shared(0)
         loop.add(LoopTimer(after: .zero, interval: .microseconds(500)) { _ in
-            fired += 1
-            if fired == 200 { kill(getpid(), signal) }
+            if fired.mutate({ $0 += 1; return $0 }) == 200 { kill(getpid(), signal) }
         }, forMode: .default)
         loop.run()
         exit(3)   // unreachable unless the signal was lost

@@ -111,7 +111,8 @@ enum AllocationBenchmark {
         let result = Handoff<AllocationResult?>(nil)
         BenchThread.run(name: "rlc-alloc") {
             let loop = Loop.current
-            final class Countdown {
+            // Touched on the loop's thread only; the perform handler is @Sendable like every loop handler.
+            final class Countdown: @unchecked Sendable {
                 var remaining = 0
                 weak var source: LoopSource?
             }

@@ -4,12 +4,14 @@ import Synchronization
 /// A message port between threads (the NSMachPort / NSMessagePort / CFMessagePort analogue).
 ///
 /// A port scheduled in a loop delivers its messages to its handler on that loop's thread, in send order, none
-/// lost or duplicated while the port is valid. Sending works from any thread and wakes the loop. A port can be
+/// lost or duplicated while the port is valid: one at a time, and only while the port is in the running mode
+/// (a handler that removes it leaves the rest queued; one that invalidates it drops them). Sending works from any thread and wakes the loop. A port can be
 /// registered under a unique name and looked up by it, and ``sendRequest(msgid:data:sendTimeout:receiveTimeout:)``
 /// sends a message with a private reply port and waits for the reply.
 ///
 /// A port that is not scheduled in a loop can be read directly with ``receive(timeout:)``. The queue holds at
-/// most `capacity` messages; a sender finding it full waits for room, up to its send timeout.
+/// most `capacity` messages; a sender finding it full waits for room, up to its send timeout, except on the
+/// thread of the loop the port is scheduled in, where it fails at once (only that loop would make room).
 public final class LoopPort: @unchecked Sendable {
     /// One message: an id, bytes, and optionally a port to reply to.
     public struct Message: Sendable {
@@ -30,6 +32,8 @@ public final class LoopPort: @unchecked Sendable {
         case invalidPort
         /// The queue stayed full for the whole send timeout.
         case sendTimedOut
+        /// The queue is full and the sender is the thread of the loop that empties it: waiting would never end.
+        case queueFullOnLoopThread
         /// No message arrived within the receive timeout.
         case receiveTimedOut
         /// Another valid port is registered under this name.
@@ -39,6 +43,8 @@ public final class LoopPort: @unchecked Sendable {
             switch self {
             case .invalidPort: return "the port is invalid"
             case .sendTimedOut: return "the port's queue stayed full for the whole send timeout"
+            case .queueFullOnLoopThread:
+                return "the port's queue is full and only the sending thread's own loop empties it"
             case .receiveTimedOut: return "no message arrived within the receive timeout"
             case .nameInUse(let name): return "a port is already registered as \"\(name)\""
             }
@@ -54,7 +60,7 @@ public final class LoopPort: @unchecked Sendable {
     /// A name for traces and summaries.
     public let label: String?
 
-    let handler: ((LoopPort, Message) -> Void)?
+    let handler: (@Sendable (LoopPort, Message) -> Void)?
     let binding = Binding()
     /// Modes the port is in. Guarded by the owning loop's lock.
     var modes: Set<Loop.Mode> = []
@@ -76,7 +82,7 @@ public final class LoopPort: @unchecked Sendable {
     ///   - handler: called on the loop's thread for each message once the port is scheduled; nil for a port
     ///     read with ``receive(timeout:)``.
     public init(capacity: Int = 4096, order: Int = 0, label: String? = nil,
-                _ handler: ((LoopPort, Message) -> Void)? = nil) {
+                _ handler: (@Sendable (LoopPort, Message) -> Void)? = nil) {
         requireUsage(capacity > 0, "LoopPort: capacity must be at least 1 (got \(capacity))")
         self.id = Sequence.next()
         self.capacity = capacity
@@ -124,10 +130,12 @@ public final class LoopPort: @unchecked Sendable {
 
     // ===== sending =====
 
-    /// Queues a message for the port's handler (or ``receive(timeout:)``) and wakes its loop.
+    /// Queues a message for the port's handler (or ``receive(timeout:)``) and wakes its loop if it sleeps in a
+    /// mode the port is in.
     /// - Parameters:
     ///   - timeout: how long to wait for room when the queue is full; nil waits as long as it takes.
-    /// - Throws: ``Failure/invalidPort``, ``Failure/sendTimedOut``.
+    /// - Throws: ``Failure/invalidPort``, ``Failure/sendTimedOut``, ``Failure/queueFullOnLoopThread`` (at once,
+    ///   on the thread of the loop the port is scheduled in).
     public func send(msgid: Int32, data: [UInt8] = [], replyTo replyPort: LoopPort? = nil,
                      timeout: Duration? = nil) throws(Failure) {
         try send(Message(msgid: msgid, data: data, replyPort: replyPort), timeout: timeout)
@@ -138,6 +146,11 @@ public final class LoopPort: @unchecked Sendable {
         let deadline = LoopPort.deadline(after: timeout, what: "send timeout")
         queueLock.lock()
         while validFlag && queue.count >= capacity {
+            // Only this thread's loop would make room, and it is busy sending (rule 21a).
+            if let loop = deliveringLoop, loop.isOwnedByCurrentThread {
+                queueLock.unlock()
+                throw .queueFullOnLoopThread
+            }
             if !queueLock.wait(until: deadline) && queue.count >= capacity {
                 queueLock.unlock()
                 throw .sendTimedOut
@@ -152,7 +165,7 @@ public final class LoopPort: @unchecked Sendable {
         let loop = deliveringLoop
         queueLock.broadcast()
         queueLock.unlock()
-        loop?.portDidReceive()
+        loop?.portDidReceive(self)
     }
 
     /// Sends a request with a private reply port and waits for the reply.
@@ -220,14 +233,13 @@ public final class LoopPort: @unchecked Sendable {
         queueLock.withLock { deliveringLoop = loop }
     }
 
-    /// Takes up to `limit` queued messages for the handler, with their send times.
-    func takeMessages(limit: Int, into buffer: inout [(message: Message, sentAt: UInt64)]) {
+    /// Takes the oldest queued message for the handler, with its send time.
+    func takeMessage() -> (message: Message, sentAt: UInt64)? {
         queueLock.withLock {
-            let count = min(limit, queue.count)
-            guard count > 0 else { return }
-            for _ in 0..<count { buffer.append(queue.removeFirst()) }
-            pending.subtract(count, ordering: .releasing)
+            guard let first = queue.popFirst() else { return nil }
+            pending.subtract(1, ordering: .releasing)
             queueLock.broadcast()
+            return first
         }
     }
 

@@ -14,9 +14,9 @@ public final class LoopSource: @unchecked Sendable {
     /// A name for traces and summaries.
     public let label: String?
 
-    let schedule: ((Loop, Loop.Mode) -> Void)?
-    let cancel: ((Loop, Loop.Mode) -> Void)?
-    let perform: () -> Void
+    let schedule: (@Sendable (Loop, Loop.Mode) -> Void)?
+    let cancel: (@Sendable (Loop, Loop.Mode) -> Void)?
+    let perform: @Sendable () -> Void
     let binding = Binding()
     private let valid = Atomic<Bool>(true)
     /// The monotonic time of the first pending signal; 0 when not signalled. One word, so signal and clear are
@@ -34,8 +34,8 @@ public final class LoopSource: @unchecked Sendable {
     ///   - cancel: called once for each mode the source leaves, including on invalidation and when the loop's
     ///     thread exits.
     ///   - perform: called on the loop's thread after a signal.
-    public init(order: Int = 0, label: String? = nil, schedule: ((Loop, Loop.Mode) -> Void)? = nil,
-                cancel: ((Loop, Loop.Mode) -> Void)? = nil, perform: @escaping () -> Void) {
+    public init(order: Int = 0, label: String? = nil, schedule: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
+                cancel: (@Sendable (Loop, Loop.Mode) -> Void)? = nil, perform: @escaping @Sendable () -> Void) {
         self.id = Sequence.next()
         self.order = order
         self.label = label

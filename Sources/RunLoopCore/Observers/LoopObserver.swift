@@ -19,7 +19,7 @@ public final class LoopObserver: @unchecked Sendable {
     /// A name for traces and summaries.
     public let label: String?
 
-    let handler: (LoopObserver, Loop.Activity) -> Void
+    let handler: @Sendable (LoopObserver, Loop.Activity) -> Void
     let binding = Binding()
     private let valid = Atomic<Bool>(true)
     /// Insertion sequence for stable ordering of equal orders. Guarded by the owning loop's lock.
@@ -37,7 +37,7 @@ public final class LoopObserver: @unchecked Sendable {
     ///   - label: a name for traces and summaries.
     ///   - handler: called on the loop's thread with the observer and the activity.
     public init(activities: Loop.Activity, repeats: Bool = true, order: Int = 0, label: String? = nil,
-                _ handler: @escaping (LoopObserver, Loop.Activity) -> Void) {
+                _ handler: @escaping @Sendable (LoopObserver, Loop.Activity) -> Void) {
         self.id = Sequence.next()
         self.activities = activities
         self.repeats = repeats

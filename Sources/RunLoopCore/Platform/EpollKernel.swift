@@ -89,6 +89,16 @@ final class EpollKernel: LoopKernel {
         _ = crl_epoll_ctl(set.handle, EPOLL_CTL_DEL, fd, 0, 0)
     }
 
+    /// poll(2)'s bits are epoll's for these events; POLLNVAL (a closed descriptor) maps to nothing ready.
+    func currentReadiness(of fd: Int32, for interest: Readiness) -> Readiness {
+        var entry = pollfd(fd: fd, events: Int16(truncatingIfNeeded: interest.rawValue), revents: 0)
+        var rc: Int32
+        repeat { rc = Glibc.poll(&entry, 1, 0) } while rc < 0 && errno == EINTR
+        guard rc > 0 else { return [] }
+        let reported = Readiness(rawValue: UInt32(UInt16(bitPattern: entry.revents)))
+        return reported.intersection(interest.union([.error, .hangUp]))
+    }
+
     @inline(__always)
     func wait(_ set: WaitSet, poll: Bool) -> ReadyEvents {
         _blockingWaitForWork(set, poll: poll)

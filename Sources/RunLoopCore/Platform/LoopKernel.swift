@@ -31,6 +31,9 @@ protocol LoopKernel: AnyObject {
     func watch(_ fd: Int32, for interest: Readiness, token: UInt64, in set: WaitSet) -> KernelError?
     /// Stops watching a descriptor in `set`.
     func unwatch(_ fd: Int32, in set: WaitSet)
+    /// What a descriptor reports now, without waiting (errors and hang-ups whatever the interest; nothing for a
+    /// closed descriptor): a wait's report may be stale after a nested run.
+    func currentReadiness(of fd: Int32, for interest: Readiness) -> Readiness
     /// Returns what is ready in `set`; blocks until something is unless `poll`.
     func wait(_ set: WaitSet, poll: Bool) -> ReadyEvents
     func close(_ set: WaitSet)

@@ -174,6 +174,10 @@ extension VirtualKernel: LoopKernel {
         lock.withLock { _ = waitSets[set.handle]?.removeValue(forKey: fd) }
     }
 
+    func currentReadiness(of fd: Int32, for interest: Readiness) -> Readiness {
+        lock.withLock { (readiness[fd] ?? []).intersection(interest.union([.error, .hangUp])) }
+    }
+
     func wait(_ set: WaitSet, poll: Bool) -> ReadyEvents {
         lock.lock()
         defer { lock.unlock() }

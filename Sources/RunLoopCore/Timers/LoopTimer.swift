@@ -9,7 +9,8 @@ import Synchronization
 /// - `tolerance` lets the loop fire the timer anywhere in `[fireDate, fireDate + tolerance]` so that wake-ups of
 ///   several timers coalesce. Zero means "as soon as the clock allows".
 /// - A timer belongs to one loop but may be in several of its modes; rescheduling moves it in all of them.
-/// - A one-shot timer is invalidated after its callout.
+/// - A one-shot timer is invalidated after its callout, also when the callout moved its fire date or removed it
+///   from its modes.
 public final class LoopTimer: @unchecked Sendable {
     /// A process-unique id, as trace events report it.
     public let id: UInt64
@@ -20,7 +21,7 @@ public final class LoopTimer: @unchecked Sendable {
     /// Kept for CFRunLoop compatibility; like CF, timers fire in fire-date order whatever their order.
     public let order: Int
 
-    let handler: (LoopTimer) -> Void
+    let handler: @Sendable (LoopTimer) -> Void
     let binding = Binding()
     let intervalNanoseconds: UInt64
     private let valid = Atomic<Bool>(true)
@@ -47,14 +48,14 @@ public final class LoopTimer: @unchecked Sendable {
     ///   - label: a name shown in traces and summaries.
     ///   - handler: called on the loop's thread with the timer.
     public convenience init(after delay: Duration, interval: Duration? = nil, tolerance: Duration = .zero, order: Int = 0,
-                            label: String? = nil, _ handler: @escaping (LoopTimer) -> Void) {
+                            label: String? = nil, _ handler: @escaping @Sendable (LoopTimer) -> Void) {
         self.init(fireAt: Loop.Instant.now.advanced(by: max(delay, .zero)), interval: interval, tolerance: tolerance,
                   order: order, label: label, handler)
     }
 
     /// Creates a timer that first fires at an absolute date on the loop's clock.
     public init(fireAt date: Loop.Instant, interval: Duration? = nil, tolerance: Duration = .zero, order: Int = 0,
-                label: String? = nil, _ handler: @escaping (LoopTimer) -> Void) {
+                label: String? = nil, _ handler: @escaping @Sendable (LoopTimer) -> Void) {
         if let interval {
             requireUsage(interval >= .zero, "LoopTimer: the interval must not be negative (got \(interval)); use nil for a one-shot timer")
         }
