@@ -85,6 +85,7 @@ extension Loop {
         let frame = framePool.popLast() ?? RunFrame()
         frame.begin(state: state, deadline: deadline, pollsOnly: pollsOnly,
                     returnAfterSourceHandled: returnAfterSourceHandled, depth: UInt32(runStack.count + 1))
+        frame.servesMainQueue = servesMainQueue(state)
         runStack.append(frame)
         counters.runs += 1
         return frame
@@ -102,9 +103,10 @@ extension Loop {
 
     // ===== predicates =====
 
-    /// A mode is empty when it holds no source, port or timer and no block pending for it (lock held).
+    /// A mode is empty when it holds no source, port or timer and no block pending for it, and the main queue
+    /// does not stand for a source in it (lock held).
     func isEmpty(_ state: ModeState) -> Bool {
-        guard state.hasNoItems else { return false }
+        guard state.hasNoItems, !servesMainQueue(state) else { return false }
         return !blocks.hasBlock(for: state.mode, modeIsCommon: commonModeSet.contains(state.mode))
     }
 
@@ -130,6 +132,7 @@ extension Loop {
         counters.sourcesHandled += delta.sourcesHandled
         counters.blocksRun += delta.blocksRun
         counters.observerCallouts += delta.observerCallouts
+        counters.mainQueueServicings += delta.mainQueueServicings
         counters.iterations += delta.iterations
         frame.unpublished = RunFrame.CalloutCounts()
     }

@@ -16,6 +16,10 @@ final class RunFrame {
     let stopRequested = Atomic<Bool>(false)
     var sink: LoopEventSink?
     var depth: UInt32 = 0
+    /// Whether this run serves the main dispatch queue (rule 38), decided when it starts, as CF does.
+    var servesMainQueue = false
+    /// Step 7 found the main queue's descriptor ready (loop thread only).
+    var mainQueueReady = false
 
     // Scratch, loop thread only.
     var observers: [LoopObserver] = []
@@ -36,6 +40,7 @@ final class RunFrame {
         var sourcesHandled: UInt64 = 0
         var blocksRun: UInt64 = 0
         var observerCallouts: UInt64 = 0
+        var mainQueueServicings: UInt64 = 0
     }
 
     /// What step 9 found ready: a descriptor with its readiness, or a port with queued messages.
