@@ -79,13 +79,15 @@ extension Loop {
         lock.lock()
         defer { lock.unlock() }
         guard !isTornDown, mode != .common else { return nil }
-        // A mode never used holds no item, but a block performed for it keeps it alive (and so creates it).
-        let existing = modes[mode] ?? (blocks.hasBlock(for: mode, modeIsCommon: commonModeSet.contains(mode)) ? modeState(mode) : nil)
+        // A mode never used holds no item, but a block performed for it, or the main queue it serves, keeps it
+        // alive (and so creates it).
+        let existing = modes[mode] ?? (blocks.hasBlock(for: mode, modeIsCommon: commonModeSet.contains(mode)) || servesMainQueue(mode)
+                                       ? modeState(mode) : nil)
         guard let state = existing, !isEmpty(state) else { return nil }
         let frame = framePool.popLast() ?? RunFrame()
         frame.begin(state: state, deadline: deadline, pollsOnly: pollsOnly,
                     returnAfterSourceHandled: returnAfterSourceHandled, depth: UInt32(runStack.count + 1))
-        frame.servesMainQueue = servesMainQueue(state)
+        frame.servesMainQueue = servesMainQueue(mode)
         runStack.append(frame)
         counters.runs += 1
         return frame
@@ -106,7 +108,7 @@ extension Loop {
     /// A mode is empty when it holds no source, port or timer and no block pending for it, and the main queue
     /// does not stand for a source in it (lock held).
     func isEmpty(_ state: ModeState) -> Bool {
-        guard state.hasNoItems, !servesMainQueue(state) else { return false }
+        guard state.hasNoItems, !servesMainQueue(state.mode) else { return false }
         return !blocks.hasBlock(for: state.mode, modeIsCommon: commonModeSet.contains(state.mode))
     }
 

@@ -2,11 +2,11 @@
 // whether a run serves it, its descriptor in step 7's wait set, and its servicing in step 9.
 
 extension Loop {
-    /// Whether a run of `state`'s mode serves the main queue now: this loop has one (the main loop), the mode is
-    /// common, and the loop is not inside a servicing callout (lock held). Such a mode is never empty: the main
-    /// queue stands for a source in it, as in CF's `__CFRunLoopModeIsEmpty`.
-    func servesMainQueue(_ state: ModeState) -> Bool {
-        guard let mainQueue, !mainQueue.isServicing, commonModeSet.contains(state.mode) else { return false }
+    /// Whether a run of `mode` serves the main queue now: this loop has one (the main loop), the mode is common,
+    /// and the loop is not inside a servicing callout (lock held). Such a mode is never empty, even before any
+    /// item was added to it: the main queue stands for a source in it, as in CF's `__CFRunLoopModeIsEmpty`.
+    func servesMainQueue(_ mode: Mode) -> Bool {
+        guard let mainQueue, !mainQueue.isServicing, commonModeSet.contains(mode) else { return false }
         return mainQueue.descriptor != nil
     }
 
