@@ -1,0 +1,175 @@
+import CBenchSupport
+import CoreFoundation
+import Dispatch
+import Foundation
+import RunLoopCore
+import Synchronization
+#if canImport(MallocInterposerSwift)
+import MallocInterposerSwift
+#endif
+
+// Benchmark 2b: main-queue wake-up latency (rule 38). The main thread sleeps in a loop that serves the main
+// dispatch queue; a driver thread waits until it sleeps, pauses, stamps the time and calls
+// `DispatchQueue.main.async`; the block stamps the time again first thing. Peers: RunLoopCore's `Loop.main`,
+// Foundation's `RunLoop.main` (CFRunLoop), and the floor, a thread blocked in epoll_wait on an eventfd.
+//
+// `Loop.main` and `RunLoop.main` both serve the one main queue and both run on the main thread, so they are
+// measured in one process by taking turns: for each ping the main thread runs one of them until it has served
+// that ping (`returnAfterSourceHandled`, which a servicing counts as), then the next peer's loop. Only the
+// running loop waits on the queue's eventfd, so each ping is served by the peer it is meant for (the
+// main-queue-fixture test shows the two loops sharing the queue). The floor's thread waits meanwhile.
+
+enum MainQueueLatencyBenchmark {
+    static let peers = [
+        "RunLoopCore Loop.main",
+        "Foundation RunLoop.main",
+        "raw eventfd+epoll (floor)",
+    ]
+
+    static func run(_ configuration: WakeUpConfiguration) {
+        precondition(Thread.isMainThread, "rlbench: the main-queue benchmark runs on the main thread")
+        let total = configuration.pings + configuration.warmup
+        var rounds = Array(repeating: [LatencyRound](), count: peers.count)
+        let foundationAsleep = FoundationSleepWatch()
+        for round in 0..<configuration.rounds {
+            progress("main queue: round \(round + 1)/\(configuration.rounds), \(peers.count) peers round-robin")
+            let logs = peers.map { _ in PingLog(capacity: total) }
+            let raw = RawEventfdTarget(logs[2])
+            let blocks: [@Sendable () -> Void] = [{ [log = logs[0]] in log.arrive() }, { [log = logs[1]] in log.arrive() }]
+            // Both threads walk the same schedule: which peer each ping goes to.
+            let schedule = (0..<total).flatMap { ping in (0..<peers.count).map { step in (step + ping) % peers.count } }
+            let served = DispatchSemaphore(value: 0)
+            let driver = BenchThread(name: "mq-driver") {
+                for peer in schedule {
+                    switch peer {
+                    case 0: while !Loop.main.isWaiting { sleepNanoseconds(20_000) }
+                    case 1: foundationAsleep.wait()
+                    default: break
+                    }
+                    sleepNanoseconds(configuration.pauseNanoseconds)
+                    logs[peer].sentAt.store(nowNanoseconds(), ordering: .releasing)
+                    if peer == 2 { raw.ping() } else { DispatchQueue.main.async(execute: blocks[peer]) }
+                    logs[peer].arrived.wait()
+                    served.signal()
+                }
+            }
+            for peer in schedule {
+                switch peer {
+                case 0: Loop.main.run(mode: .default, timeout: .seconds(60), returnAfterSourceHandled: true)
+                case 1: _ = RunLoop.main.run(mode: .default, before: .distantFuture)
+                default: break
+                }
+                served.wait()
+            }
+            driver.join()
+            raw.finish()
+            for peer in peers.indices {
+                rounds[peer].append(LatencyRound(latencies: Array(logs[peer].latencies.dropFirst(configuration.warmup))))
+            }
+        }
+        report(rounds.map(LatencySummary.init), configuration)
+        #if canImport(MallocInterposerSwift)
+        reportAllocations()
+        #endif
+    }
+
+    static func report(_ summaries: [LatencySummary], _ configuration: WakeUpConfiguration) {
+        var table = Table("2b. Main-queue wake-up latency: DispatchQueue.main.async into a sleeping main loop, \(configuration.pings * configuration.rounds) pings per peer (\(configuration.rounds) rounds × \(configuration.pings)), loop asleep \(configuration.pauseNanoseconds / 1_000) µs before each",
+                          headers: ["peer", "p50", "p99", "max", "p50 rounds", "p99 rounds", "Loop.main/peer p50", "Loop.main/peer p99"])
+        let ours = summaries[0]
+        for (index, name) in peers.enumerated() {
+            let summary = summaries[index]
+            table.add([name, formatMicroseconds(summary.p50), formatMicroseconds(summary.p99), formatMicroseconds(summary.max),
+                       formatRange(summary.p50Range), formatRange(summary.p99Range),
+                       index == 0 ? "—" : formatRatio(ours.p50 / summary.p50),
+                       index == 0 ? "—" : formatRatio(ours.p99 / summary.p99)])
+        }
+        table.notes = [
+            "  Latency: from just before DispatchQueue.main.async (the floor: eventfd_write) until the first instruction of the block.",
+            "  Loop.main and RunLoop.main take turns on the main thread, ping by ping (both serve the one main queue; only the running one waits on it);",
+            "  each is pinged once it sleeps (Loop.main.isWaiting; a beforeWaiting observer for RunLoop.main), then after the pause.",
+            "  p50/p99: median over rounds; 'rounds': lowest–highest round in µs. \(configuration.warmup) warm-up pings per peer and round dropped.",
+        ]
+        table.print()
+    }
+
+    #if canImport(MallocInterposerSwift)
+    /// Heap allocations of one servicing by Loop.main of a block queued beforehand (the queueing is not counted),
+    /// next to libdispatch's own drain of the same block called directly, and Loop.main's idle iteration.
+    static func reportAllocations() {
+        let servicings = 1_000
+        let loopMain = countedServicings(servicings) { Loop.main.run(mode: .default, timeout: .zero) }
+        let handle = MainQueueHooks()
+        let libdispatch = countedServicings(servicings) { handle.acknowledgeAndDrain() }
+        let idle = AllocationBenchmark.counting(iterations: servicings) {
+            for _ in 0..<servicings { Loop.main.run(mode: .default, timeout: .zero) }
+        }
+        var table = Table("2c. Allocations per main-queue servicing (\(servicings) servicings of one no-op block queued beforehand; every thread counted)",
+                          headers: ["variant", "servicings", "mallocs", "mallocs/servicing", "bytes/servicing"])
+        for (name, result) in [("Loop.main: run(timeout: .zero) serving it", loopMain),
+                               ("libdispatch alone: eventfd read + _dispatch_main_queue_callback_4CF", libdispatch),
+                               ("Loop.main: run(timeout: .zero), queue empty", idle)] {
+            table.add([name, "\(result.iterations)", "\(result.mallocs)",
+                       String(format1: Double(result.mallocs) / Double(result.iterations), digits: 3),
+                       String(format1: Double(result.bytes) / Double(result.iterations), digits: 1)])
+        }
+        table.notes = ["  The first two rows equal: Loop.main's servicing allocates nothing beyond libdispatch's drain."]
+        table.print()
+    }
+
+    /// Queues one block, then counts only `serve`, `count` times.
+    static func countedServicings(_ count: Int, _ serve: () -> Void) -> AllocationResult {
+        var total = AllocationResult(iterations: count, mallocs: 0, bytes: 0, frees: 0)
+        let ran = Handoff(0)
+        for _ in 0..<count {
+            DispatchQueue.main.async { ran.value += 1 }
+            let one = AllocationBenchmark.counting(iterations: 1, serve)
+            total.mallocs += one.mallocs
+            total.bytes += one.bytes
+            total.frees += one.frees
+        }
+        precondition(ran.value == count, "rlbench: \(count - ran.value) main-queue blocks were not served")
+        return total
+    }
+    #endif
+}
+
+/// Tells the driver when Foundation's main run loop is about to sleep: a beforeWaiting observer in its default
+/// mode raises a flag the driver waits for (and lowers).
+final class FoundationSleepWatch: @unchecked Sendable {
+    private let asleep = Atomic<Bool>(false)
+    private var observer: CFRunLoopObserver?
+
+    init() {
+        observer = CFRunLoopObserverCreateWithHandler(kCFAllocatorDefault, CFRunLoopActivity.beforeWaiting.rawValue, true, 0) {
+            [asleep] _, _ in asleep.store(true, ordering: .releasing)
+        }
+        CFRunLoopAddObserver(CFRunLoopGetMain(), observer, kCFRunLoopDefaultMode)
+    }
+
+    /// Waits until the main run loop announced its sleep, and consumes the announcement.
+    func wait() {
+        while !asleep.compareExchange(expected: true, desired: false, ordering: .acquiringAndReleasing).exchanged {
+            sleepNanoseconds(20_000)
+        }
+    }
+}
+
+/// libdispatch's main-queue hooks called directly, as CFRunLoop and Loop.main call them.
+struct MainQueueHooks {
+    private let descriptor: Int32
+    private let drain: @convention(c) (UnsafeMutableRawPointer?) -> Void
+
+    init() {
+        typealias Handle = @convention(c) () -> Int32
+        let handle = unsafeBitCast(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "_dispatch_get_main_queue_handle_4CF")!, to: Handle.self)
+        descriptor = handle()
+        drain = unsafeBitCast(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "_dispatch_main_queue_callback_4CF")!,
+                              to: (@convention(c) (UnsafeMutableRawPointer?) -> Void).self)
+    }
+
+    func acknowledgeAndDrain() {
+        _ = cb_read_counter(descriptor)
+        drain(nil)
+    }
+}
