@@ -23,6 +23,19 @@ import Testing
         #expect(sleeps == [.zero ... .zero, .zero ... .seconds(1)])
     }
 
+    @Test func aCommonModeNothingWasAddedToIsAliveAndServesTheQueue() {
+        let (result, ran, other) = onMainQueueLoop { _, mainQueue, loop -> (Loop.RunResult, Bool, Loop.RunResult) in
+            let ran = Shared(false)
+            mainQueue.async { ran.value = true }
+            let result = loop.run(mode: .default, timeout: .seconds(1), returnAfterSourceHandled: true)
+            // A mode that is not common and holds nothing is still empty.
+            return (result, ran.value, loop.run(mode: "never-used", timeout: .seconds(1)))
+        }
+        #expect(result == .handledSource)
+        #expect(ran)
+        #expect(other == .finished)
+    }
+
     @Test func servicingCountsAsAHandledSourceAsInCF() {
         let (trace, result, statistics) = onMainQueueLoop { _, mainQueue, loop -> (String, Loop.RunResult, Loop.Statistics) in
             let log = TraceLog()

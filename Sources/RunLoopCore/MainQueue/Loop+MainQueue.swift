@@ -6,7 +6,9 @@ extension Loop {
     /// and the loop is not inside a servicing callout (lock held). Such a mode is never empty, even before any
     /// item was added to it: the main queue stands for a source in it, as in CF's `__CFRunLoopModeIsEmpty`.
     func servesMainQueue(_ mode: Mode) -> Bool {
-        guard let mainQueue, !mainQueue.isServicing, commonModeSet.contains(mode) else { return false }
+        // The default mode is always common: comparing with it costs a fraction of hashing the name into the set
+        // (callgrind: about 600 instructions per lookup), and the emptiness checks ask on every iteration.
+        guard let mainQueue, !mainQueue.isServicing, mode == .default || commonModeSet.contains(mode) else { return false }
         return mainQueue.descriptor != nil
     }
 
