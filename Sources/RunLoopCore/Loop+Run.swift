@@ -79,15 +79,16 @@ extension Loop {
         lock.lock()
         defer { lock.unlock() }
         guard !isTornDown, mode != .common else { return nil }
+        let servesMainQueue = servesMainQueue(mode)
         // A mode never used holds no item, but a block performed for it, or the main queue it serves, keeps it
         // alive (and so creates it).
-        let existing = modes[mode] ?? (blocks.hasBlock(for: mode, modeIsCommon: commonModeSet.contains(mode)) || servesMainQueue(mode)
+        let existing = modes[mode] ?? (servesMainQueue || blocks.hasBlock(for: mode, modeIsCommon: commonModeSet.contains(mode))
                                        ? modeState(mode) : nil)
         guard let state = existing, !isEmpty(state) else { return nil }
         let frame = framePool.popLast() ?? RunFrame()
         frame.begin(state: state, deadline: deadline, pollsOnly: pollsOnly,
                     returnAfterSourceHandled: returnAfterSourceHandled, depth: UInt32(runStack.count + 1))
-        frame.servesMainQueue = servesMainQueue(mode)
+        frame.servesMainQueue = servesMainQueue
         runStack.append(frame)
         counters.runs += 1
         return frame
