@@ -28,6 +28,7 @@ enum MainQueueLatencyBenchmark {
         "Foundation RunLoop.main",
         "raw eventfd+epoll, main thread (floor)",
         "raw eventfd+epoll, own thread",
+        "libdispatch alone: epoll+read+drain, main thread",
     ]
 
     static func run(_ configuration: WakeUpConfiguration) {
@@ -35,12 +36,13 @@ enum MainQueueLatencyBenchmark {
         let total = configuration.pings + configuration.warmup
         var rounds = Array(repeating: [LatencyRound](), count: peers.count)
         let foundationAsleep = FoundationSleepWatch()
+        let bareServicing = BareMainQueueServicing()
         for round in 0..<configuration.rounds {
             progress("main queue: round \(round + 1)/\(configuration.rounds), \(peers.count) peers round-robin")
             let logs = peers.map { _ in PingLog(capacity: total) }
             let mainFloor = MainThreadFloor(logs[2])
             let raw = Handoff(RawEventfdTarget(logs[3]))   // pinged from the driver only, finished after it joined
-            let blocks: [@Sendable () -> Void] = [{ [log = logs[0]] in log.arrive() }, { [log = logs[1]] in log.arrive() }]
+            let blocks: [@Sendable () -> Void] = logs.map { log in { log.arrive() } }
             // Both threads walk the same schedule: which peer each ping goes to.
             let schedule = (0..<total).flatMap { ping in (0..<peers.count).map { step in (step + ping) % peers.count } }
             let served = DispatchSemaphore(value: 0)
@@ -50,6 +52,7 @@ enum MainQueueLatencyBenchmark {
                     case 0: while !Loop.main.isWaiting { sleepNanoseconds(20_000) }
                     case 1: foundationAsleep.wait()
                     case 2: mainFloor.waitUntilAsleep()
+                    case 4: bareServicing.waitUntilAsleep()
                     default: break
                     }
                     sleepNanoseconds(configuration.pauseNanoseconds)
@@ -68,6 +71,7 @@ enum MainQueueLatencyBenchmark {
                 case 0: Loop.main.run(mode: .default, timeout: .seconds(60), returnAfterSourceHandled: true)
                 case 1: _ = RunLoop.main.run(mode: .default, before: .distantFuture)
                 case 2: mainFloor.waitForPing()
+                case 4: bareServicing.serveOnce()
                 default: break
                 }
                 served.wait()
@@ -94,6 +98,8 @@ enum MainQueueLatencyBenchmark {
             "  each is pinged once it sleeps (Loop.main.isWaiting; a beforeWaiting observer for RunLoop.main), then after the pause.",
             "  p50/p99: median over rounds; 'rounds': lowest–highest round in µs. \(configuration.warmup) warm-up pings per peer and round dropped.",
             "  The main-thread floor is the like-for-like one (the loops' thread, woken the same way); the own-thread floor is benchmark 2's.",
+            "  'libdispatch alone': the main thread in epoll_wait on the main queue's eventfd only, then read + _dispatch_main_queue_callback_4CF:",
+            "  what serving the main queue costs whatever the loop (DispatchQueue.main.async and libdispatch's drain included).",
         ]
         table.print()
     }
@@ -207,9 +213,36 @@ final class MainThreadFloor: @unchecked Sendable {
     }
 }
 
+/// The least a run loop can do to serve the main queue, on the main thread: block in epoll_wait on the queue's
+/// eventfd alone, read it, call libdispatch's drain. What it costs beyond the main-thread floor is libdispatch's
+/// (DispatchQueue.main.async and the drain); what Loop.main costs beyond it is the loop's.
+final class BareMainQueueServicing: @unchecked Sendable {
+    private let hooks = MainQueueHooks()
+    private let epoll: Int32
+    private let asleep = Atomic<Bool>(false)
+
+    init() {
+        epoll = cb_epoll_watching(hooks.descriptor)
+        precondition(epoll >= 0, "rlbench: epoll failed (errno \(-epoll))")
+    }
+
+    /// On the main thread: sleeps until main-queue work arrives, then serves it.
+    func serveOnce() {
+        asleep.store(true, ordering: .releasing)
+        _ = cb_epoll_wait_one(epoll, -1)
+        hooks.acknowledgeAndDrain()
+    }
+
+    func waitUntilAsleep() {
+        while !asleep.compareExchange(expected: true, desired: false, ordering: .acquiringAndReleasing).exchanged {
+            sleepNanoseconds(20_000)
+        }
+    }
+}
+
 /// libdispatch's main-queue hooks called directly, as CFRunLoop and Loop.main call them.
 struct MainQueueHooks {
-    private let descriptor: Int32
+    let descriptor: Int32
     private let drain: @convention(c) (UnsafeMutableRawPointer?) -> Void
 
     init() {
