@@ -121,12 +121,16 @@ let package = Package(
         ),
         // An application built on RunLoopCore with the LTTng sink installed: what `rlctl record` traces.
         .executableTarget(name: "runloop-demo", dependencies: ["RunLoopCore", "Tracing"], path: "Examples/runloop-demo"),
+        // The README's RunLoopCore example as a program: Loop.main serving timers, sources and the main queue.
+        .executableTarget(name: "main-queue-demo", dependencies: ["RunLoopCore"], path: "Examples/main-queue-demo"),
+        // A process whose main thread runs Loop.main, for the tests of the real main dispatch queue (rule 38).
+        .executableTarget(name: "main-queue-fixture", dependencies: ["RunLoopCore"], path: "Tests/MainQueueFixture"),
         // What the test targets share (the process runner, golden-text checks, seeded random numbers, locked
         // values, the CI rule): test code only, under Tests/, depending on no product module.
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         .target(name: "TestSupport", dependencies: ["CTestSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
-        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "TestSupport"]),
+        .testTarget(name: "RunLoopCoreTests", dependencies: ["RunLoopCore", "TestSupport", "main-queue-fixture", "main-queue-demo"]),
         .testTarget(
             name: "TracingTests", dependencies: ["Tracing", "TraceReading", "RunLoopCore", "TestSupport"],
             exclude: ["Fixtures"]   // read through #filePath: the compatibility traces (FixtureCompatibilityTests)

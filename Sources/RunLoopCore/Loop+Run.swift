@@ -83,12 +83,16 @@ extension Loop {
         defer { lock.unlock() }
         guard !isTornDown, mode != .common else { return nil }
         if runStack.isEmpty { discardWakeUpFromBeforeTheRun() }
-        // A mode never used holds no item, but a block performed for it keeps it alive (and so creates it).
-        let existing = modes[mode] ?? (blocks.hasBlock(for: mode, modeIsCommon: commonModeSet.contains(mode)) ? modeState(mode) : nil)
+        let servesMainQueue = servesMainQueue(mode)
+        // A mode never used holds no item, but a block performed for it, or the main queue it serves, keeps it
+        // alive (and so creates it).
+        let existing = modes[mode] ?? (servesMainQueue || blocks.hasBlock(for: mode, modeIsCommon: commonModeSet.contains(mode))
+                                       ? modeState(mode) : nil)
         guard let state = existing, !isEmpty(state) else { return nil }
         let frame = framePool.popLast() ?? RunFrame()
         frame.begin(state: state, deadline: deadline, pollsOnly: pollsOnly,
                     returnAfterSourceHandled: returnAfterSourceHandled, depth: UInt32(runStack.count + 1))
+        frame.servesMainQueue = servesMainQueue
         runStack.append(frame)
         counters.runs += 1
         return frame
@@ -106,9 +110,10 @@ extension Loop {
 
     // ===== predicates =====
 
-    /// A mode is empty when it holds no source, port or timer and no block pending for it (lock held).
+    /// A mode is empty when it holds no source, port or timer and no block pending for it, and the main queue
+    /// does not stand for a source in it (lock held).
     func isEmpty(_ state: ModeState) -> Bool {
-        guard state.hasNoItems else { return false }
+        guard state.hasNoItems, !servesMainQueue(state.mode) else { return false }
         return !blocks.hasBlock(for: state.mode, modeIsCommon: state.isCommon)
     }
 
@@ -153,6 +158,7 @@ extension Loop {
         counters.sourcesHandled += delta.sourcesHandled
         counters.blocksRun += delta.blocksRun
         counters.observerCallouts += delta.observerCallouts
+        counters.mainQueueServicings += delta.mainQueueServicings
         counters.iterations += delta.iterations
         frame.unpublished = RunFrame.CalloutCounts()
     }

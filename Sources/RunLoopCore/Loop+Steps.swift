@@ -102,6 +102,7 @@ extension Loop {
 
     /// Sleeps until something happens (or only polls), then records what woke the loop.
     func waitForWakeUp(_ frame: RunFrame, poll: Bool) {
+        prepareMainQueueWait(frame)
         let sleptFrom = poll ? 0 : prepareToSleep(frame)
         // A message that reached one of the mode's ports since step 5 turns the sleep into a poll: its send saw
         // no sleeping loop to wake (rule 21a).
@@ -140,6 +141,7 @@ extension Loop {
             switch token {
             case SelectorToken.wakeUp: sawWakeUp = true
             case SelectorToken.timer: sawTimer = true
+            case SelectorToken.mainQueue: frame.mainQueueReady = true
             default: frame.readyTokens.append((token, readiness))
             }
         }
@@ -175,6 +177,7 @@ extension Loop {
     private func wakeReason(_ frame: RunFrame, sawTimer: Bool) -> WakeReason {
         if frame.stopRequested.load(ordering: .acquiring) { return .stop }
         if sawTimer { return now() >= frame.deadline ? .timeout : .timer }
+        if frame.mainQueueReady { return .mainQueue }
         if !frame.readyTokens.isEmpty { return .descriptor }
         if hasQueuedMessage(frame.state) { return .port }
         if frame.state.sources.contains(where: { $0.isSignaled }) { return .source }
@@ -183,11 +186,12 @@ extension Loop {
 
     // ===== step 9: what woke us =====
 
-    /// Fires due timers, handles ready descriptor and port sources, then runs blocks. Returns whether a source
-    /// was handled (timers and blocks do not count).
+    /// Fires due timers, serves the main dispatch queue, handles ready descriptor and port sources, then runs
+    /// blocks. Returns whether a source was handled (timers and blocks do not count; the main queue does).
     func handleWakeUp(_ frame: RunFrame) -> Bool {
         doTimers(frame)
-        let handled = doReadySources(frame)
+        let servedMainQueue = serviceMainQueue(frame)
+        let handled = doReadySources(frame) || servedMainQueue
         doBlocks(frame)
         return handled
     }

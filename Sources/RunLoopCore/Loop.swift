@@ -23,9 +23,11 @@ import Synchronization
 ///     4 signalled custom sources, by (order, first-signal time); blocks again if any ran
 ///     5 poll = (a source ran) or timeout == 0 or a port of the mode holds a message
 ///     6 if !poll: BeforeWaiting (a mode that became empty returns finished here instead of sleeping)
-///     7 wait: a descriptor or port is ready, a timer is due, the timeout passes, wakeUp()/stop()
+///     7 wait: a descriptor or port is ready, a timer is due, main-queue work arrives (main loop, common
+///       modes), the timeout passes, wakeUp()/stop()
 ///     8 if !poll: AfterWaiting
-///     9 due timers in fire-date order, ready descriptor and port sources by order, then blocks
+///     9 due timers in fire-date order, the main dispatch queue (main loop, common modes), ready descriptor
+///       and port sources by order, then blocks
 ///    10 handledSource > timedOut > stopped > finished (mode empty), else go round again
 ///   Exit
 /// ```
@@ -49,6 +51,8 @@ public final class Loop: @unchecked Sendable {
     /// The kernel (epoll, or a test's virtual one) and the clock timers and run timeouts are scheduled on.
     let kernel: Kernel
     let blocks = BlockQueue()
+    /// The main dispatch queue this loop serves in its common modes: the main loop's (rule 38), else nil.
+    let mainQueue: MainQueueLink?
 
     // Guarded by lock. `@exclusivity(unchecked)`: the lock orders every access, and the runtime's dynamic
     // checks cost more than the rest of a wake-up's bookkeeping (see RunFrame).
@@ -83,6 +87,7 @@ public final class Loop: @unchecked Sendable {
         self.isMain = isMain
         self.threadID = isMain ? getpid() : crl_gettid()
         self.kernel = kernel
+        self.mainQueue = MainQueueLink(isMain: isMain, kernel: kernel)
         self.name = isMain ? "main" : currentThreadName()
         announceToCurrentSink()
     }
@@ -329,6 +334,8 @@ extension Loop {
         public var blocksRun: UInt64 = 0
         /// Observer callouts.
         public var observerCallouts: UInt64 = 0
+        /// Servicings of the main dispatch queue (main loop only; each runs every block queued before it).
+        public var mainQueueServicings: UInt64 = 0
 
         /// Wake-ups counted for one reason.
         public func wakeUps(_ reason: WakeReason) -> UInt64 { wakeUpCounts[Int(reason.rawValue)] }

@@ -21,6 +21,10 @@ final class RunFrame {
     let stopRequested = Atomic<Bool>(false)
     @exclusivity(unchecked) var sink: LoopEventSink?
     @exclusivity(unchecked) var depth: UInt32 = 0
+    /// Whether this run serves the main dispatch queue (rule 38), decided when it starts, as CF does.
+    @exclusivity(unchecked) var servesMainQueue = false
+    /// Step 7 found the main queue's descriptor ready (loop thread only).
+    @exclusivity(unchecked) var mainQueueReady = false
 
     // Scratch, loop thread only.
     @exclusivity(unchecked) var observers: [LoopObserver] = []
@@ -45,6 +49,7 @@ final class RunFrame {
         var sourcesHandled: UInt64 = 0
         var blocksRun: UInt64 = 0
         var observerCallouts: UInt64 = 0
+        var mainQueueServicings: UInt64 = 0
     }
 
     /// What step 9 found ready: a descriptor with its readiness, or a port with queued messages.

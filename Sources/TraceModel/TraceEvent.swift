@@ -65,6 +65,10 @@ public struct TraceEvent: Sendable, Equatable {
         case loopCreate(loopID: UInt64, threadID: Int32, name: String)
         /// `runloop:item_label`: the user's name for a timer, source, port or observer.
         case itemLabel(itemID: UInt64, kind: LoopItemKind, label: String)
+        /// `runloop:main_queue_begin`: the main loop runs the main dispatch queue's work (rule 38).
+        case mainQueueBegin(loopID: UInt64)
+        /// `runloop:main_queue_end`.
+        case mainQueueEnd(loopID: UInt64)
     }
 
     /// The event's full name, as LTTng shows it (`runloop:before_waiting`).
@@ -90,6 +94,8 @@ extension TraceEvent.Payload {
         case .wakeUp: return "wakeup"
         case .loopCreate: return "loop_create"
         case .itemLabel: return "item_label"
+        case .mainQueueBegin: return "main_queue_begin"
+        case .mainQueueEnd: return "main_queue_end"
         }
     }
 }

@@ -37,7 +37,7 @@ extension LoopActivity {
 }
 
 extension LoopWakeReason {
-    /// timer 0, source 1, descriptor 2, port 3, manual 4, timeout 5, stop 6.
+    /// timer 0, source 1, descriptor 2, port 3, manual 4, timeout 5, stop 6, main_queue 7.
     public var traceValue: Int64 { Int64(rawValue) }
 
     public init?(traceValue: Int64) {

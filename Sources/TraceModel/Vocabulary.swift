@@ -73,8 +73,10 @@ public enum LoopRunResult: Sendable, Equatable, CustomStringConvertible {
 /// What ended a sleep, as the trace's `wakeup` event reports it.
 public enum LoopWakeReason: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case timer, source, descriptor, port, manual, timeout, stop
+    /// Main-queue work arrived (the main loop, in a common mode).
+    case mainQueue
 
-    private static let names = ["timer", "source", "descriptor", "port", "manual", "timeout", "stop"]
+    private static let names = ["timer", "source", "descriptor", "port", "manual", "timeout", "stop", "main_queue"]
     /// The trace name (the case's name: these never change, traces are read by it).
     public var description: String { Self.names[Int(rawValue)] }
 }

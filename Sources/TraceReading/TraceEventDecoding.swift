@@ -79,6 +79,10 @@ enum TraceEventDecoding {
             // item_id, kind, label
             let kind = try label(v.integer(1), field: 1, LoopItemKind.init(traceValue:), "an item kind")
             return .itemLabel(itemID: v.integer(0), kind: kind, label: v.string(2))
+        case .mainQueueBegin:
+            return .mainQueueBegin(loopID: v.integer(0))
+        case .mainQueueEnd:
+            return .mainQueueEnd(loopID: v.integer(0))
         }
     }
 

@@ -303,6 +303,8 @@ enum CTFTestTrace {
             data.appendLE(loop); data.appendLE(tid); string(name)
         case .itemLabel(let item, let kind, let label):
             data.appendLE(item); data.append(kind.rawValue); string(label)
+        case .mainQueueBegin(let loop), .mainQueueEnd(let loop):
+            data.appendLE(loop)
         }
         return data
     }

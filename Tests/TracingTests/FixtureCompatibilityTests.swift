@@ -48,6 +48,8 @@ import Testing
             set("loop_id", loop); set("label", name)
         case .itemLabel(let id, let kind, let label):
             set("id", id); set("kind", kind); set("label", label)
+        case .mainQueueBegin(let loop), .mainQueueEnd(let loop):
+            set("loop_id", loop)
         }
         return row.filter { !$0.value.isEmpty }
     }

@@ -163,6 +163,22 @@ struct LTTngRoundTripTests {
 }
 
 extension LTTngRoundTripTests {
+    /// A main-queue servicing (rule 38) goes through LTTng as its two events and its wake reason, exactly as the
+    /// loop reported them.
+    @Test func mainQueueServicingsRoundTripThroughAnLTTngSession() throws {
+        guard LTTngTestEnvironment.requireAvailable() else { return }
+        let recording = try LTTngWorkload.record("mainqueue", workload: MainQueueWorkload.run)
+        defer { recording.session.removeOutput() }
+        let reader = try CTFTraceReader(path: recording.session.output)
+        var traced: [TraceEvent] = []
+        while let event = try reader.next() {
+            if recording.ids.isOurs(event) { traced.append(event) }
+        }
+        #expect(reader.health.isComplete, "LTTng discarded events: \(reader.health)")
+        #expect(traced.map(\.payload) == recording.reference.filter { recording.ids.isOurs($0) }.map(\.payload))
+        #expect(traced.map(\.short) == MainQueueWorkload.expectedEvents)
+    }
+
     /// The guard of runloop_events.def on the LTTng side: the provider library, expanded from the .def by the
     /// preprocessor, declares in a real session's metadata exactly the table's events, with its fields in order
     /// and their types (babeltrace2 prints the metadata as plain TSDL; LTTng prefixes field names with `_`).
@@ -218,7 +234,8 @@ enum LTTngWorkload {
             case .runBegin(let loop, _, _, _), .runEnd(let loop, _, _), .timerFireBegin(let loop, _, _, _, _, _),
                  .timerFireEnd(let loop, _), .sourcePerformBegin(let loop, _, _, _, _), .sourcePerformEnd(let loop, _),
                  .blockBegin(let loop, _, _), .blockEnd(let loop, _), .observerBegin(let loop, _, _),
-                 .observerEnd(let loop, _), .wakeUp(let loop, _, _), .loopCreate(let loop, _, _):
+                 .observerEnd(let loop, _), .wakeUp(let loop, _, _), .loopCreate(let loop, _, _),
+                 .mainQueueBegin(let loop), .mainQueueEnd(let loop):
                 return loop == loopID
             case .sourceSignal(let source): return source == sourceID
             case .itemLabel(let item, _, _): return [timerID, sourceID, observerID].contains(item)
@@ -232,7 +249,7 @@ enum LTTngWorkload {
         var reference: [TraceEvent]
     }
 
-    static func record(_ label: String) throws -> Recording {
+    static func record(_ label: String, workload: @escaping @Sendable () -> IDs = runWorkload) throws -> Recording {
         // Installing a sink is process-wide: one recording at a time (the embedded recorder's tests take it too).
         recordingLock.lock()
         defer { recordingLock.unlock() }
@@ -242,7 +259,7 @@ enum LTTngWorkload {
             let tee = TeeSink()
             LoopEventSink.install(tee)
             let ids = Shared(IDs())
-            onThread { ids.value = runWorkload() }
+            onThread { ids.value = workload() }
             LoopEventSink.install(nil)
             try session.stop()
             return Recording(session: session, ids: ids.value, reference: tee.events)
@@ -256,7 +273,7 @@ enum LTTngWorkload {
 
     /// Iteration 1 sleeps until the timer; its callout has another thread signal the source 30 ms later;
     /// iteration 2 sleeps until then; iteration 3 performs the source, which queues a block that stops the run.
-    private static func runWorkload() -> IDs {
+    @Sendable private static func runWorkload() -> IDs {
         setCurrentThreadName("rl-lttng-test")
         let loop = Loop.current
         let source = LoopSource(label: "lttng-source") {
@@ -357,6 +374,14 @@ final class TeeSink: LoopEventSink, @unchecked Sendable {
     override func wakeUp(_ context: Context, reason: Loop.WakeReason, slept: UInt64) {
         lttng.wakeUp(context, reason: reason, slept: slept)
         keep(.wakeUp(loopID: context.loopID, reason: reason, slept: slept))
+    }
+    override func mainQueueBegin(_ context: Context) {
+        lttng.mainQueueBegin(context)
+        keep(.mainQueueBegin(loopID: context.loopID))
+    }
+    override func mainQueueEnd(_ context: Context) {
+        lttng.mainQueueEnd(context)
+        keep(.mainQueueEnd(loopID: context.loopID))
     }
 }
 

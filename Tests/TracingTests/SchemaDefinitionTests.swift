@@ -17,6 +17,7 @@ import Tracing
         .sourceSignal: "source_signal", .sourcePerformBegin: "source_perform_begin", .sourcePerformEnd: "source_perform_end",
         .blockBegin: "block_begin", .blockEnd: "block_end", .observerBegin: "observer_begin", .observerEnd: "observer_end",
         .wakeUp: "wakeup", .loopCreate: "loop_create", .itemLabel: "item_label",
+        .mainQueueBegin: "main_queue_begin", .mainQueueEnd: "main_queue_end",
     ]
 
     @Test func swiftEventIDsAreTheDefinitionsIDs() {
@@ -72,7 +73,7 @@ import Tracing
             #expect(event.fields.map(\.type) == schema.fields.map { Self.declaredType($0.type) }, "types of \(schema.name)")
         }
         // Enumerations carry their labels.
-        #expect(text.contains("enum : uint8_t { \"timer\" = 0, \"source\" = 1, \"descriptor\" = 2, \"port\" = 3, \"manual\" = 4, \"timeout\" = 5, \"stop\" = 6 } reason;"))
+        #expect(text.contains("enum : uint8_t { \"timer\" = 0, \"source\" = 1, \"descriptor\" = 2, \"port\" = 3, \"manual\" = 4, \"timeout\" = 5, \"stop\" = 6, \"main_queue\" = 7 } reason;"))
     }
 
     static func declaredType(_ type: TraceSchema.FieldType) -> TraceMetadataEvents.DeclaredType {
@@ -86,14 +87,34 @@ import Tracing
         }
     }
 
-    /// Today's metadata text is byte for byte what the recorder of 088a5cc wrote (the fixture's), but for the
-    /// lines that differ per trace: the schema's move to one definition changed no byte of the format.
+    /// Today's metadata text is what the recorder of 088a5cc wrote (the fixture's), but for the lines that differ
+    /// per trace, plus only what the schema added since: events after the old ones and labels at the end of an
+    /// enumeration. Every line the old recorder wrote is still there, unchanged and in its place: the schema's
+    /// move to one definition changed no byte of the format, and additions keep old readers' view intact.
     @Test func theMetadataIsUnchangedFromTheFixturesRecorder() throws {
         let old = try String(contentsOfFile: FixtureCompatibilityTests.trace + "/metadata", encoding: .utf8)
         let uuid = EmbeddedTraceReader.parseUUID(EmbeddedTraceReader.value(of: "uuid", in: old)!.trimmingQuotes)!
         let offset = Int64(EmbeddedTraceReader.value(of: "offset_s", in: old)!)! * 1_000_000_000 + Int64(EmbeddedTraceReader.value(of: "offset", in: old)!)!
         let hostname = EmbeddedTraceReader.value(of: "hostname", in: old)!.trimmingQuotes
-        #expect(TraceSchema.metadata(uuid: uuid, clockOffsetNanoseconds: offset, hostname: hostname) == old)
+        let today = TraceSchema.metadata(uuid: uuid, clockOffsetNanoseconds: offset, hostname: hostname)
+
+        // The events added since the fixture: blocks of their own after the old ones.
+        let separator = "\nevent {\n"
+        let oldEventCount = old.components(separatedBy: separator).count - 1
+        let blocks = today.components(separatedBy: separator)
+        try #require(blocks.count - 1 >= oldEventCount, "today's metadata has fewer events than the fixture's")
+        let withoutAddedEvents = blocks.prefix(1 + oldEventCount).joined(separator: separator)
+
+        // Labels added at the end of an enumeration: `{ "a" = 0, "b" = 1, "new" = 2 } name;` reads as the old line.
+        let oldLines = old.split(separator: "\n", omittingEmptySubsequences: false)
+        let todayLines = withoutAddedEvents.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(todayLines.count == oldLines.count, "today's metadata, without the added events, has other lines")
+        for (now, then) in zip(todayLines, oldLines) where now != then {
+            let parts = then.components(separatedBy: " } ")
+            let extended = then.contains("enum : uint8_t {") && parts.count == 2
+                && now.hasPrefix(parts[0] + ", ") && now.hasSuffix(" } " + parts[1])
+            #expect(extended, "a line the fixture's recorder wrote has changed:\n  then: \(then)\n  now:  \(now)")
+        }
     }
 
     /// The C table's widest event fits the readers' per-event value arrays.

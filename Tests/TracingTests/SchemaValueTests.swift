@@ -18,7 +18,8 @@ import Tracing
         for reason in Loop.WakeReason.allCases {
             #expect(Loop.WakeReason(traceValue: reason.traceValue) == reason)
         }
-        #expect(Loop.WakeReason(traceValue: 7) == nil)
+        #expect(Loop.WakeReason(traceValue: 7) == .mainQueue)
+        #expect(Loop.WakeReason(traceValue: 8) == nil)
         #expect(LoopEventSink.SourceKind(traceValue: 2) == .port)
         #expect(LoopEventSink.ItemKind(traceValue: 4) == .observer)
     }

@@ -25,6 +25,7 @@ import Testing
         "CProcess": [],
         "rlctl": ["RunLoopCore", "TraceModel", "Tracing", "TraceReading", "Analysis", "Workloads", "CProcess"],
         "runloop-demo": ["RunLoopCore", "TraceModel", "Tracing"],
+        "main-queue-demo": ["RunLoopCore", "TraceModel"],
     ]
 
     /// Modules that must never be linked into these, directly or through another module.

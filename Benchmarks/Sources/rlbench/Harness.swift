@@ -213,6 +213,20 @@ struct Table {
         self.headers = headers
     }
 
+    /// Latency peers side by side: p50, p99, max, the per-round ranges, and the first peer's ratios to each other
+    /// (`ours` names it in the ratio columns).
+    init(latencies title: String, peers: [String], _ summaries: [LatencySummary], ours: String) {
+        self.init(title, headers: ["peer", "p50", "p99", "max", "p50 rounds", "p99 rounds", "\(ours)/peer p50", "\(ours)/peer p99"])
+        let first = summaries[0]
+        for (index, name) in peers.enumerated() {
+            let summary = summaries[index]
+            add([name, formatMicroseconds(summary.p50), formatMicroseconds(summary.p99), formatMicroseconds(summary.max),
+                 formatRange(summary.p50Range), formatRange(summary.p99Range),
+                 index == 0 ? "—" : formatRatio(first.p50 / summary.p50),
+                 index == 0 ? "—" : formatRatio(first.p99 / summary.p99)])
+        }
+    }
+
     mutating func add(_ row: [String]) {
         precondition(row.count == headers.count, "rlbench: table row has \(row.count) cells, expected \(headers.count)")
         rows.append(row)

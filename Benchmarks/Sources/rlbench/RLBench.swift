@@ -11,7 +11,8 @@ struct RLBench: ParsableCommand {
         commandName: "rlbench",
         abstract: "RunLoopCore vs Foundation RunLoop vs SwiftNIO vs raw epoll/timerfd/eventfd.",
         discussion: """
-        Benchmarks: timers (1 ms timer lateness), wakeup (cross-thread wake-up latency), throughput \
+        Benchmarks: timers (1 ms timer lateness), wakeup (cross-thread wake-up latency), mainqueue \
+        (DispatchQueue.main.async into a sleeping main loop), throughput \
         (blocks per second, sustained and drain), idle (CPU of a sleeping loop), allocations (mallocs per \
         empty iteration). Explicit options override --quick.
         """
@@ -20,7 +21,7 @@ struct RLBench: ParsableCommand {
     @Flag(help: "Small counts for a smoke run (about 20 s instead of about 90 s).")
     var quick = false
 
-    @Option(help: "Comma-separated benchmarks to run: timers,wakeup,throughput,idle,allocations.")
+    @Option(help: "Comma-separated benchmarks to run: timers,wakeup,mainqueue,throughput,idle,allocations.")
     var only: String?
 
     @Option(help: "Interleaved rounds per peer (default 5, quick 2).")
@@ -47,7 +48,7 @@ struct RLBench: ParsableCommand {
     @Option(help: "Empty iterations counted for allocations.")
     var allocationIterations: Int = 10_000
 
-    static let allBenchmarks = ["timers", "wakeup", "throughput", "idle", "allocations"]
+    static let allBenchmarks = ["timers", "wakeup", "mainqueue", "throughput", "idle", "allocations"]
 
     func validate() throws {
         for name in selected where !Self.allBenchmarks.contains(name) {
@@ -79,6 +80,11 @@ struct RLBench: ParsableCommand {
             let perRound = Self.split(pings ?? (quick ? 400 : 2_000), over: rounds)
             WakeUpLatencyBenchmark.run(WakeUpConfiguration(pings: perRound, warmup: min(50, max(perRound / 10, 5)), rounds: rounds,
                                                            pauseNanoseconds: UInt64(pingPause) * 1_000))
+        }
+        if selected.contains("mainqueue") {
+            let perRound = Self.split(pings ?? (quick ? 400 : 2_000), over: rounds)
+            MainQueueLatencyBenchmark.run(WakeUpConfiguration(pings: perRound, warmup: min(50, max(perRound / 10, 5)), rounds: rounds,
+                                                              pauseNanoseconds: UInt64(pingPause) * 1_000))
         }
         if selected.contains("throughput") {
             let seconds = throughputSeconds ?? (quick ? 0.5 : 2)

@@ -84,16 +84,8 @@ enum WakeUpLatencyBenchmark {
     }
 
     static func report(_ summaries: [LatencySummary], _ configuration: WakeUpConfiguration) {
-        var table = Table("2. Cross-thread wake-up latency: \(configuration.pings * configuration.rounds) pings per peer (\(configuration.rounds) rounds × \(configuration.pings)), loop asleep \(configuration.pauseNanoseconds / 1_000) µs before each",
-                          headers: ["peer", "p50", "p99", "max", "p50 rounds", "p99 rounds", "RLC perform/peer p50", "RLC perform/peer p99"])
-        let ours = summaries[0]
-        for (index, name) in peers.enumerated() {
-            let summary = summaries[index]
-            table.add([name, formatMicroseconds(summary.p50), formatMicroseconds(summary.p99), formatMicroseconds(summary.max),
-                       formatRange(summary.p50Range), formatRange(summary.p99Range),
-                       index == 0 ? "—" : formatRatio(ours.p50 / summary.p50),
-                       index == 0 ? "—" : formatRatio(ours.p99 / summary.p99)])
-        }
+        var table = Table(latencies: "2. Cross-thread wake-up latency: \(configuration.pings * configuration.rounds) pings per peer (\(configuration.rounds) rounds × \(configuration.pings)), loop asleep \(configuration.pauseNanoseconds / 1_000) µs before each",
+                          peers: peers, summaries, ours: "RLC perform")
         table.notes = [
             "  Latency: from just before the cross-thread call until the first instruction of the callout on the loop thread.",
             "  Pings go round-robin over the peers (all loops alive and asleep at once); p50/p99: median over rounds;",

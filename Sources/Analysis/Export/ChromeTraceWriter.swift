@@ -46,9 +46,9 @@ struct ChromeTraceWriter {
         var thread = open[tid] ?? (0, event.timestamp)
         thread.last = max(thread.last, event.timestamp)
         switch event.payload {
-        case .runBegin, .timerFireBegin, .sourcePerformBegin, .blockBegin, .observerBegin:
+        case .runBegin, .timerFireBegin, .sourcePerformBegin, .blockBegin, .observerBegin, .mainQueueBegin:
             thread.slices += 1
-        case .runEnd, .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd:
+        case .runEnd, .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd, .mainQueueEnd:
             guard thread.slices > 0 else {
                 open[tid] = thread
                 return
@@ -75,7 +75,9 @@ struct ChromeTraceWriter {
             emit(slice("B", "block", "\"id\":\(id),\"queued_ns\":\(waited)"))
         case .observerBegin(_, let id, let activity):
             emit(slice("B", labels[id].map { "observer \($0)" } ?? "observer \(id)", "\"activity\":\"\(activity.description)\""))
-        case .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd:
+        case .mainQueueBegin:
+            emit(slice("B", "main queue"))
+        case .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd, .mainQueueEnd:
             emit(slice("E", ""))
         case .wakeUp(let loop, let reason, let slept):
             let start = event.timestamp >= slept ? event.timestamp - slept : 0

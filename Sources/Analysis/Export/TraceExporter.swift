@@ -99,6 +99,8 @@ public struct TraceExporter {
             r.loop = "\(loop)"; r.id = "\(id)"; r.enqueued = "\(enqueued)"
         case .observerBegin(let loop, let id, let activity):
             r.loop = "\(loop)"; r.id = "\(id)"; r.kind = activity.description
+        case .mainQueueBegin(let loop), .mainQueueEnd(let loop):
+            r.loop = "\(loop)"
         case .wakeUp(let loop, let reason, let slept):
             r.loop = "\(loop)"; r.reason = reason.description; r.slept = "\(slept)"
         case .loopCreate(let loop, _, let name):

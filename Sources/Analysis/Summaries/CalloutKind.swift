@@ -4,6 +4,12 @@ import TraceModel
 /// list derives `callout.<name>.*` from the same cases, so a kind and its metric cannot drift apart.
 public enum CalloutKind: Int, CaseIterable, Sendable, CustomStringConvertible {
     case timer, source, descriptor, port, block, observer
+    /// The main loop running the main dispatch queue's work (`DispatchQueue.main` blocks, `@MainActor` jobs).
+    case mainQueue
+
+    /// The id a main-queue servicing has in the summaries: servicings of a loop never nest and have no id of
+    /// their own, and item and block ids start at 1.
+    static let mainQueueCalloutID: UInt64 = 0
 
     /// The kind of a performed source: custom sources are `source`, descriptors and ports their own kinds.
     public init(_ source: LoopSourceKind) {
@@ -23,6 +29,7 @@ public enum CalloutKind: Int, CaseIterable, Sendable, CustomStringConvertible {
         case .port: return "port"
         case .block: return "block"
         case .observer: return "observer"
+        case .mainQueue: return "main_queue"
         }
     }
 

@@ -83,9 +83,9 @@ struct LoopTracker {
         if ts > lastTimestamp { lastTimestamp = ts }
     }
 
-    /// Blocks have no labels (their ids are not items' ids).
+    /// Blocks and main-queue servicings have no labels (their ids are not items' ids).
     private func name(_ kind: CalloutKind, id: UInt64) -> String {
-        kind.calloutName(label: kind == .block ? nil : labels[id])
+        kind.calloutName(label: kind == .block || kind == .mainQueue ? nil : labels[id])
     }
 
     /// The mode of the innermost open run (what a timer firing now fired in).

@@ -102,6 +102,10 @@ public struct TraceSummarizer {
             loops[loop(loopID, event)].beginCallout(.observer, id: observerID, at: ts)
         case .observerEnd(let loopID, let observerID):
             loops[loop(loopID, event)].endCallout(id: observerID, at: ts)
+        case .mainQueueBegin(let loopID):
+            loops[loop(loopID, event)].beginCallout(.mainQueue, id: CalloutKind.mainQueueCalloutID, at: ts)
+        case .mainQueueEnd(let loopID):
+            loops[loop(loopID, event)].endCallout(id: CalloutKind.mainQueueCalloutID, at: ts)
         case .loopCreate(let loopID, let tid, let name):
             loopNames[loopID] = (tid, name)
         case .itemLabel(let itemID, _, let label):

@@ -9,6 +9,8 @@
 #include <sys/timerfd.h>
 #include <time.h>
 
+#include "crl_main_queue.h"
+
 /// CLOCK_MONOTONIC in nanoseconds: the clock timers run on and LTTng stamps events with.
 static inline uint64_t crl_monotonic_ns(void) {
     struct timespec ts;

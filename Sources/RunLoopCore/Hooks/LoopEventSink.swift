@@ -50,6 +50,10 @@ open class LoopEventSink: @unchecked Sendable {
     open func observerBegin(_ context: Context, observerID: UInt64, activity: Loop.Activity) {}
     open func observerEnd(_ context: Context, observerID: UInt64) {}
     open func wakeUp(_ context: Context, reason: Loop.WakeReason, slept: UInt64) {}
+    /// The main loop starts running the main dispatch queue's work (rule 38): `DispatchQueue.main` blocks and
+    /// `@MainActor` jobs, as many as were queued, until ``mainQueueEnd(_:)``.
+    open func mainQueueBegin(_ context: Context) {}
+    open func mainQueueEnd(_ context: Context) {}
 
     // ===== installation =====
 

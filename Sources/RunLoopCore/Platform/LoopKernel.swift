@@ -116,10 +116,12 @@ struct Readiness: OptionSet {
 }
 
 /// Tokens that identify a ready descriptor. Descriptor sources use their item ids, which count up from 1 and
-/// never reach these two.
+/// never reach these.
 enum SelectorToken {
     static let wakeUp: UInt64 = .max
     static let timer: UInt64 = .max - 1
+    /// The main dispatch queue's descriptor, in the wait sets of the main loop's common modes (rule 38).
+    static let mainQueue: UInt64 = .max - 2
 }
 
 /// One mode's wait set: a backend handle (the epoll descriptor, or the virtual backend's number for the set)
@@ -127,6 +129,8 @@ enum SelectorToken {
 final class WaitSet {
     let handle: Int32
     var ready = ReadyEvents(capacity: 64)
+    /// Whether the main queue's descriptor is in the set (loop thread only; Loop+MainQueue.swift).
+    var watchesMainQueue = false
 
     init(handle: Int32) {
         self.handle = handle

@@ -38,6 +38,8 @@ public final class VirtualKernel: @unchecked Sendable {
     private var nextWaitSet: Int32 = 1
     private var log: [Sleep] = []
     private var hasLoop = false
+    /// Weak: the loop holds the queue it serves; the queue holds this kernel.
+    private weak var attachedMainQueue: VirtualMainQueue?
 
     /// - Parameters:
     ///   - start: the clock's first reading; away from zero, which the loop reads as "no deadline".
@@ -92,6 +94,20 @@ public final class VirtualKernel: @unchecked Sendable {
         lock.withLock {
             requireUsage(!hasLoop, "VirtualKernel: this kernel already serves a loop; create one kernel per loop")
             hasLoop = true
+        }
+    }
+
+    /// The fake main queue a loop on this kernel serves like the main loop serves the main dispatch queue
+    /// (VirtualMainQueue.swift), if a test attached one before the loop was created.
+    var mainQueue: VirtualMainQueue? {
+        lock.withLock { attachedMainQueue }
+    }
+
+    func attachMainQueue(_ queue: VirtualMainQueue) {
+        lock.withLock {
+            requireUsage(!hasLoop && attachedMainQueue == nil,
+                         "VirtualMainQueue: create it before the loop on this kernel, one per kernel")
+            attachedMainQueue = queue
         }
     }
 

@@ -131,4 +131,14 @@ public final class LTTngSink: LoopEventSink, @unchecked Sendable {
         guard rl_tp_enabled(RL_EVENT_wakeup) != 0 else { return }
         rl_trace_wakeup(context.loopID, reason.rawValue, slept)
     }
+
+    public override func mainQueueBegin(_ context: Context) {
+        guard rl_tp_enabled(RL_EVENT_main_queue_begin) != 0 else { return }
+        rl_trace_main_queue_begin(context.loopID)
+    }
+
+    public override func mainQueueEnd(_ context: Context) {
+        guard rl_tp_enabled(RL_EVENT_main_queue_end) != 0 else { return }
+        rl_trace_main_queue_end(context.loopID)
+    }
 }

@@ -307,6 +307,14 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     public override func wakeUp(_ context: Context, reason: Loop.WakeReason, slept: UInt64) {
         rlrec_wakeup(context.loopID, reason.rawValue, slept)
     }
+
+    public override func mainQueueBegin(_ context: Context) {
+        rlrec_main_queue_begin(context.loopID)
+    }
+
+    public override func mainQueueEnd(_ context: Context) {
+        rlrec_main_queue_end(context.loopID)
+    }
 }
 
 /// A recorder set-up or I/O problem, in one line.
