@@ -129,6 +129,7 @@ extension Loop {
         counters.timersFired += delta.timersFired
         counters.sourcesHandled += delta.sourcesHandled
         counters.blocksRun += delta.blocksRun
+        counters.jobsRun += delta.jobsRun
         counters.observerCallouts += delta.observerCallouts
         counters.iterations += delta.iterations
         frame.unpublished = RunFrame.CalloutCounts()

@@ -43,14 +43,7 @@ extension Loop {
                 frame.leftoverBlocks.append(block)
                 continue
             }
-            if let sink = frame.sink {
-                sink.blockBegin(frame.context(loop: self), blockID: block.id, enqueued: block.enqueuedAt)
-                block.body()
-                sink.blockEnd(frame.context(loop: self), blockID: block.id)
-            } else {
-                block.body()
-            }
-            frame.unpublished.blocksRun += 1
+            runPendingWork(block, frame)
             ran = true
         }
         if !frame.leftoverBlocks.isEmpty {

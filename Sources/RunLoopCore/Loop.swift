@@ -216,7 +216,7 @@ public final class Loop: @unchecked Sendable {
         return timer
     }
 
-    private func enqueue(_ modes: BlockModes, _ body: @escaping @Sendable () -> Void) {
+    func enqueue(_ modes: BlockModes, _ body: @escaping @Sendable () -> Void) {
         // Ids and enqueue times cost a clock read, so only when a tracer is listening.
         let block = LoopEventSink.current == nil
             ? PendingBlock(modes: modes, body: body)
@@ -237,7 +237,7 @@ public final class Loop: @unchecked Sendable {
     /// timers and every other item, and closes the kernel descriptors.
     func threadDidExit() {
         var cancels: [(LoopSource, Mode)] = []
-        var dropped = blocks.close()
+        var dropped = blocks.close(handingJobsTo: makeOrphanedJobs())
         lock.withLock {
             isTornDown = true
             for state in modes.values {
@@ -299,6 +299,8 @@ extension Loop {
         public var sourcesHandled: UInt64 = 0
         /// Blocks run.
         public var blocksRun: UInt64 = 0
+        /// Actor jobs run (the loop as an executor).
+        public var jobsRun: UInt64 = 0
         /// Observer callouts.
         public var observerCallouts: UInt64 = 0
 

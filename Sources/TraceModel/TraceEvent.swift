@@ -65,6 +65,11 @@ public struct TraceEvent: Sendable, Equatable {
         case loopCreate(loopID: UInt64, threadID: Int32, name: String)
         /// `runloop:item_label`: the user's name for a timer, source, port or observer.
         case itemLabel(itemID: UInt64, kind: LoopItemKind, label: String)
+        /// `runloop:job_begin`: an actor job run by the loop as its executor; `enqueued` is when the runtime
+        /// queued it, `priority` its `JobPriority` raw value.
+        case jobBegin(loopID: UInt64, jobID: UInt64, enqueued: UInt64, priority: UInt8)
+        /// `runloop:job_end`.
+        case jobEnd(loopID: UInt64, jobID: UInt64)
     }
 
     /// The event's full name, as LTTng shows it (`runloop:before_waiting`).
@@ -90,6 +95,8 @@ extension TraceEvent.Payload {
         case .wakeUp: return "wakeup"
         case .loopCreate: return "loop_create"
         case .itemLabel: return "item_label"
+        case .jobBegin: return "job_begin"
+        case .jobEnd: return "job_end"
         }
     }
 }

@@ -48,6 +48,10 @@ import Testing
             set("loop_id", loop); set("label", name)
         case .itemLabel(let id, let kind, let label):
             set("id", id); set("kind", kind); set("label", label)
+        case .jobBegin(let loop, let id, let enqueued, let priority):
+            set("loop_id", loop); set("id", id); set("enqueued_ns", enqueued); set("priority", priority)
+        case .jobEnd(let loop, let id):
+            set("loop_id", loop); set("id", id)
         }
         return row.filter { !$0.value.isEmpty }
     }

@@ -17,6 +17,7 @@ import Tracing
         .sourceSignal: "source_signal", .sourcePerformBegin: "source_perform_begin", .sourcePerformEnd: "source_perform_end",
         .blockBegin: "block_begin", .blockEnd: "block_end", .observerBegin: "observer_begin", .observerEnd: "observer_end",
         .wakeUp: "wakeup", .loopCreate: "loop_create", .itemLabel: "item_label",
+        .jobBegin: "job_begin", .jobEnd: "job_end",
     ]
 
     @Test func swiftEventIDsAreTheDefinitionsIDs() {

@@ -46,9 +46,9 @@ struct ChromeTraceWriter {
         var thread = open[tid] ?? (0, event.timestamp)
         thread.last = max(thread.last, event.timestamp)
         switch event.payload {
-        case .runBegin, .timerFireBegin, .sourcePerformBegin, .blockBegin, .observerBegin:
+        case .runBegin, .timerFireBegin, .sourcePerformBegin, .blockBegin, .observerBegin, .jobBegin:
             thread.slices += 1
-        case .runEnd, .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd:
+        case .runEnd, .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd, .jobEnd:
             guard thread.slices > 0 else {
                 open[tid] = thread
                 return
@@ -75,7 +75,7 @@ struct ChromeTraceWriter {
             emit(slice("B", "block", "\"id\":\(id),\"queued_ns\":\(waited)"))
         case .observerBegin(_, let id, let activity):
             emit(slice("B", labels[id].map { "observer \($0)" } ?? "observer \(id)", "\"activity\":\"\(activity.description)\""))
-        case .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd:
+        case .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd, .jobEnd:
             emit(slice("E", ""))
         case .wakeUp(let loop, let reason, let slept):
             let start = event.timestamp >= slept ? event.timestamp - slept : 0
@@ -96,6 +96,9 @@ struct ChromeTraceWriter {
             emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":\(threadID),\"args\":{\"name\":\(jsonString("loop \(loop) \(name)"))}}")
         case .itemLabel(let id, _, let label):
             labels[id] = label
+        case .jobBegin(_, let id, let enqueued, let priority):
+            let waited = enqueued > 0 && event.timestamp >= enqueued ? event.timestamp - enqueued : 0
+            emit(slice("B", "job", "\"id\":\(id),\"queued_ns\":\(waited),\"priority\":\(priority)"))
         }
     }
 

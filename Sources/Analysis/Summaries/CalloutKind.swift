@@ -4,6 +4,8 @@ import TraceModel
 /// list derives `callout.<name>.*` from the same cases, so a kind and its metric cannot drift apart.
 public enum CalloutKind: Int, CaseIterable, Sendable, CustomStringConvertible {
     case timer, source, descriptor, port, block, observer
+    /// An actor job run by a loop as its executor (`job_begin`/`job_end`).
+    case job
 
     /// The kind of a performed source: custom sources are `source`, descriptors and ports their own kinds.
     public init(_ source: LoopSourceKind) {
@@ -23,6 +25,7 @@ public enum CalloutKind: Int, CaseIterable, Sendable, CustomStringConvertible {
         case .port: return "port"
         case .block: return "block"
         case .observer: return "observer"
+        case .job: return "job"
         }
     }
 

@@ -85,7 +85,7 @@ struct LoopTracker {
 
     /// Blocks have no labels (their ids are not items' ids).
     private func name(_ kind: CalloutKind, id: UInt64) -> String {
-        kind.calloutName(label: kind == .block ? nil : labels[id])
+        kind.calloutName(label: kind == .block || kind == .job ? nil : labels[id])
     }
 
     /// The mode of the innermost open run (what a timer firing now fired in).
@@ -254,6 +254,13 @@ struct LoopTracker {
             countBacklog(dueAt: enqueued)
         }
         beginCallout(.block, id: blockID, at: ts)
+    }
+
+    /// An actor job: a callout of its own kind; queued work at the wake-up like a block.
+    mutating func jobRan(_ jobID: UInt64, enqueued: UInt64, at ts: UInt64) {
+        seen(ts)
+        if enqueued != 0 { countBacklog(dueAt: enqueued) }
+        beginCallout(.job, id: jobID, at: ts)
     }
 
     mutating func beginCallout(_ kind: CalloutKind, id: UInt64, at ts: UInt64) {

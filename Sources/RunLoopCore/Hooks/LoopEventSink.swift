@@ -50,6 +50,9 @@ open class LoopEventSink: @unchecked Sendable {
     open func observerBegin(_ context: Context, observerID: UInt64, activity: Loop.Activity) {}
     open func observerEnd(_ context: Context, observerID: UInt64) {}
     open func wakeUp(_ context: Context, reason: Loop.WakeReason, slept: UInt64) {}
+    /// An actor job the loop runs as its executor; `priority` is the job's `JobPriority` raw value.
+    open func jobBegin(_ context: Context, jobID: UInt64, enqueued: UInt64, priority: UInt8) {}
+    open func jobEnd(_ context: Context, jobID: UInt64) {}
 
     // ===== installation =====
 
