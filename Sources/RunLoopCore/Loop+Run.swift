@@ -105,7 +105,7 @@ extension Loop {
     /// A mode is empty when it holds no source, port or timer and no block pending for it (lock held).
     func isEmpty(_ state: ModeState) -> Bool {
         guard state.hasNoItems else { return false }
-        return !blocks.hasBlock(for: state.mode, modeIsCommon: commonModeSet.contains(state.mode))
+        return !blocks.hasBlock(for: state.mode, modeIsCommon: commonModeSet.contains(state.mode), countingJobs: !isRunningJob)
     }
 
     /// Better than CF: a mode that became empty during the iteration ends the run instead of sleeping until the

@@ -39,7 +39,7 @@ extension Loop {
 
         var ran = false
         while let block = frame.blocks.popFirst() {
-            guard block.modes.admits(frame.mode, modeIsCommon: modeIsCommon) else {
+            guard mayRun(block, in: frame.mode, modeIsCommon: modeIsCommon) else {
                 frame.leftoverBlocks.append(block)
                 continue
             }

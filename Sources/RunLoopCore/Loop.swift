@@ -66,6 +66,8 @@ public final class Loop: @unchecked Sendable {
 
     // Loop thread only.
     var iteration: UInt64 = 0
+    /// While an actor job runs: runs nested in it run no other job (Concurrency/Loop+Executor.swift).
+    var isRunningJob = false
 
     private let waiting = Atomic<Bool>(false)
     /// Set by the one thread whose wake-up writes the eventfd; cleared by the loop when it drains it, so

@@ -218,7 +218,8 @@ enum LTTngWorkload {
             case .runBegin(let loop, _, _, _), .runEnd(let loop, _, _), .timerFireBegin(let loop, _, _, _, _, _),
                  .timerFireEnd(let loop, _), .sourcePerformBegin(let loop, _, _, _, _), .sourcePerformEnd(let loop, _),
                  .blockBegin(let loop, _, _), .blockEnd(let loop, _), .observerBegin(let loop, _, _),
-                 .observerEnd(let loop, _), .wakeUp(let loop, _, _), .loopCreate(let loop, _, _):
+                 .observerEnd(let loop, _), .wakeUp(let loop, _, _), .loopCreate(let loop, _, _),
+                 .jobBegin(let loop, _, _, _), .jobEnd(let loop, _):
                 return loop == loopID
             case .sourceSignal(let source): return source == sourceID
             case .itemLabel(let item, _, _): return [timerID, sourceID, observerID].contains(item)

@@ -49,10 +49,13 @@ final class BlockQueue: @unchecked Sendable {
         }
     }
 
-    /// Whether a block waits for `mode` (which keeps the mode alive).
-    func hasBlock(for mode: Loop.Mode, modeIsCommon: Bool) -> Bool {
+    /// Whether a block waits for `mode` (which keeps the mode alive); actor jobs count only with `countingJobs`.
+    func hasBlock(for mode: Loop.Mode, modeIsCommon: Bool, countingJobs: Bool = true) -> Bool {
         withState { state in
-            state.blocks.contains { $0.modes.admits(mode, modeIsCommon: modeIsCommon) }
+            state.blocks.contains { pending in
+                if !countingJobs, case .job = pending.work { return false }
+                return pending.modes.admits(mode, modeIsCommon: modeIsCommon)
+            }
         }
     }
 

@@ -16,6 +16,10 @@ import Dispatch
 //   an actor call runs before the call's job;
 // - while the loop runs a mode that is not common (a private modal mode), jobs wait, as blocks for the common
 //   modes do, and run when the loop is back in a common mode; a pending job keeps the common modes alive;
+// - a run nested in a job (a job that runs the loop) runs no other job, and pending jobs do not keep its mode
+//   alive: the actor's jobs never overlap, which a nested run would otherwise break (the outer job is still
+//   running). CFRunLoop keeps the main queue serial the same way: a run nested in a main-queue callout does not
+//   service the main queue. Blocks and everything else still run in such a nested run;
 // - enqueuing wakes a sleeping loop, from any thread including the loop's own (as `perform` does);
 // - a job costs no allocation of ours: the runtime's job is queued as it is (the queue's storage is reused).
 //
@@ -60,6 +64,13 @@ extension Loop: SerialExecutor {
 }
 
 extension Loop {
+    /// Whether an entry of the block queue may run now, in `mode`: its modes admit it, and a job waits while
+    /// another job runs further out.
+    func mayRun(_ pending: PendingBlock, in mode: Mode, modeIsCommon: Bool) -> Bool {
+        if isRunningJob, case .job = pending.work { return false }
+        return pending.modes.admits(mode, modeIsCommon: modeIsCommon)
+    }
+
     /// Runs one entry of the block queue at steps 3, 4 or 9 as its traced callout.
     func runPendingWork(_ pending: PendingBlock, _ frame: RunFrame) {
         switch pending.work {
@@ -73,6 +84,8 @@ extension Loop {
             }
             frame.unpublished.blocksRun += 1
         case .job(let job):
+            isRunningJob = true
+            defer { isRunningJob = false }
             if let sink = frame.sink {
                 sink.jobBegin(frame.context(loop: self), jobID: pending.id, enqueued: pending.enqueuedAt,
                               priority: UInt8(truncatingIfNeeded: job.priority.rawValue))

@@ -29,8 +29,8 @@ import Glibc
 /// - Called on the loop's own thread (from a callout or an actor job), ``close()`` cannot wait for the thread
 ///   it runs on: it asks the loop to stop and returns at once; the thread exits when the callout has returned.
 ///   A later ``close()`` from another thread waits for that exit.
-/// - The stop is a block performed for the common modes, so it never falls between two runs: it runs when the
-///   loop next runs a common mode. While a callout runs a private mode (or blocks), closing waits for it. A
+/// - The stop is a signal of a source in the common modes, so it never falls between two runs: the innermost
+///   run in a common mode performs it. While a callout runs a private mode (or blocks), closing waits for it. A
 ///   stop that ends a nested run is repeated for the run around it.
 /// - Releasing the last reference closes the thread the same way; when that happens on the loop's own thread,
 ///   the thread is detached instead of joined.
@@ -122,11 +122,13 @@ extension LoopThread {
     private final class Driver: @unchecked Sendable {
         let name: String
         private let lock = ConditionLock()
-        /// Guarded by lock.
-        private var published: Loop?
+        /// Guarded by lock: the loop and its stop source once the thread has made them.
+        private var published: (loop: Loop, stop: LoopSource)?
         private var stopRequested = false
-        /// Loop thread only: set by the stop block, read between runs.
+        /// Loop thread only: set by the stop source, read between runs.
         private var finishing = false
+        /// Loop thread only: the stop source, for its own perform.
+        private var stopSource: LoopSource?
 
         init(name: String) {
             self.name = name
@@ -135,42 +137,46 @@ extension LoopThread {
         func runThread() {
             setCurrentThreadName(name)
             let loop = Loop.current
-            let keepAlive = LoopSource(label: "LoopThread.keepAlive") {}
-            loop.add(keepAlive, forMode: .common)
+            // One source keeps the common modes alive while idle and carries the stop. A signal, unlike
+            // `Loop.stop()`, is not lost between two runs, and unlike a block it is not taken into an outer
+            // pass's batch: the innermost run in a common mode performs it, whatever the nesting.
+            let stop = LoopSource(label: "LoopThread.stop") { [unowned self] in self.stopRun(of: loop) }
+            stopSource = stop
+            loop.add(stop, forMode: .common)
             lock.withLock {
-                published = loop
+                published = (loop, stop)
                 lock.broadcast()
             }
             while !finishing {
                 loop.run(mode: .default, timeout: Loop.forever)
             }
-            keepAlive.invalidate()
+            stop.invalidate()
+            stopSource = nil
         }
 
         func waitForLoop() -> Loop {
             lock.withLock {
                 while published == nil { _ = lock.wait(until: nil) }
-                return published!
+                return published!.loop
             }
         }
 
-        /// Queues the stop once: a block, so it is not lost between two runs the way `Loop.stop()` would be.
+        /// Signals the stop source once.
         func requestStop() {
-            let loop: Loop? = lock.withLock {
+            let stop: LoopSource? = lock.withLock {
                 guard !stopRequested else { return nil }
                 stopRequested = true
-                return published
+                return published?.stop
             }
-            guard let loop else { return }
-            loop.perform { self.stopRun(of: loop) }
+            stop?.signalAndWakeUp()
         }
 
-        /// Ends the run this block runs in; inside a nested run, queues itself again for the run around it
-        /// (blocks queued by a block run on a later pass, so it reaches the outer run once the nested one returned).
+        /// Ends the run the source performs in; inside a nested run, signals itself again for the run around
+        /// it (a source re-signalled in its perform runs on a later iteration, after the nested run returned).
         private func stopRun(of loop: Loop) {
             finishing = true
             loop.stop()
-            if loop.runDepth > 1 { loop.perform { self.stopRun(of: loop) } }
+            if loop.runDepth > 1 { stopSource?.signal() }
         }
     }
 }
