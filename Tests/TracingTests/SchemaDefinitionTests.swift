@@ -88,13 +88,21 @@ import Tracing
     }
 
     /// Today's metadata text is byte for byte what the recorder of 088a5cc wrote (the fixture's), but for the
-    /// lines that differ per trace: the schema's move to one definition changed no byte of the format.
-    @Test func theMetadataIsUnchangedFromTheFixturesRecorder() throws {
+    /// lines that differ per trace, followed by the events added since (ids after the fixture's, in id order):
+    /// the schema's move to one definition changed no byte of the format, and new events only append.
+    @Test func theMetadataIsTheFixturesRecordersWithOnlyNewEventsAppended() throws {
         let old = try String(contentsOfFile: FixtureCompatibilityTests.trace + "/metadata", encoding: .utf8)
         let uuid = EmbeddedTraceReader.parseUUID(EmbeddedTraceReader.value(of: "uuid", in: old)!.trimmingQuotes)!
         let offset = Int64(EmbeddedTraceReader.value(of: "offset_s", in: old)!)! * 1_000_000_000 + Int64(EmbeddedTraceReader.value(of: "offset", in: old)!)!
         let hostname = EmbeddedTraceReader.value(of: "hostname", in: old)!.trimmingQuotes
-        #expect(TraceSchema.metadata(uuid: uuid, clockOffsetNanoseconds: offset, hostname: hostname) == old)
+        let today = TraceSchema.metadata(uuid: uuid, clockOffsetNanoseconds: offset, hostname: hostname)
+        #expect(today.hasPrefix(old))
+        let added = String(today.dropFirst(old.count))
+        let fixtureEvents = old.matches(of: /\nevent \{/).count
+        #expect(added.matches(of: /\nevent \{/).count == TraceSchema.events.count - fixtureEvents)
+        #expect(added.matches(of: /\n    id = (\d+);/).map { Int($0.1)! } == Array(fixtureEvents..<TraceSchema.events.count))
+        #expect(added.matches(of: /name = "runloop:(\w+)";/).map { String($0.1) }
+                == TraceSchema.events.dropFirst(fixtureEvents).map(\.name))
     }
 
     /// The C table's widest event fits the readers' per-event value arrays.
