@@ -108,15 +108,20 @@ extension Loop {
 /// loop unowned, as the runtime does: the job's actor keeps the loop alive.
 final class OrphanedJobs: @unchecked Sendable {
     private let executor: UnownedSerialExecutor
-    private let queue: DispatchQueue
+    private let loopID: UInt64
+    /// Made for the first job: most loops end with none, and their tear-down should not start libdispatch.
+    /// Guarded by the block queue's lock, which every call of `run` holds.
+    private var queue: DispatchQueue?
 
     init(executor: UnownedSerialExecutor, loopID: UInt64) {
         self.executor = executor
-        queue = DispatchQueue(label: "RunLoopCore.loop-\(loopID).jobs-after-thread-exit")
+        self.loopID = loopID
     }
 
     /// Called with the block queue's lock held, so jobs keep their order across the tear-down.
     func run(_ job: UnownedJob) {
+        let queue = self.queue ?? DispatchQueue(label: "RunLoopCore.loop-\(loopID).jobs-after-thread-exit")
+        self.queue = queue
         queue.async { [executor] in job.runSynchronously(on: executor) }
     }
 }
