@@ -45,6 +45,21 @@ actor LoopHopActor {
     }
 }
 
+/// An actor on another loop that calls the loop actor in a loop: a hop there and back with no thread of the
+/// cooperative pool involved, so its allocations are the two loops' executors' (and the runtime's).
+actor LoopCaller {
+    let loop: Loop
+    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+
+    init(loop: Loop) {
+        self.loop = loop
+    }
+
+    func call(_ target: LoopHopActor, times: Int) async {
+        for _ in 0..<times { _ = await target.call() }
+    }
+}
+
 /// The same actor on the default executor.
 actor DefaultHopActor {
     private var calls = 0
@@ -153,15 +168,25 @@ enum ActorHopBenchmark {
         // (c) allocations per call.
         #if canImport(MallocInterposerSwift)
         progress("actor hop: allocations per call")
-        for (name, peer) in [("actor on a RunLoopCore loop", 0), ("actor on the default executor", 1)] {
-            for _ in 0..<1_000 { _ = await hop(peer) }
+        func count(_ name: String, _ calls: () async -> Void) async {
             MallocInterposerSwift.reset()
             MallocInterposerSwift.hook()
-            for _ in 0..<configuration.allocationCalls { _ = await hop(peer) }
+            await calls()
             MallocInterposerSwift.unhook()
             let statistics = MallocInterposerSwift.getStatistics()
             results.allocations.append((name, statistics.mallocCount, statistics.mallocBytesCount))
         }
+        for (name, peer) in [("actor on a RunLoopCore loop, called from the pool", 0), ("actor on the default executor", 1)] {
+            for _ in 0..<1_000 { _ = await hop(peer) }
+            await count(name) { for _ in 0..<configuration.allocationCalls { _ = await hop(peer) } }
+        }
+        let callerThread = LoopThread(name: "hop-caller")
+        let caller = LoopCaller(loop: callerThread.loop)
+        await caller.call(onLoop, times: 1_000)
+        await count("actor on a RunLoopCore loop, called from an actor on another loop") {
+            await caller.call(onLoop, times: configuration.allocationCalls)
+        }
+        callerThread.close()
         #endif
         return results
     }
