@@ -359,6 +359,14 @@ final class TeeSink: LoopEventSink, @unchecked Sendable {
         lttng.wakeUp(context, reason: reason, slept: slept)
         keep(.wakeUp(loopID: context.loopID, reason: reason, slept: slept))
     }
+    override func jobBegin(_ context: Context, jobID: UInt64, enqueued: UInt64, priority: UInt8) {
+        lttng.jobBegin(context, jobID: jobID, enqueued: enqueued, priority: priority)
+        keep(.jobBegin(loopID: context.loopID, jobID: jobID, enqueued: enqueued, priority: priority))
+    }
+    override func jobEnd(_ context: Context, jobID: UInt64) {
+        lttng.jobEnd(context, jobID: jobID)
+        keep(.jobEnd(loopID: context.loopID, jobID: jobID))
+    }
 }
 
 /// The calling thread's kernel id (gettid(2), which Swift does not import), from /proc/thread-self.
