@@ -58,6 +58,17 @@ actor LoopActor {
         #expect(await actor.runsOnLoopThread())
     }
 
+    @Test func aJobWakesASleepingLoopByItself() async {
+        let thread = LoopThread(name: "exec-wake")
+        defer { thread.close() }
+        let actor = LoopActor(loop: thread.loop)
+        #expect(eventually { thread.loop.isWaiting })
+        let before = thread.loop.statistics.wakeUps(.manual)
+        // Nothing but the job's enqueue wakes the loop (no wakeUp(), no source, no timer).
+        #expect(await actor.runsOnLoopThread())
+        #expect(thread.loop.statistics.wakeUps(.manual) == before + 1)
+    }
+
     @Test func isolationChecksPassOnTheLoopThreadOutsideJobsToo() async throws {
         let thread = LoopThread(name: "exec-isolation")
         defer { thread.close() }
