@@ -37,8 +37,28 @@ import TraceReading
         #expect(Metric.named("callout.job.max")?.value(in: s) == Double(jobs.max))
         #expect(Metric.named("callout.job.p50")?.value(in: s) == Double(jobs.p50))
         #expect(loop.slowestCallouts.first?.label == "job")
+        // Enqueue → run: 1 ms and 4.5 ms.
+        let latency = try #require(loop.wakeLatency.job)
+        #expect(latency.count == 2 && abs(Double(latency.max) - 4_500_000) < 5_000)
+        #expect(Metric.named("wake.job.max")?.value(in: s) == Double(s.overall.wakeLatency.jobOrEmpty.max))
+        #expect(SummaryReport.text(s).contains("job enqueue → run"))
+        #expect(SummaryReport.markdown(s).contains("| job enqueue → run |"))
         #expect(SummaryReport.text(s).contains("  job"))
         #expect(try SummaryReport.json(s).contains("\"job\""))
+    }
+
+    @Test func aSummaryWithoutJobsEncodesAndDecodesAsBefore() throws {
+        var t = TraceBuilder()
+        t.runBegin(0)
+        t.activity(0, .beforeTimers)
+        t.block(1, enqueued: 0, at: 1, until: 2)
+        t.runEnd(3)
+        let s = try t.summarize()
+        #expect(s.overall.wakeLatency.job == nil)
+        let json = try SummaryReport.json(s)
+        #expect(!json.contains("\"job\""), "no job key when no job ran: older readers see the same JSON")
+        let decoded = try JSONDecoder().decode(TraceSummary.self, from: Data(json.utf8))
+        #expect(decoded.overall.wakeLatency.job == nil)
     }
 
     @Test func exportsShowJobsAsSlicesAndRows() throws {

@@ -36,6 +36,7 @@ struct LoopTracker {
     private var sourceLatency = LatencyHistogram()
     private var blockLatency = LatencyHistogram()
     private var portLatency = LatencyHistogram()
+    private var jobLatency = LatencyHistogram()
     private var backlog = LatencyHistogram()
     private var calloutDurations = [LatencyHistogram](repeating: LatencyHistogram(), count: CalloutKind.allCases.count)
     private var wakeReasons = [UInt64](repeating: 0, count: LoopWakeReason.allCases.count)
@@ -259,7 +260,10 @@ struct LoopTracker {
     /// An actor job: a callout of its own kind; queued work at the wake-up like a block.
     mutating func jobRan(_ jobID: UInt64, enqueued: UInt64, at ts: UInt64) {
         seen(ts)
-        if enqueued != 0 { countBacklog(dueAt: enqueued) }
+        if enqueued != 0 {
+            jobLatency.record(ts >= enqueued ? ts - enqueued : 0)
+            countBacklog(dueAt: enqueued)
+        }
         beginCallout(.job, id: jobID, at: ts)
     }
 
@@ -347,6 +351,7 @@ struct LoopTracker {
         sourceLatency.merge(other.sourceLatency)
         blockLatency.merge(other.blockLatency)
         portLatency.merge(other.portLatency)
+        jobLatency.merge(other.jobLatency)
         backlog.merge(other.backlog)
         for (index, histogram) in other.calloutDurations.enumerated() { calloutDurations[index].merge(histogram) }
         for (index, count) in other.wakeReasons.enumerated() { wakeReasons[index] += count }
@@ -374,7 +379,8 @@ struct LoopTracker {
         s.sleep = sleeps.summary
         // One histogram: the timer wake-up latency is the timer lateness.
         let timerLateness = timers.lateness.summary
-        s.wakeLatency = .init(timer: timerLateness, source: sourceLatency.summary, block: blockLatency.summary, port: portLatency.summary)
+        s.wakeLatency = .init(timer: timerLateness, source: sourceLatency.summary, block: blockLatency.summary, port: portLatency.summary,
+                              job: jobLatency.count > 0 ? jobLatency.summary : nil)
         s.timerLateness = timerLateness
         s.timerBeyondTolerance = timers.beyondTolerance.summary
         s.timerFirings = timers.firings
