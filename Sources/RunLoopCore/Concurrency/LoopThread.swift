@@ -54,6 +54,8 @@ public final class LoopThread: @unchecked Sendable {
     }
 
     /// Starts the thread and returns once its loop exists.
+    /// - Precondition: the process can start another thread (a failing `pthread_create` stops the program with
+    ///   its error, as running out of threads leaves nothing to fall back on).
     public init(name: String = "LoopThread") {
         self.name = name
         let driver = Driver(name: name)
