@@ -249,22 +249,23 @@ struct LoopTracker {
     }
 
     mutating func blockRan(_ blockID: UInt64, enqueued: UInt64, at ts: UInt64) {
-        seen(ts)
-        if enqueued != 0 {
-            blockLatency.record(ts >= enqueued ? ts - enqueued : 0)
-            countBacklog(dueAt: enqueued)
-        }
-        beginCallout(.block, id: blockID, at: ts)
+        queuedWorkRan(.block, id: blockID, enqueued: enqueued, at: ts)
     }
 
-    /// An actor job: a callout of its own kind; queued work at the wake-up like a block.
+    /// An actor job: a callout of its own kind, queued work like a block.
     mutating func jobRan(_ jobID: UInt64, enqueued: UInt64, at ts: UInt64) {
+        queuedWorkRan(.job, id: jobID, enqueued: enqueued, at: ts)
+    }
+
+    /// A block or job from the loop's queue: its wait since the enqueue (when traced) and the backlog it was part of.
+    private mutating func queuedWorkRan(_ kind: CalloutKind, id: UInt64, enqueued: UInt64, at ts: UInt64) {
         seen(ts)
         if enqueued != 0 {
-            jobLatency.record(ts >= enqueued ? ts - enqueued : 0)
+            let waited = ts >= enqueued ? ts - enqueued : 0
+            if kind == .job { jobLatency.record(waited) } else { blockLatency.record(waited) }
             countBacklog(dueAt: enqueued)
         }
-        beginCallout(.job, id: jobID, at: ts)
+        beginCallout(kind, id: id, at: ts)
     }
 
     mutating func beginCallout(_ kind: CalloutKind, id: UInt64, at ts: UInt64) {
