@@ -108,3 +108,8 @@ int crl_thread_name(char *buffer, int length) {
     int rc = pthread_getname_np(pthread_self(), buffer, (size_t)length);
     return rc == 0 ? 0 : -rc;
 }
+
+int crl_set_thread_name(const char *name) {
+    int rc = pthread_setname_np(pthread_self(), name);
+    return rc == 0 ? 0 : -rc;
+}

@@ -114,7 +114,7 @@ extension Loop {
     /// does not stand for a source in it (lock held).
     func isEmpty(_ state: ModeState) -> Bool {
         guard state.hasNoItems, !servesMainQueue(state.mode) else { return false }
-        return !blocks.hasBlock(for: state.mode, modeIsCommon: state.isCommon)
+        return !blocks.hasBlock(for: state.mode, modeIsCommon: state.isCommon, countingJobs: !isRunningJob)
     }
 
     /// Rule 33: a wake-up while the loop was not running is not carried into the run (CF drains its wake-up port
@@ -157,6 +157,7 @@ extension Loop {
         counters.timersFired += delta.timersFired
         counters.sourcesHandled += delta.sourcesHandled
         counters.blocksRun += delta.blocksRun
+        counters.jobsRun += delta.jobsRun
         counters.observerCallouts += delta.observerCallouts
         counters.mainQueueServicings += delta.mainQueueServicings
         counters.iterations += delta.iterations

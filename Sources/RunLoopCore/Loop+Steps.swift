@@ -39,18 +39,11 @@ extension Loop {
 
         var ran = false
         while let block = frame.blocks.popFirst() {
-            guard block.modes.admits(frame.mode, modeIsCommon: modeIsCommon) else {
+            guard mayRun(block, in: frame.mode, modeIsCommon: modeIsCommon) else {
                 frame.leftoverBlocks.append(block)
                 continue
             }
-            if let sink = frame.sink {
-                sink.blockBegin(frame.context(loop: self), blockID: block.id, enqueued: block.enqueuedAt)
-                block.body()
-                sink.blockEnd(frame.context(loop: self), blockID: block.id)
-            } else {
-                block.body()
-            }
-            frame.unpublished.blocksRun += 1
+            runPendingWork(block, frame)
             ran = true
         }
         if !frame.leftoverBlocks.isEmpty {

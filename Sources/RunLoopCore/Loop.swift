@@ -73,6 +73,8 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var iteration: UInt64 = 0
     /// Kernel waits so far, nested runs' included (see ``RunFrame/waitNumber``).
     @exclusivity(unchecked) var waitCount: UInt64 = 0
+    /// While an actor job runs: runs nested in it run no other job (Concurrency/Loop+Executor.swift).
+    @exclusivity(unchecked) var isRunningJob = false
 
     private let waiting = Atomic<Bool>(false)
     /// Set by the one thread whose wake-up writes the eventfd; cleared by the loop when it drains it, so
@@ -233,7 +235,7 @@ public final class Loop: @unchecked Sendable {
         return timer
     }
 
-    private func enqueue(_ modes: BlockModes, _ body: @escaping @Sendable () -> Void) {
+    func enqueue(_ modes: BlockModes, _ body: @escaping @Sendable () -> Void) {
         // Ids and enqueue times cost a clock read, so only when a tracer is listening.
         let block = LoopEventSink.current == nil
             ? PendingBlock(modes: modes, body: body)
@@ -256,7 +258,7 @@ public final class Loop: @unchecked Sendable {
     /// timers and every other item, and closes the kernel descriptors.
     func threadDidExit() {
         var cancels: [(LoopSource, Mode)] = []
-        var dropped = blocks.close()
+        var dropped = blocks.close(handingJobsTo: makeOrphanedJobs())
         // Everything the tables held is released after the lock is dropped: the last reference to an item (or
         // to what its handlers capture) may go with them, and a deinit may use this loop (rule 37).
         var released: [any ModeItem] = []
@@ -332,6 +334,8 @@ extension Loop {
         public var sourcesHandled: UInt64 = 0
         /// Blocks run.
         public var blocksRun: UInt64 = 0
+        /// Actor jobs run (the loop as an executor).
+        public var jobsRun: UInt64 = 0
         /// Observer callouts.
         public var observerCallouts: UInt64 = 0
         /// Servicings of the main dispatch queue (main loop only; each runs every block queued before it).

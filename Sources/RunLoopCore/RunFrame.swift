@@ -48,6 +48,7 @@ final class RunFrame {
         var timersFired: UInt64 = 0
         var sourcesHandled: UInt64 = 0
         var blocksRun: UInt64 = 0
+        var jobsRun: UInt64 = 0
         var observerCallouts: UInt64 = 0
         var mainQueueServicings: UInt64 = 0
     }

@@ -69,6 +69,11 @@ public struct TraceEvent: Sendable, Equatable {
         case mainQueueBegin(loopID: UInt64)
         /// `runloop:main_queue_end`.
         case mainQueueEnd(loopID: UInt64)
+        /// `runloop:job_begin`: an actor job run by the loop as its executor; `enqueued` is when the runtime
+        /// queued it, `priority` its `JobPriority` raw value.
+        case jobBegin(loopID: UInt64, jobID: UInt64, enqueued: UInt64, priority: UInt8)
+        /// `runloop:job_end`.
+        case jobEnd(loopID: UInt64, jobID: UInt64)
     }
 
     /// The event's full name, as LTTng shows it (`runloop:before_waiting`).
@@ -96,6 +101,8 @@ extension TraceEvent.Payload {
         case .itemLabel: return "item_label"
         case .mainQueueBegin: return "main_queue_begin"
         case .mainQueueEnd: return "main_queue_end"
+        case .jobBegin: return "job_begin"
+        case .jobEnd: return "job_end"
         }
     }
 }

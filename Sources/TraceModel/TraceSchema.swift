@@ -95,7 +95,7 @@ public enum TraceSchema {
         case entry = 0, beforeTimers, beforeSources, beforeWaiting, afterWaiting, exit
         case runBegin, runEnd, timerFireBegin, timerFireEnd, sourceSignal, sourcePerformBegin, sourcePerformEnd
         case blockBegin, blockEnd, observerBegin, observerEnd, wakeUp, loopCreate, itemLabel
-        case mainQueueBegin, mainQueueEnd
+        case mainQueueBegin, mainQueueEnd, jobBegin, jobEnd
 
         // Inlinable: the recorder calls this for every activity event it writes, from another module.
         @inlinable

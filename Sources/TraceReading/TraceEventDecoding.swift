@@ -83,6 +83,13 @@ enum TraceEventDecoding {
             return .mainQueueBegin(loopID: v.integer(0))
         case .mainQueueEnd:
             return .mainQueueEnd(loopID: v.integer(0))
+        case .jobBegin:
+            // loop_id, job_id, enqueued_ns, priority
+            let priority = v.integer(3)
+            guard let narrow = UInt8(exactly: priority) else { throw FieldValueProblem(field: 3, value: priority, expected: "a job priority") }
+            return .jobBegin(loopID: v.integer(0), jobID: v.integer(1), enqueued: v.integer(2), priority: narrow)
+        case .jobEnd:
+            return .jobEnd(loopID: v.integer(0), jobID: v.integer(1))
         }
     }
 

@@ -54,6 +54,8 @@ enum CTFTestTrace {
              .sourcePerformEnd(loopID: 3, sourceID: 11),
              .blockBegin(loopID: 3, blockID: 99, enqueued: base + 21_000),
              .blockEnd(loopID: 3, blockID: 99),
+             .jobBegin(loopID: 3, jobID: 77, enqueued: base + 22_000, priority: 25),
+             .jobEnd(loopID: 3, jobID: 77),
              .activity(.exit, place(2)),
              .runEnd(loopID: 3, mode: "kCFRunLoopDefaultMode", result: .handledSource)],
         ]
@@ -130,6 +132,8 @@ enum CTFTestTrace {
             ("wakeup", "uint64_t slept_ns; uint8_t reason; uint64_t loop_id;"),
             ("loop_create", "uint64_t loop_id; int32_t tid; string name;"),
             ("item_label", "uint64_t item_id; enum : uint8_t { timer = 0, source = 1, descriptor = 2, port = 3, observer = 4 } kind; string label;"),
+            ("job_begin", "uint64_t loop_id; uint64_t job_id; uint64_t enqueued_ns; uint8_t priority;"),
+            ("job_end", "uint64_t loop_id; uint64_t job_id;"),
         ]
         var text = """
         /* CTF 1.8 */
@@ -305,6 +309,10 @@ enum CTFTestTrace {
             data.appendLE(item); data.append(kind.rawValue); string(label)
         case .mainQueueBegin(let loop), .mainQueueEnd(let loop):
             data.appendLE(loop)
+        case .jobBegin(let loop, let job, let enqueued, let priority):
+            data.appendLE(loop); data.appendLE(job); data.appendLE(enqueued); data.append(priority)
+        case .jobEnd(let loop, let job):
+            data.appendLE(loop); data.appendLE(job)
         }
         return data
     }

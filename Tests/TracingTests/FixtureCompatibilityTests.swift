@@ -50,6 +50,10 @@ import Testing
             set("id", id); set("kind", kind); set("label", label)
         case .mainQueueBegin(let loop), .mainQueueEnd(let loop):
             set("loop_id", loop)
+        case .jobBegin(let loop, let id, let enqueued, let priority):
+            set("loop_id", loop); set("id", id); set("enqueued_ns", enqueued); set("priority", priority)
+        case .jobEnd(let loop, let id):
+            set("loop_id", loop); set("id", id)
         }
         return row.filter { !$0.value.isEmpty }
     }

@@ -235,7 +235,8 @@ enum LTTngWorkload {
                  .timerFireEnd(let loop, _), .sourcePerformBegin(let loop, _, _, _, _), .sourcePerformEnd(let loop, _),
                  .blockBegin(let loop, _, _), .blockEnd(let loop, _), .observerBegin(let loop, _, _),
                  .observerEnd(let loop, _), .wakeUp(let loop, _, _), .loopCreate(let loop, _, _),
-                 .mainQueueBegin(let loop), .mainQueueEnd(let loop):
+                 .mainQueueBegin(let loop), .mainQueueEnd(let loop),
+                 .jobBegin(let loop, _, _, _), .jobEnd(let loop, _):
                 return loop == loopID
             case .sourceSignal(let source): return source == sourceID
             case .itemLabel(let item, _, _): return [timerID, sourceID, observerID].contains(item)
@@ -382,6 +383,14 @@ final class TeeSink: LoopEventSink, @unchecked Sendable {
     override func mainQueueEnd(_ context: Context) {
         lttng.mainQueueEnd(context)
         keep(.mainQueueEnd(loopID: context.loopID))
+    }
+    override func jobBegin(_ context: Context, jobID: UInt64, enqueued: UInt64, priority: UInt8) {
+        lttng.jobBegin(context, jobID: jobID, enqueued: enqueued, priority: priority)
+        keep(.jobBegin(loopID: context.loopID, jobID: jobID, enqueued: enqueued, priority: priority))
+    }
+    override func jobEnd(_ context: Context, jobID: UInt64) {
+        lttng.jobEnd(context, jobID: jobID)
+        keep(.jobEnd(loopID: context.loopID, jobID: jobID))
     }
 }
 

@@ -18,6 +18,7 @@ import Tracing
         .blockBegin: "block_begin", .blockEnd: "block_end", .observerBegin: "observer_begin", .observerEnd: "observer_end",
         .wakeUp: "wakeup", .loopCreate: "loop_create", .itemLabel: "item_label",
         .mainQueueBegin: "main_queue_begin", .mainQueueEnd: "main_queue_end",
+        .jobBegin: "job_begin", .jobEnd: "job_end",
     ]
 
     @Test func swiftEventIDsAreTheDefinitionsIDs() {

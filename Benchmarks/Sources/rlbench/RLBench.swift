@@ -14,14 +14,15 @@ struct RLBench: ParsableCommand {
         Benchmarks: timers (1 ms timer lateness), wakeup (cross-thread wake-up latency), mainqueue \
         (DispatchQueue.main.async into a sleeping main loop), throughput \
         (blocks per second, sustained and drain), idle (CPU of a sleeping loop), allocations (mallocs per \
-        empty iteration). Explicit options override --quick.
+        empty iteration), actorhop (an actor on a loop vs the default executor vs the main actor). Explicit \
+        options override --quick.
         """
     )
 
     @Flag(help: "Small counts for a smoke run (about 20 s instead of about 90 s).")
     var quick = false
 
-    @Option(help: "Comma-separated benchmarks to run: timers,wakeup,mainqueue,throughput,idle,allocations.")
+    @Option(help: "Comma-separated benchmarks to run: timers,wakeup,mainqueue,throughput,idle,allocations,actorhop.")
     var only: String?
 
     @Option(help: "Interleaved rounds per peer (default 5, quick 2).")
@@ -48,7 +49,7 @@ struct RLBench: ParsableCommand {
     @Option(help: "Empty iterations counted for allocations.")
     var allocationIterations: Int = 10_000
 
-    static let allBenchmarks = ["timers", "wakeup", "mainqueue", "throughput", "idle", "allocations"]
+    static let allBenchmarks = ["timers", "wakeup", "mainqueue", "throughput", "idle", "allocations", "actorhop"]
 
     func validate() throws {
         for name in selected where !Self.allBenchmarks.contains(name) {
@@ -96,6 +97,12 @@ struct RLBench: ParsableCommand {
         }
         if selected.contains("allocations") {
             AllocationBenchmark.run(AllocationConfiguration(iterations: allocationIterations))
+        }
+        if selected.contains("actorhop") {
+            let perRound = Self.split(pings ?? (quick ? 400 : 2_000), over: rounds)
+            ActorHopBenchmark.run(ActorHopConfiguration(calls: perRound, warmup: min(50, max(perRound / 10, 5)), rounds: rounds,
+                                                        pauseNanoseconds: UInt64(pingPause) * 1_000,
+                                                        windowNanoseconds: UInt64((throughputSeconds ?? (quick ? 0.5 : 1)) * 1e9)))
         }
         print("")
     }

@@ -57,6 +57,7 @@ public enum Metric {
         list += distribution("wake.source", "source first signal → perform") { $0.overall.wakeLatency.source }
         list += distribution("wake.block", "block enqueue → run") { $0.overall.wakeLatency.block }
         list += distribution("wake.port", "port send → handler") { $0.overall.wakeLatency.port }
+        list += distribution("wake.job", "actor job enqueue → run") { $0.overall.wakeLatency.jobOrEmpty }
         list += distribution("timer.lateness", "timer lateness: actual − scheduled fire date") { $0.overall.timerLateness }
         list += distribution("timer.beyond_tolerance", "timer lateness beyond its tolerance window") { $0.overall.timerBeyondTolerance }
         list += [

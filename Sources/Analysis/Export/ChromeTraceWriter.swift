@@ -46,9 +46,9 @@ struct ChromeTraceWriter {
         var thread = open[tid] ?? (0, event.timestamp)
         thread.last = max(thread.last, event.timestamp)
         switch event.payload {
-        case .runBegin, .timerFireBegin, .sourcePerformBegin, .blockBegin, .observerBegin, .mainQueueBegin:
+        case .runBegin, .timerFireBegin, .sourcePerformBegin, .blockBegin, .observerBegin, .mainQueueBegin, .jobBegin:
             thread.slices += 1
-        case .runEnd, .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd, .mainQueueEnd:
+        case .runEnd, .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd, .mainQueueEnd, .jobEnd:
             guard thread.slices > 0 else {
                 open[tid] = thread
                 return
@@ -77,7 +77,7 @@ struct ChromeTraceWriter {
             emit(slice("B", labels[id].map { "observer \($0)" } ?? "observer \(id)", "\"activity\":\"\(activity.description)\""))
         case .mainQueueBegin:
             emit(slice("B", "main queue"))
-        case .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd, .mainQueueEnd:
+        case .timerFireEnd, .sourcePerformEnd, .blockEnd, .observerEnd, .mainQueueEnd, .jobEnd:
             emit(slice("E", ""))
         case .wakeUp(let loop, let reason, let slept):
             let start = event.timestamp >= slept ? event.timestamp - slept : 0
@@ -98,6 +98,9 @@ struct ChromeTraceWriter {
             emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":\(threadID),\"args\":{\"name\":\(jsonString("loop \(loop) \(name)"))}}")
         case .itemLabel(let id, _, let label):
             labels[id] = label
+        case .jobBegin(_, let id, let enqueued, let priority):
+            let waited = enqueued > 0 && event.timestamp >= enqueued ? event.timestamp - enqueued : 0
+            emit(slice("B", "job", "\"id\":\(id),\"queued_ns\":\(waited),\"priority\":\(priority)"))
         }
     }
 

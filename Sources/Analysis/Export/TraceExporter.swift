@@ -61,10 +61,11 @@ public struct TraceExporter {
         static let reason = field(.wakeUp, "reason")
         static let result = field(.runEnd, "result")
         static let label = field(.itemLabel, "label")
+        static let priority = field(.jobBegin, "priority")
 
         /// After timestamp_ns, thread_id and event, in CSV order.
         static let columns = [loopID, mode, iteration, depth, id, kind, scheduled, tolerance, interval, missed, signaled,
-                              enqueued, slept, reason, result, label]
+                              enqueued, slept, reason, result, label, priority]
 
         private static func field(_ event: TraceSchema.EventID, _ name: String) -> String {
             precondition(event.description.fieldIndex(name) != nil, "runloop_events.def: event \(event.description.name) has no field \(name)")
@@ -75,6 +76,7 @@ public struct TraceExporter {
     struct Row {
         var loop = "", mode = "", iteration = "", depth = "", id = "", kind = "", scheduled = "", tolerance = ""
         var interval = "", missed = "", signaled = "", enqueued = "", slept = "", reason = "", result = "", label = ""
+        var priority = ""
     }
 
     static func row(_ event: TraceEvent) -> Row {
@@ -107,6 +109,10 @@ public struct TraceExporter {
             r.loop = "\(loop)"; r.label = name
         case .itemLabel(let id, let kind, let label):
             r.id = "\(id)"; r.kind = kind.description; r.label = label
+        case .jobBegin(let loop, let id, let enqueued, let priority):
+            r.loop = "\(loop)"; r.id = "\(id)"; r.enqueued = "\(enqueued)"; r.priority = "\(priority)"
+        case .jobEnd(let loop, let id):
+            r.loop = "\(loop)"; r.id = "\(id)"
         }
         return r
     }
@@ -120,7 +126,7 @@ public struct TraceExporter {
         let r = row(event)
         let fields = ["\(event.timestamp)", "\(event.threadID)", event.payload.eventName, r.loop, csvField(r.mode), r.iteration,
                       r.depth, r.id, r.kind, r.scheduled, r.tolerance, r.interval, r.missed, r.signaled, r.enqueued,
-                      r.slept, r.reason, r.result, csvField(r.label)]
+                      r.slept, r.reason, r.result, csvField(r.label), r.priority]
         return fields.joined(separator: ",") + "\n"
     }
 
@@ -129,7 +135,8 @@ public struct TraceExporter {
         var parts = ["\"timestamp_ns\":\(event.timestamp)", "\"thread_id\":\(event.threadID)", "\"event\":\"\(event.payload.eventName)\""]
         let numeric: [(String, String)] = [(Key.loopID, r.loop), (Key.iteration, r.iteration), (Key.depth, r.depth), (Key.id, r.id),
                                            (Key.scheduled, r.scheduled), (Key.tolerance, r.tolerance), (Key.interval, r.interval),
-                                           (Key.missed, r.missed), (Key.signaled, r.signaled), (Key.enqueued, r.enqueued), (Key.slept, r.slept)]
+                                           (Key.missed, r.missed), (Key.signaled, r.signaled), (Key.enqueued, r.enqueued), (Key.slept, r.slept),
+                                           (Key.priority, r.priority)]
         for (key, value) in numeric where !value.isEmpty { parts.append("\"\(key)\":\(value)") }
         let strings: [(String, String)] = [(Key.mode, r.mode), (Key.kind, r.kind), (Key.reason, r.reason), (Key.result, r.result), (Key.label, r.label)]
         for (key, value) in strings where !value.isEmpty { parts.append("\"\(key)\":\(jsonString(value))") }

@@ -152,7 +152,8 @@ public enum SummaryReport {
             out.append(indent + "backlog at wake-up: p50 \(b.p50)  p99 \(b.p99)  max \(b.max) items" + mark)
         }
         let latencies = [("timer due → callout", l.wakeLatency.timer), ("source signal → perform", l.wakeLatency.source),
-                         ("block enqueue → run", l.wakeLatency.block), ("port send → handler", l.wakeLatency.port)].filter { $0.1.count > 0 }
+                         ("block enqueue → run", l.wakeLatency.block), ("port send → handler", l.wakeLatency.port),
+                         ("job enqueue → run", l.wakeLatency.jobOrEmpty)].filter { $0.1.count > 0 }
         if !latencies.isEmpty {
             out.append(indent + "wake-up latency:")
             for (name, d) in latencies { out.append(indent + "  " + name.padded(24) + row(d) + mark) }
@@ -201,7 +202,8 @@ public enum SummaryReport {
         out.append("| --- | --- | --- | --- | --- | --- | --- |")
         for (name, d) in [("busy per iteration", o.busyPerIteration), ("timer lateness", o.timerLateness),
                           ("source signal → perform", o.wakeLatency.source), ("block enqueue → run", o.wakeLatency.block),
-                          ("port send → handler", o.wakeLatency.port), ("sleep", o.sleep)] where d.count > 0 {
+                          ("port send → handler", o.wakeLatency.port), ("job enqueue → run", o.wakeLatency.jobOrEmpty),
+                          ("sleep", o.sleep)] where d.count > 0 {
             out.append("| \(name)\(mark) | " + [d.min, d.p50, d.p90, d.p99, d.p999, d.max].map { formatNanoseconds($0) }.joined(separator: " | ") + " |")
         }
         out.append("")

@@ -10,6 +10,8 @@ public enum CalloutKind: Int, CaseIterable, Sendable, CustomStringConvertible {
     /// The id a main-queue servicing has in the summaries: servicings of a loop never nest and have no id of
     /// their own, and item and block ids start at 1.
     static let mainQueueCalloutID: UInt64 = 0
+    /// An actor job run by a loop as its executor (`job_begin`/`job_end`).
+    case job
 
     /// The kind of a performed source: custom sources are `source`, descriptors and ports their own kinds.
     public init(_ source: LoopSourceKind) {
@@ -30,6 +32,7 @@ public enum CalloutKind: Int, CaseIterable, Sendable, CustomStringConvertible {
         case .block: return "block"
         case .observer: return "observer"
         case .mainQueue: return "main_queue"
+        case .job: return "job"
         }
     }
 

@@ -36,6 +36,7 @@ struct LoopTracker {
     private var sourceLatency = LatencyHistogram()
     private var blockLatency = LatencyHistogram()
     private var portLatency = LatencyHistogram()
+    private var jobLatency = LatencyHistogram()
     private var backlog = LatencyHistogram()
     private var calloutDurations = [LatencyHistogram](repeating: LatencyHistogram(), count: CalloutKind.allCases.count)
     private var wakeReasons = [UInt64](repeating: 0, count: LoopWakeReason.allCases.count)
@@ -85,7 +86,7 @@ struct LoopTracker {
 
     /// Blocks and main-queue servicings have no labels (their ids are not items' ids).
     private func name(_ kind: CalloutKind, id: UInt64) -> String {
-        kind.calloutName(label: kind == .block || kind == .mainQueue ? nil : labels[id])
+        kind.calloutName(label: kind == .block || kind == .mainQueue || kind == .job ? nil : labels[id])
     }
 
     /// The mode of the innermost open run (what a timer firing now fired in).
@@ -248,12 +249,23 @@ struct LoopTracker {
     }
 
     mutating func blockRan(_ blockID: UInt64, enqueued: UInt64, at ts: UInt64) {
+        queuedWorkRan(.block, id: blockID, enqueued: enqueued, at: ts)
+    }
+
+    /// An actor job: a callout of its own kind, queued work like a block.
+    mutating func jobRan(_ jobID: UInt64, enqueued: UInt64, at ts: UInt64) {
+        queuedWorkRan(.job, id: jobID, enqueued: enqueued, at: ts)
+    }
+
+    /// A block or job from the loop's queue: its wait since the enqueue (when traced) and the backlog it was part of.
+    private mutating func queuedWorkRan(_ kind: CalloutKind, id: UInt64, enqueued: UInt64, at ts: UInt64) {
         seen(ts)
         if enqueued != 0 {
-            blockLatency.record(ts >= enqueued ? ts - enqueued : 0)
+            let waited = ts >= enqueued ? ts - enqueued : 0
+            if kind == .job { jobLatency.record(waited) } else { blockLatency.record(waited) }
             countBacklog(dueAt: enqueued)
         }
-        beginCallout(.block, id: blockID, at: ts)
+        beginCallout(kind, id: id, at: ts)
     }
 
     mutating func beginCallout(_ kind: CalloutKind, id: UInt64, at ts: UInt64) {
@@ -340,6 +352,7 @@ struct LoopTracker {
         sourceLatency.merge(other.sourceLatency)
         blockLatency.merge(other.blockLatency)
         portLatency.merge(other.portLatency)
+        jobLatency.merge(other.jobLatency)
         backlog.merge(other.backlog)
         for (index, histogram) in other.calloutDurations.enumerated() { calloutDurations[index].merge(histogram) }
         for (index, count) in other.wakeReasons.enumerated() { wakeReasons[index] += count }
@@ -367,7 +380,8 @@ struct LoopTracker {
         s.sleep = sleeps.summary
         // One histogram: the timer wake-up latency is the timer lateness.
         let timerLateness = timers.lateness.summary
-        s.wakeLatency = .init(timer: timerLateness, source: sourceLatency.summary, block: blockLatency.summary, port: portLatency.summary)
+        s.wakeLatency = .init(timer: timerLateness, source: sourceLatency.summary, block: blockLatency.summary, port: portLatency.summary,
+                              job: jobLatency.count > 0 ? jobLatency.summary : nil)
         s.timerLateness = timerLateness
         s.timerBeyondTolerance = timers.beyondTolerance.summary
         s.timerFirings = timers.firings

@@ -110,6 +110,10 @@ public struct TraceSummarizer {
             loopNames[loopID] = (tid, name)
         case .itemLabel(let itemID, _, let label):
             labels.set(label, for: itemID)
+        case .jobBegin(let loopID, let jobID, let enqueued, _):
+            loops[loop(loopID, event)].jobRan(jobID, enqueued: enqueued, at: ts)
+        case .jobEnd(let loopID, let jobID):
+            loops[loop(loopID, event)].endCallout(id: jobID, at: ts)
         case .sourceSignal:
             break
         }

@@ -175,6 +175,12 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         public var block = DistributionSummary()
         /// Port send → handler.
         public var port = DistributionSummary()
+        /// Actor job enqueue → run (a loop as an executor); optional so that summaries saved before jobs were
+        /// traced still decode.
+        public var job: DistributionSummary?
+
+        /// Job latency, empty when there is none.
+        public var jobOrEmpty: DistributionSummary { job ?? DistributionSummary() }
     }
 
     public struct Callout: Codable, Sendable, Equatable {

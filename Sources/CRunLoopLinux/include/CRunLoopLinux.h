@@ -49,6 +49,8 @@ int crl_close(int fd);
 int32_t crl_gettid(void);
 /// Copies the calling thread's name (NUL-terminated) into buffer; returns 0 or -errno.
 int crl_thread_name(char *buffer, int length);
+/// Names the calling thread (at most 15 bytes); returns 0 or -errno (-ERANGE when too long).
+int crl_set_thread_name(const char *name);
 /// 1 when called on the process's main thread.
 int crl_is_main_thread(void);
 

@@ -18,8 +18,8 @@
 #include "../include/rl_tracepoints.h"
 
 /* Bump whenever the table below or any event's parameters change (2: one function per event, generated from
- * runloop_events.def, the activities included; 3: main_queue_begin and main_queue_end, and the wake reason
- * main_queue). */
+ * runloop_events.def, the activities included; 3: main_queue_begin and main_queue_end, the wake reason
+ * main_queue, job_begin and job_end). */
 #define RL_PROVIDER_ABI 3
 #define RL_PROVIDER_SYMBOL "rl_lttng_provider_v1"
 #define RL_PROVIDER_FILE "librunloop-lttng-provider.so"

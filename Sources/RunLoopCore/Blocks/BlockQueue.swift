@@ -8,6 +8,8 @@ final class BlockQueue: @unchecked Sendable {
     private struct State {
         var blocks = Deque<PendingBlock>()
         var closed = false
+        /// Where actor jobs go once the loop is torn down (Concurrency/Loop+Executor.swift).
+        var orphanedJobs: OrphanedJobs?
     }
 
     private let lock = ConditionLock()
@@ -20,10 +22,13 @@ final class BlockQueue: @unchecked Sendable {
         return body(&guarded)
     }
 
-    /// Queues a block; false once the loop was torn down (the block is dropped).
+    /// Queues a block; false once the loop was torn down (the block is dropped; a job runs on the fallback).
     func append(_ block: PendingBlock) -> Bool {
         withState { state in
-            guard !state.closed else { return false }
+            guard !state.closed else {
+                if case .job(let job) = block.work { state.orphanedJobs?.run(job) }
+                return false
+            }
             state.blocks.append(block)
             return true
         }
@@ -45,19 +50,27 @@ final class BlockQueue: @unchecked Sendable {
         }
     }
 
-    /// Whether a block waits for `mode` (which keeps the mode alive).
-    func hasBlock(for mode: Loop.Mode, modeIsCommon: Bool) -> Bool {
+    /// Whether a block waits for `mode` (which keeps the mode alive); actor jobs count only with `countingJobs`.
+    func hasBlock(for mode: Loop.Mode, modeIsCommon: Bool, countingJobs: Bool = true) -> Bool {
         withState { state in
-            state.blocks.contains { $0.modes.admits(mode, modeIsCommon: modeIsCommon) }
+            state.blocks.contains { pending in
+                if !countingJobs, case .job = pending.work { return false }
+                return pending.modes.admits(mode, modeIsCommon: modeIsCommon)
+            }
         }
     }
 
-    /// Refuses further blocks and hands back the pending ones (to be dropped, not run).
-    func close() -> Deque<PendingBlock> {
+    /// Refuses further blocks and hands back the pending ones (to be dropped, not run). Pending jobs, and jobs
+    /// appended from now on, go to `orphanedJobs` instead, in order: under this lock, so none overtakes another.
+    func close(handingJobsTo orphanedJobs: OrphanedJobs) -> Deque<PendingBlock> {
         withState { state in
             state.closed = true
+            state.orphanedJobs = orphanedJobs
             var dropped = Deque<PendingBlock>()
-            swap(&dropped, &state.blocks)
+            for pending in state.blocks {
+                if case .job(let job) = pending.work { orphanedJobs.run(job) } else { dropped.append(pending) }
+            }
+            state.blocks.removeAll()
             return dropped
         }
     }

@@ -22,19 +22,30 @@ enum BlockModes {
     }
 }
 
-/// A block queued with `perform(inModes:)`.
+/// A block queued with `perform(inModes:)`, or an actor's job enqueued on the loop as its executor.
 struct PendingBlock {
+    /// What runs: one queue for both keeps a block performed before a job ahead of it, and a job costs no
+    /// closure (the runtime's job is stored as it is).
+    enum Work {
+        case block(@Sendable () -> Void)
+        case job(UnownedJob)
+    }
+
     let modes: BlockModes
-    let body: @Sendable () -> Void
+    let work: Work
     /// Process-unique id, for traces.
     let id: UInt64
     /// Monotonic time it was queued, for wake-up latency (0 when nobody asked for it).
     let enqueuedAt: UInt64
 
-    init(modes: BlockModes, body: @escaping @Sendable () -> Void, id: UInt64 = 0, enqueuedAt: UInt64 = 0) {
+    init(modes: BlockModes, work: Work, id: UInt64 = 0, enqueuedAt: UInt64 = 0) {
         self.modes = modes
-        self.body = body
+        self.work = work
         self.id = id
         self.enqueuedAt = enqueuedAt
+    }
+
+    init(modes: BlockModes, body: @escaping @Sendable () -> Void, id: UInt64 = 0, enqueuedAt: UInt64 = 0) {
+        self.init(modes: modes, work: .block(body), id: id, enqueuedAt: enqueuedAt)
     }
 }

@@ -54,6 +54,9 @@ open class LoopEventSink: @unchecked Sendable {
     /// `@MainActor` jobs, as many as were queued, until ``mainQueueEnd(_:)``.
     open func mainQueueBegin(_ context: Context) {}
     open func mainQueueEnd(_ context: Context) {}
+    /// An actor job the loop runs as its executor; `priority` is the job's `JobPriority` raw value.
+    open func jobBegin(_ context: Context, jobID: UInt64, enqueued: UInt64, priority: UInt8) {}
+    open func jobEnd(_ context: Context, jobID: UInt64) {}
 
     // ===== installation =====
 

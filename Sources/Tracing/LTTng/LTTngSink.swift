@@ -141,4 +141,14 @@ public final class LTTngSink: LoopEventSink, @unchecked Sendable {
         guard rl_tp_enabled(RL_EVENT_main_queue_end) != 0 else { return }
         rl_trace_main_queue_end(context.loopID)
     }
+
+    public override func jobBegin(_ context: Context, jobID: UInt64, enqueued: UInt64, priority: UInt8) {
+        guard rl_tp_enabled(RL_EVENT_job_begin) != 0 else { return }
+        rl_trace_job_begin(context.loopID, jobID, enqueued, priority)
+    }
+
+    public override func jobEnd(_ context: Context, jobID: UInt64) {
+        guard rl_tp_enabled(RL_EVENT_job_end) != 0 else { return }
+        rl_trace_job_end(context.loopID, jobID)
+    }
 }

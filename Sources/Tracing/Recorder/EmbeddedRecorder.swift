@@ -315,6 +315,14 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     public override func mainQueueEnd(_ context: Context) {
         rlrec_main_queue_end(context.loopID)
     }
+
+    public override func jobBegin(_ context: Context, jobID: UInt64, enqueued: UInt64, priority: UInt8) {
+        rlrec_job_begin(context.loopID, jobID, enqueued, priority)
+    }
+
+    public override func jobEnd(_ context: Context, jobID: UInt64) {
+        rlrec_job_end(context.loopID, jobID)
+    }
 }
 
 /// A recorder set-up or I/O problem, in one line.
