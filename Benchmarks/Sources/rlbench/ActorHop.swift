@@ -1,4 +1,3 @@
-import CoreFoundation
 import Dispatch
 import Foundation
 import Glibc
@@ -16,9 +15,8 @@ import MallocInterposerSwift
 //  (b) jobs per second: 4 driver tasks calling without pause for a fixed window, per peer, rounds interleaved;
 //  (c) heap allocations per call to the loop actor and to the default actor (the runtime's own included).
 //
-// The main actor on Linux enqueues on the main dispatch queue. Until Loop.main services it (issue 11, item 1,
-// another branch), this benchmark serves it with Foundation's RunLoop.main on rlbench's main thread, which
-// services the main queue in its common modes as CFRunLoop does; the driver runs on a thread of its own.
+// The main actor on Linux enqueues on the main dispatch queue, which Loop.main serves in its common modes (rule
+// 38): rlbench's main thread runs Loop.main for the main-actor peer; the driver runs on a thread of its own.
 
 struct ActorHopConfiguration {
     var calls: Int
@@ -84,7 +82,7 @@ final class MainHopTarget {
 
 enum ActorHopBenchmark {
     static let peers = ["actor on a RunLoopCore loop (LoopThread)", "actor on the default executor",
-                        "MainActor (main queue via Foundation RunLoop.main)"]
+                        "MainActor (main queue served by Loop.main)"]
 
     struct Results {
         var latency: [[LatencyRound]] = Array(repeating: [], count: peers.count)
@@ -103,20 +101,17 @@ enum ActorHopBenchmark {
             }
             done.wait()
             finished.set()
-            CFRunLoopWakeUp(CFRunLoopGetMain())
+            Loop.main.wakeUp()
         }
         serveTheMainQueue(until: finished)
         driver.join()
         report(results.value, configuration)
     }
 
-    /// Runs Foundation's main run loop (which services the main dispatch queue, and with it the main actor)
-    /// until `finished`.
+    /// Runs Loop.main in the default mode (common, so it serves the main dispatch queue and with it the main
+    /// actor; never empty on the main loop) until `finished`.
     static func serveTheMainQueue(until finished: StopFlag) {
-        let keepAlive = Timer(fire: .distantFuture, interval: 0, repeats: false) { _ in }
-        RunLoop.main.add(keepAlive, forMode: .default)
-        while !finished.isSet { _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.1)) }
-        keepAlive.invalidate()
+        while !finished.isSet { Loop.main.run(mode: .default, timeout: .milliseconds(100)) }
     }
 
     static func measure(_ configuration: ActorHopConfiguration) async -> Results {
@@ -145,6 +140,7 @@ enum ActorHopBenchmark {
                 for step in peers.indices {
                     let peer = (step + call) % peers.count
                     if peer == 0 { while !thread.loop.isWaiting { sleepNanoseconds(10_000) } }
+                    if peer == 2 { while !Loop.main.isWaiting { sleepNanoseconds(10_000) } }
                     sleepNanoseconds(configuration.pauseNanoseconds)
                     let start = nowNanoseconds()
                     _ = await hop(peer)
@@ -231,9 +227,9 @@ enum ActorHopBenchmark {
         }
         table.notes = [
             "  Round trip: from just before `await actor.call()` in a task on the cooperative pool until it returned there.",
-            "  The loop actor is called only once its loop sleeps (isWaiting), then after the pause, like benchmark 2.",
-            "  The MainActor peer is served by Foundation's RunLoop.main on rlbench's main thread (Loop.main does not serve",
-            "  the main queue on this branch); p50/p99: median over rounds; calls/s: median over rounds, 4 callers.",
+            "  The loop actor and the main actor are called only once their loop sleeps (isWaiting), then after the pause.",
+            "  The MainActor peer is served by Loop.main on rlbench's main thread (rule 38);",
+            "  p50/p99: median over rounds; calls/s: median over rounds, 4 callers.",
         ]
         for (name, mallocs, bytes) in results.allocations {
             table.notes.append("  Allocations, \(name): \(String(format1: Double(mallocs) / Double(configuration.allocationCalls), digits: 3)) mallocs and \(String(format1: Double(bytes) / Double(configuration.allocationCalls), digits: 1)) bytes per call (\(configuration.allocationCalls) calls, every thread counted).")
