@@ -51,25 +51,27 @@ public struct LatencyHistogram {
         return histogram
     }
 
+    /// Grows the histogram to `largest` in one step (see ``histogram(upTo:)``) before values that large go in.
+    private mutating func reach(_ largest: UInt64) {
+        guard largest > histogram.highestTrackableValue else { return }
+        let mine = histogram
+        histogram = Self.histogram(upTo: largest)
+        histogram.add(mine)
+    }
+
     public mutating func merge(_ other: LatencyHistogram) {
         guard other.count > 0 else { return }
         count += other.count
         sum += other.sum
         if other.inHistogram {
-            if !inHistogram {
+            if inHistogram {
+                reach(other.histogram.highestTrackableValue)
+            } else {
                 moveValuesIntoHistogram(alsoUpTo: other.histogram.highestTrackableValue)
-            } else if other.histogram.highestTrackableValue > histogram.highestTrackableValue {
-                let mine = histogram
-                histogram = Self.histogram(upTo: other.histogram.highestTrackableValue)
-                histogram.add(mine)
             }
             histogram.add(other.histogram)
         } else if inHistogram {
-            if let largest = other.values.max(), largest > histogram.highestTrackableValue {
-                let mine = histogram
-                histogram = Self.histogram(upTo: largest)
-                histogram.add(mine)
-            }
+            reach(other.values.max() ?? 0)
             for value in other.values { histogram.record(value) }
         } else {
             values += other.values
@@ -87,18 +89,26 @@ public struct LatencyHistogram {
 
     /// The percentiles and power-of-two buckets of a histogram (count and mean left to the caller).
     static func summary(of histogram: Histogram<UInt64>) -> DistributionSummary {
+        DistributionSummary(count: histogram.totalCount, min: histogram.min, p50: histogram.valueAtPercentile(50),
+                            p90: histogram.valueAtPercentile(90), p99: histogram.valueAtPercentile(99),
+                            p999: histogram.valueAtPercentile(99.9), max: histogram.max,
+                            buckets: powerOfTwoBuckets(through: histogram.max) { histogram.count(within: $0) })
+    }
+
+    /// The non-empty power-of-two buckets `[0, 0]`, `[1, 1]`, `[2, 3]`, `[4, 7]`… up to the one holding `maximum`,
+    /// for the small text histograms; `count` is asked for each range in ascending order.
+    private static func powerOfTwoBuckets(through maximum: UInt64,
+                                          count: (ClosedRange<UInt64>) -> UInt64) -> [DistributionSummary.Bucket] {
         var buckets: [DistributionSummary.Bucket] = []
         var upper: UInt64 = 1
         var lower: UInt64 = 0
-        while lower <= histogram.max {
-            let n = histogram.count(within: lower...(upper - 1))
+        while lower <= maximum {
+            let n = count(lower...(upper - 1))
             if n > 0 { buckets.append(.init(upTo: upper, count: n)) }
             lower = upper
             upper = upper << 1
         }
-        return DistributionSummary(count: histogram.totalCount, min: histogram.min, p50: histogram.valueAtPercentile(50),
-                                   p90: histogram.valueAtPercentile(90), p99: histogram.valueAtPercentile(99),
-                                   p999: histogram.valueAtPercentile(99.9), max: histogram.max, buckets: buckets)
+        return buckets
     }
 
     /// The same figures as ``summary(of:)`` for a histogram holding exactly `sorted` (ascending, not empty),
@@ -118,21 +128,14 @@ public struct LatencyHistogram {
             let value = sorted[Int(rank) - 1]
             return Swift.max(Swift.min(buckets.highestEquivalentForValue(value), maxRecorded), minimum)
         }
-        var counts: [DistributionSummary.Bucket] = []
-        var upper: UInt64 = 1
-        var lower: UInt64 = 0
         var next = 0
-        while lower <= maximum {
-            // Histogram.count(within:) counts whole buckets: every value equivalent to one in the range.
-            let last = buckets.highestEquivalentForValue(upper - 1)
-            var n: UInt64 = 0
-            while next < sorted.count, sorted[next] <= last {
-                n += 1
-                next += 1
-            }
-            if n > 0 { counts.append(.init(upTo: upper, count: n)) }
-            lower = upper
-            upper = upper << 1
+        let counts = powerOfTwoBuckets(through: maximum) { range in
+            // Histogram.count(within:) counts whole buckets: every value equivalent to one in the range (the
+            // ranges come in ascending order, so one sweep of the sorted values counts them all).
+            let last = buckets.highestEquivalentForValue(range.upperBound)
+            let first = next
+            while next < sorted.count, sorted[next] <= last { next += 1 }
+            return UInt64(next - first)
         }
         return DistributionSummary(count: UInt64(sorted.count), min: minimum, p50: percentile(50), p90: percentile(90),
                                    p99: percentile(99), p999: percentile(99.9), max: maximum, buckets: counts)
