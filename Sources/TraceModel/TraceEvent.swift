@@ -140,6 +140,15 @@ public struct TraceHealth: Sendable, Equatable {
     public var isComplete: Bool { eventsLost == 0 && packetsLost == 0 }
 }
 
+extension UInt64 {
+    /// A sum of loss counts: they come from the trace itself, and a corrupt one near 2^64 is a huge loss, not an
+    /// overflow trap (in the readers, the summaries and the budget checks alike).
+    package func addingLoss(_ count: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(count)
+        return overflow ? .max : sum
+    }
+}
+
 /// A source of trace events in timestamp order, read incrementally (constant memory whatever the trace size).
 public protocol TraceEventReader {
     /// The next event in timestamp order, nil at the end.

@@ -144,19 +144,13 @@ public final class CTFTraceReader: TraceEventReader {
         let stream = texts.string(record.text, Int(record.text_length))
         let from = record.has_time != 0 ? record.timestamp : 0
         let to = record.has_time != 0 ? record.end_timestamp : 0
-        // Saturating: a corrupt count near 2^64 is a huge loss, not an overflow trap.
         if record.kind == RL_CTF_RECORD_DISCARDED_PACKETS.rawValue {
-            health.packetsLost = saturatingSum(health.packetsLost, count)
+            health.packetsLost = health.packetsLost.addingLoss(count)
             health.lossWindows.append(.init(stream: stream, from: from, to: to, events: 0))
         } else {
-            health.eventsLost = saturatingSum(health.eventsLost, count)
+            health.eventsLost = health.eventsLost.addingLoss(count)
             health.lossWindows.append(.init(stream: stream, from: from, to: to, events: count))
         }
-    }
-
-    private func saturatingSum(_ total: UInt64, _ count: UInt64) -> UInt64 {
-        let (sum, overflow) = total.addingReportingOverflow(count)
-        return overflow ? .max : sum
     }
 
     // ===== events =====

@@ -127,18 +127,18 @@ final class StreamCursor {
             throw fail("events_discarded went down (\(lastDiscarded) to \(discarded))", at: 60)
         }
         if discarded > lastDiscarded {
-            health.eventsLost += discarded - lastDiscarded
+            health.eventsLost = health.eventsLost.addingLoss(discarded - lastDiscarded)
             health.lossWindows.append(.init(stream: "tid \(threadID)", from: lastTimestamp, to: max(begin, lastTimestamp), events: discarded - lastDiscarded))
             lastDiscarded = discarded
         }
         if let lastSequence {
             guard sequence > lastSequence else { throw fail("packet sequence number \(sequence) does not follow \(lastSequence)", at: 52) }
             if sequence > lastSequence + 1 {
-                health.packetsLost += sequence - lastSequence - 1
+                health.packetsLost = health.packetsLost.addingLoss(sequence - lastSequence - 1)
                 health.lossWindows.append(.init(stream: "tid \(threadID)", from: lastTimestamp, to: begin, events: 0))
             }
         } else if sequence > 0 {
-            health.packetsLost += sequence
+            health.packetsLost = health.packetsLost.addingLoss(sequence)
             health.lossWindows.append(.init(stream: "tid \(threadID)", from: 0, to: begin, events: 0))
         }
         lastSequence = sequence

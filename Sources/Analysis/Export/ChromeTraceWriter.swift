@@ -71,7 +71,7 @@ struct ChromeTraceWriter {
         case .sourcePerformBegin(_, let id, let kind, _, _):
             emit(slice("B", labels[id].map { "\(kind.description) \($0)" } ?? "\(kind.description) \(id)"))
         case .blockBegin(_, let id, let enqueued):
-            let waited = enqueued > 0 && event.timestamp >= enqueued ? event.timestamp - enqueued : 0
+            let waited = queueWait(enqueued: enqueued, ranAt: event.timestamp) ?? 0
             emit(slice("B", "block", "\"id\":\(id),\"queued_ns\":\(waited)"))
         case .observerBegin(_, let id, let activity):
             emit(slice("B", labels[id].map { "observer \($0)" } ?? "observer \(id)", "\"activity\":\"\(activity.description)\""))
@@ -99,7 +99,7 @@ struct ChromeTraceWriter {
         case .itemLabel(let id, _, let label):
             labels[id] = label
         case .jobBegin(_, let id, let enqueued, let priority):
-            let waited = enqueued > 0 && event.timestamp >= enqueued ? event.timestamp - enqueued : 0
+            let waited = queueWait(enqueued: enqueued, ranAt: event.timestamp) ?? 0
             emit(slice("B", "job", "\"id\":\(id),\"queued_ns\":\(waited),\"priority\":\(priority)"))
         }
     }

@@ -91,7 +91,8 @@ public struct TraceExporter {
         case .timerFireBegin(let loop, let id, let scheduled, let tolerance, let interval, let missed):
             r.loop = "\(loop)"; r.id = "\(id)"; r.scheduled = "\(scheduled)"; r.tolerance = "\(tolerance)"
             r.interval = "\(interval)"; r.missed = "\(missed)"
-        case .timerFireEnd(let loop, let id), .sourcePerformEnd(let loop, let id), .blockEnd(let loop, let id), .observerEnd(let loop, let id):
+        case .timerFireEnd(let loop, let id), .sourcePerformEnd(let loop, let id), .blockEnd(let loop, let id), .observerEnd(let loop, let id),
+             .jobEnd(let loop, let id):
             r.loop = "\(loop)"; r.id = "\(id)"
         case .sourceSignal(let id):
             r.id = "\(id)"
@@ -111,8 +112,6 @@ public struct TraceExporter {
             r.id = "\(id)"; r.kind = kind.description; r.label = label
         case .jobBegin(let loop, let id, let enqueued, let priority):
             r.loop = "\(loop)"; r.id = "\(id)"; r.enqueued = "\(enqueued)"; r.priority = "\(priority)"
-        case .jobEnd(let loop, let id):
-            r.loop = "\(loop)"; r.id = "\(id)"
         }
         return r
     }

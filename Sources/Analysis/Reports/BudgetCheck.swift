@@ -43,7 +43,7 @@ public struct BudgetCheck: Sendable {
             let value = Comparison.median(measured.map { metric.value(in: $0) })
             return Verdict(rule: rule, value: value, passed: rule.comparison.holds(value, rule.limit), unit: metric.unit, noData: false)
         }
-        lost = report.repetitions.map { $0.health.eventsLost + $0.health.packetsLost }.reduce(0, +)
+        lost = report.repetitions.reduce(0) { $0.addingLoss($1.health.eventsLost).addingLoss($1.health.packetsLost) }
         incompleteRuns = report.repetitions.map(\.health.incompleteRunCount).reduce(0, +)
         var reasons: [String] = []
         if lost > 0 { reasons.append("\(lost) events/packets lost") }

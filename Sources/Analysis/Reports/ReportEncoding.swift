@@ -12,6 +12,14 @@ enum ReportJSON {
         // Every number goes through JSONNumber, which writes a non-finite one as null, so encoding cannot fail.
         return String(decoding: try! encoder.encode(value), as: UTF8.self)
     }
+
+    /// Pretty-printed, keys sorted: the documents a user keeps (a summary, a run report). Throws for a figure JSON
+    /// cannot hold (a non-finite number) rather than write nothing or an invalid document.
+    static func pretty(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
 }
 
 /// A number in a JSON report: `null` when there is none, and when it is not finite (JSON has no NaN or

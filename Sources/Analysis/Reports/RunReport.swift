@@ -25,9 +25,7 @@ public struct RunReport: Codable, Sendable {
     /// The report as `rlctl run --output` writes it: pretty-printed, keys sorted. Throws for a figure JSON
     /// cannot hold (a non-finite number).
     public func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+        try ReportJSON.pretty(self)
     }
 
     /// The value of a metric in each repetition.

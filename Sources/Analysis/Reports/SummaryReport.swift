@@ -6,9 +6,7 @@ public enum SummaryReport {
     /// Pretty-printed, keys sorted. Throws for a figure JSON cannot hold (a non-finite number) rather than write
     /// nothing or an invalid document.
     public static func json(_ summary: TraceSummary) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return String(decoding: try encoder.encode(summary), as: UTF8.self)
+        try ReportJSON.pretty(summary)
     }
 
     private static func row(_ d: DistributionSummary) -> String {

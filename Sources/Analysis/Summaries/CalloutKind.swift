@@ -38,6 +38,15 @@ public enum CalloutKind: Int, CaseIterable, Sendable, CustomStringConvertible {
 
     public var description: String { name }
 
+    /// Whether the callout is an item's (timer, source, observer), whose id an `item_label` may name. Blocks, jobs
+    /// and main-queue servicings have no labels: their ids are not items' ids.
+    var isItem: Bool {
+        switch self {
+        case .timer, .source, .descriptor, .port, .observer: return true
+        case .block, .mainQueue, .job: return false
+        }
+    }
+
     /// How reports name one callout: its kind and, when the program labelled the item, the label (`timer frame`).
     func calloutName(label: String?) -> String {
         guard let label else { return name }

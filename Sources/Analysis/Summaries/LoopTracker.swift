@@ -84,9 +84,8 @@ struct LoopTracker {
         if ts > lastTimestamp { lastTimestamp = ts }
     }
 
-    /// Blocks and main-queue servicings have no labels (their ids are not items' ids).
     private func name(_ kind: CalloutKind, id: UInt64) -> String {
-        kind.calloutName(label: kind == .block || kind == .mainQueue || kind == .job ? nil : labels[id])
+        kind.calloutName(label: kind.isItem ? labels[id] : nil)
     }
 
     /// The mode of the innermost open run (what a timer firing now fired in).
@@ -249,23 +248,22 @@ struct LoopTracker {
     }
 
     mutating func blockRan(_ blockID: UInt64, enqueued: UInt64, at ts: UInt64) {
-        queuedWorkRan(.block, id: blockID, enqueued: enqueued, at: ts)
+        if let waited = queuedWorkRan(.block, id: blockID, enqueued: enqueued, at: ts) { blockLatency.record(waited) }
     }
 
     /// An actor job: a callout of its own kind, queued work like a block.
     mutating func jobRan(_ jobID: UInt64, enqueued: UInt64, at ts: UInt64) {
-        queuedWorkRan(.job, id: jobID, enqueued: enqueued, at: ts)
+        if let waited = queuedWorkRan(.job, id: jobID, enqueued: enqueued, at: ts) { jobLatency.record(waited) }
     }
 
-    /// A block or job from the loop's queue: its wait since the enqueue (when traced) and the backlog it was part of.
-    private mutating func queuedWorkRan(_ kind: CalloutKind, id: UInt64, enqueued: UInt64, at ts: UInt64) {
+    /// A block or job from the loop's queue: the backlog it was part of and its callout. Returns its wait since the
+    /// enqueue, when that was traced.
+    private mutating func queuedWorkRan(_ kind: CalloutKind, id: UInt64, enqueued: UInt64, at ts: UInt64) -> UInt64? {
         seen(ts)
-        if enqueued != 0 {
-            let waited = ts >= enqueued ? ts - enqueued : 0
-            if kind == .job { jobLatency.record(waited) } else { blockLatency.record(waited) }
-            countBacklog(dueAt: enqueued)
-        }
+        let waited = queueWait(enqueued: enqueued, ranAt: ts)
+        if waited != nil { countBacklog(dueAt: enqueued) }
         beginCallout(kind, id: id, at: ts)
+        return waited
     }
 
     mutating func beginCallout(_ kind: CalloutKind, id: UInt64, at ts: UInt64) {

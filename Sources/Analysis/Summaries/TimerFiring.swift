@@ -36,3 +36,9 @@ public struct TimerFiring: Sendable, Equatable {
     /// Later than its tolerance by more than `threshold`: a late firing, whose cause summaries look up.
     public func isLate(threshold: UInt64) -> Bool { beyondTolerance > threshold }
 }
+
+/// How long a block or job waited in its loop's queue: its callout's start − its enqueue, never negative; nil
+/// when the enqueue was not traced (0). The one definition for the summaries and the exports, like lateness.
+func queueWait(enqueued: UInt64, ranAt start: UInt64) -> UInt64? {
+    enqueued == 0 ? nil : (start >= enqueued ? start - enqueued : 0)
+}

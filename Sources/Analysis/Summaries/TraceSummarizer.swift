@@ -88,20 +88,12 @@ public struct TraceSummarizer {
                 ? loops[l].cause(at: scheduled, timerModes: timers[t].modes) : nil
             timers[t].record(firing, interval: interval, missed: missed, lateCause: cause)
             loops[l].timerFired(timerID, scheduled: scheduled, at: ts)
-        case .timerFireEnd(let loopID, let timerID):
-            loops[loop(loopID, event)].endCallout(id: timerID, at: ts)
         case .sourcePerformBegin(let loopID, let sourceID, let kind, _, let signaled):
             loops[loop(loopID, event)].sourcePerformed(sourceID, kind: kind, signaled: signaled, at: ts)
-        case .sourcePerformEnd(let loopID, let sourceID):
-            loops[loop(loopID, event)].endCallout(id: sourceID, at: ts)
         case .blockBegin(let loopID, let blockID, let enqueued):
             loops[loop(loopID, event)].blockRan(blockID, enqueued: enqueued, at: ts)
-        case .blockEnd(let loopID, let blockID):
-            loops[loop(loopID, event)].endCallout(id: blockID, at: ts)
         case .observerBegin(let loopID, let observerID, _):
             loops[loop(loopID, event)].beginCallout(.observer, id: observerID, at: ts)
-        case .observerEnd(let loopID, let observerID):
-            loops[loop(loopID, event)].endCallout(id: observerID, at: ts)
         case .mainQueueBegin(let loopID):
             loops[loop(loopID, event)].beginCallout(.mainQueue, id: CalloutKind.mainQueueCalloutID, at: ts)
         case .mainQueueEnd(let loopID):
@@ -112,8 +104,9 @@ public struct TraceSummarizer {
             labels.set(label, for: itemID)
         case .jobBegin(let loopID, let jobID, let enqueued, _):
             loops[loop(loopID, event)].jobRan(jobID, enqueued: enqueued, at: ts)
-        case .jobEnd(let loopID, let jobID):
-            loops[loop(loopID, event)].endCallout(id: jobID, at: ts)
+        case .timerFireEnd(let loopID, let id), .sourcePerformEnd(let loopID, let id), .blockEnd(let loopID, let id),
+             .observerEnd(let loopID, let id), .jobEnd(let loopID, let id):
+            loops[loop(loopID, event)].endCallout(id: id, at: ts)
         case .sourceSignal:
             break
         }
@@ -184,7 +177,7 @@ public struct TraceSummarizer {
             let stream = window.stream
             let mine = stream.hasPrefix("tid ") ? stream == "tid \(threadID)" : true
             if mine && overlaps {
-                events += window.events
+                events = events.addingLoss(window.events)
                 windows += 1
             }
         }
