@@ -83,10 +83,12 @@ extension Loop {
         defer { lock.unlock() }
         guard !isTornDown, mode != .common else { return nil }
         if runStack.isEmpty { discardWakeUpFromBeforeTheRun() }
-        let servesMainQueue = servesMainQueue(mode)
+        let known = modes[mode]
+        let modeIsCommon = known?.isCommon ?? commonModeSet.contains(mode)
+        let servesMainQueue = servesMainQueue(modeIsCommon: modeIsCommon)
         // A mode never used holds no item, but a block performed for it, or the main queue it serves, keeps it
         // alive (and so creates it).
-        let existing = modes[mode] ?? (servesMainQueue || blocks.hasBlock(for: mode, modeIsCommon: commonModeSet.contains(mode))
+        let existing = known ?? (servesMainQueue || blocks.contains { $0.modes.admits(mode, modeIsCommon: modeIsCommon) }
                                        ? modeState(mode) : nil)
         guard let state = existing, !isEmpty(state) else { return nil }
         let frame = framePool.popLast() ?? RunFrame()
@@ -113,8 +115,8 @@ extension Loop {
     /// A mode is empty when it holds no source, port or timer and no block pending for it, and the main queue
     /// does not stand for a source in it (lock held).
     func isEmpty(_ state: ModeState) -> Bool {
-        guard state.hasNoItems, !servesMainQueue(state.mode) else { return false }
-        return !blocks.hasBlock(for: state.mode, modeIsCommon: state.isCommon, countingJobs: !isRunningJob)
+        guard state.hasNoItems, !servesMainQueue(modeIsCommon: state.isCommon) else { return false }
+        return !blocks.contains { mayRun($0, in: state.mode, modeIsCommon: state.isCommon) }
     }
 
     /// Rule 33: a wake-up while the loop was not running is not carried into the run (CF drains its wake-up port
@@ -123,6 +125,11 @@ extension Loop {
     /// nothing, and what it announced is seen by the run's first iteration anyway.
     private func discardWakeUpFromBeforeTheRun() {
         guard wakePending.load(ordering: .acquiring) else { return }
+        drainWakeUp()
+    }
+
+    /// Consumes the wake-up descriptor, then lets the next wakeUp() write it again.
+    func drainWakeUp() {
         kernel.consumeWakeUp()
         wakePending.store(false, ordering: .releasing)
     }

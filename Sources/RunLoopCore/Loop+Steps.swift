@@ -96,10 +96,10 @@ extension Loop {
     /// Sleeps until something happens (or only polls), then records what woke the loop.
     func waitForWakeUp(_ frame: RunFrame, poll: Bool) {
         prepareMainQueueWait(frame)
-        let sleptFrom = poll ? 0 : prepareToSleep(frame)
+        let (sleptFrom, messageWaiting) = poll ? (0, false) : prepareToSleep(frame)
         // A message that reached one of the mode's ports since step 5 turns the sleep into a poll: its send saw
         // no sleeping loop to wake (rule 21a).
-        let ready = kernel.wait(frame.state.waitSet, poll: poll || frame.messageBeforeSleep)
+        let ready = kernel.wait(frame.state.waitSet, poll: poll || messageWaiting)
         waitCount &+= 1
         frame.waitNumber = waitCount
         if !poll { setWaiting(false) }
@@ -109,19 +109,20 @@ extension Loop {
 
     /// Arms the kernel timer for the mode's next wake date and publishes the sleeping mode and deadline, so that
     /// a timer changed from another thread meanwhile re-arms it. Returns when the sleep started if a tracer
-    /// wants its length, else 0: no clock read per sleep otherwise.
-    private func prepareToSleep(_ frame: RunFrame) -> UInt64 {
+    /// wants its length, else 0 (no clock read per sleep otherwise), and whether a port of the mode already holds
+    /// a message.
+    private func prepareToSleep(_ frame: RunFrame) -> (sleptFrom: UInt64, messageWaiting: Bool) {
         let state = frame.state!
-        lock.withLock {
+        let messageWaiting = lock.withLock {
             kernel.arm(deadline: wakeDeadline(for: state, runDeadline: frame.deadline))
             sleepingIn = state
             sleepingDeadline = frame.deadline
             // Under the lock that a port's send checks `sleepingIn` under: either it wakes this sleep or this
             // sees its message.
-            frame.messageBeforeSleep = hasQueuedMessage(state)
+            return hasQueuedMessage(state)
         }
         setWaiting(true)
-        return frame.sink != nil ? now() : 0
+        return (frame.sink != nil ? now() : 0, messageWaiting)
     }
 
     /// Keeps the ready descriptors for step 9 and consumes the wake-up, so the next wait blocks again. Returns
@@ -138,10 +139,7 @@ extension Loop {
             default: frame.readyTokens.append((token, readiness))
             }
         }
-        if sawWakeUp {
-            kernel.consumeWakeUp()
-            wakePending.store(false, ordering: .releasing)
-        }
+        if sawWakeUp { drainWakeUp() }
         return sawTimer
     }
 

@@ -236,10 +236,15 @@ public final class Loop: @unchecked Sendable {
     }
 
     func enqueue(_ modes: BlockModes, _ body: @escaping @Sendable () -> Void) {
+        enqueue(modes, .block(body))
+    }
+
+    /// Queues a block or an actor's job (Concurrency/Loop+Executor.swift) and wakes the loop.
+    func enqueue(_ modes: BlockModes, _ work: PendingBlock.Work) {
         // Ids and enqueue times cost a clock read, so only when a tracer is listening.
         let block = LoopEventSink.current == nil
-            ? PendingBlock(modes: modes, body: body)
-            : PendingBlock(modes: modes, body: body, id: Sequence.next(), enqueuedAt: monotonicNanoseconds())
+            ? PendingBlock(modes: modes, work: work)
+            : PendingBlock(modes: modes, work: work, id: Sequence.next(), enqueuedAt: monotonicNanoseconds())
         // Also from the loop's own thread: a block queued by a callout must not wait for an unrelated wake-up
         // while the loop sleeps. wakeUp() is coalesced, so a burst of performs costs one eventfd write.
         if blocks.append(block) { wakeUp() }

@@ -37,8 +37,6 @@ final class RunFrame {
     /// The loop's wait count after this run's last wait: another value at step 9 means a nested run waited
     /// since, so the wait's descriptor report may be stale.
     @exclusivity(unchecked) var waitNumber: UInt64 = 0
-    /// Set when a port of the mode held a message as the loop was about to sleep (the sleep becomes a poll).
-    @exclusivity(unchecked) var messageBeforeSleep = false
     /// Counters gathered outside the lock and published at the next wait or at the run's end.
     @exclusivity(unchecked) var unpublished = CalloutCounts()
 
@@ -81,7 +79,6 @@ final class RunFrame {
         self.returnAfterSourceHandled = returnAfterSourceHandled
         self.depth = depth
         self.sink = LoopEventSink.current
-        self.messageBeforeSleep = false
         stopRequested.store(false, ordering: .relaxed)
     }
 

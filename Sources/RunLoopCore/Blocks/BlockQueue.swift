@@ -50,14 +50,9 @@ final class BlockQueue: @unchecked Sendable {
         }
     }
 
-    /// Whether a block waits for `mode` (which keeps the mode alive); actor jobs count only with `countingJobs`.
-    func hasBlock(for mode: Loop.Mode, modeIsCommon: Bool, countingJobs: Bool = true) -> Bool {
-        withState { state in
-            state.blocks.contains { pending in
-                if !countingJobs, case .job = pending.work { return false }
-                return pending.modes.admits(mode, modeIsCommon: modeIsCommon)
-            }
-        }
+    /// Whether a queued block or job matches (one that may run in a mode keeps that mode alive).
+    func contains(where match: (PendingBlock) -> Bool) -> Bool {
+        withState { state in state.blocks.contains(where: match) }
     }
 
     /// Refuses further blocks and hands back the pending ones (to be dropped, not run). Pending jobs, and jobs

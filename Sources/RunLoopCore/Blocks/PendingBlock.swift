@@ -44,8 +44,4 @@ struct PendingBlock {
         self.id = id
         self.enqueuedAt = enqueuedAt
     }
-
-    init(modes: BlockModes, body: @escaping @Sendable () -> Void, id: UInt64 = 0, enqueuedAt: UInt64 = 0) {
-        self.init(modes: modes, work: .block(body), id: id, enqueuedAt: enqueuedAt)
-    }
 }

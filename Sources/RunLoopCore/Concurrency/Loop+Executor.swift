@@ -33,12 +33,7 @@ import Dispatch
 extension Loop: SerialExecutor {
     /// Queues an actor's job for the common modes and wakes the loop; see the notes above.
     public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        // Ids and enqueue times cost a clock read, so only when a tracer is listening (as for blocks).
-        let pending = LoopEventSink.current == nil
-            ? PendingBlock(modes: .common, work: .job(job))
-            : PendingBlock(modes: .common, work: .job(job), id: Sequence.next(), enqueuedAt: monotonicNanoseconds())
-        if blocks.append(pending) { wakeUp() }
+        enqueue(.common, .job(UnownedJob(job)))
     }
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {

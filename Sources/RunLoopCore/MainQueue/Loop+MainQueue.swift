@@ -5,10 +5,8 @@ extension Loop {
     /// Whether a run of `mode` serves the main queue now: this loop has one (the main loop), the mode is common,
     /// and the loop is not inside a servicing callout (lock held). Such a mode is never empty, even before any
     /// item was added to it: the main queue stands for a source in it, as in CF's `__CFRunLoopModeIsEmpty`.
-    func servesMainQueue(_ mode: Mode) -> Bool {
-        // The default mode is always common: comparing with it costs a fraction of hashing the name into the set
-        // (callgrind: about 600 instructions per lookup), and the emptiness checks ask on every iteration.
-        guard let mainQueue, !mainQueue.isServicing, mode == .default || commonModeSet.contains(mode) else { return false }
+    func servesMainQueue(modeIsCommon: Bool) -> Bool {
+        guard modeIsCommon, let mainQueue, !mainQueue.isServicing else { return false }
         return mainQueue.descriptor != nil
     }
 
