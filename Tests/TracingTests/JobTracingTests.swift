@@ -1,6 +1,4 @@
-import Dispatch
 import Foundation
-import Glibc
 import RunLoopCore
 import Testing
 import TraceReading
@@ -59,17 +57,11 @@ private final class CalloutLog: LoopEventSink, @unchecked Sendable {
 
     override func jobBegin(_ context: Context, jobID: UInt64, enqueued: UInt64, priority: UInt8) {
         guard context.loopID == loopID.value else { return }
-        jobs.mutate { $0.append((jobID, enqueued, priority, monotonicNow())) }
+        jobs.mutate { $0.append((jobID, enqueued, priority, Loop.Instant.now.nanoseconds)) }
         keep("job_begin", context)
     }
 
     override func jobEnd(_ context: Context, jobID: UInt64) { keep("job_end", context) }
-}
-
-private func monotonicNow() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
 
 /// Rule 39: each job is a callout that tracing sees, through the one schema (`job_begin`/`job_end`).
@@ -121,6 +113,7 @@ private func monotonicNow() -> UInt64 {
             #expect(eventually { actor.count.value == 20 })
             thread.close()
         }
+        defer { try? FileManager.default.removeItem(atPath: folder) }
         #expect(summary.eventsLost == 0)
         var reader = try EmbeddedTraceReader(path: folder)
         let (events, error) = readAll(&reader)

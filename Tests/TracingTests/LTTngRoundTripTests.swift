@@ -188,15 +188,9 @@ extension LTTngRoundTripTests {
         defer { recording.session.removeOutput() }
         let directories = try CTFTraceReader(path: recording.session.output).traceDirectories
         try #require(directories.count == 1)
-        let babeltrace = Process()
-        babeltrace.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        babeltrace.arguments = ["babeltrace2", "--output-format=ctf-metadata", directories[0]]
-        let pipe = Pipe()
-        babeltrace.standardOutput = pipe
-        try babeltrace.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        babeltrace.waitUntilExit()
-        try #require(babeltrace.terminationStatus == 0, "babeltrace2 --output-format=ctf-metadata failed (is babeltrace2 installed?)")
+        let babeltrace = try runProcess("/usr/bin/env", ["babeltrace2", "--output-format=ctf-metadata", directories[0]])
+        try #require(babeltrace.status == 0, "babeltrace2 --output-format=ctf-metadata failed (is babeltrace2 installed?)")
+        let text = babeltrace.stdout
 
         let declared = try TraceMetadataEvents(parsing: text, path: directories[0] + "/metadata").events
         #expect(Set(declared.map(\.name)) == Set(TraceSchema.events.map(\.name)))

@@ -54,6 +54,11 @@ func assertCommand(_ arguments: [String], stdout: String = "", stderr: String = 
     expectSameText(result.stderr, stderr, "\(command): stderr", sourceLocation: sourceLocation)
 }
 
+/// A usage error: `rlctl: <message>` as the only output, exit status 2.
+func expectUsageError(_ arguments: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    try assertCommand(arguments, stderr: "rlctl: \(message)\n", status: 2, sourceLocation: sourceLocation)
+}
+
 /// A recorded trace shared by the tests that read one (recorded once, by the binary).
 let sharedTrace: String = {
     let path = temporaryPath("shared.rltrace")

@@ -223,10 +223,6 @@ import TestSupport
 /// stack trace), checked word for word.
 @Suite struct BadInputTests {
     /// A usage error's whole output: `message` after "rlctl: " on stderr.
-    private func expectUsageError(_ arguments: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        try assertCommand(arguments, stderr: "rlctl: \(message)\n", status: 2, sourceLocation: sourceLocation)
-    }
-
     @Test func unknownWorkloadOrFlag() throws {
         try expectUsageError(["run", "nope"], "The value 'nope' is invalid for '<workload>'. Please provide one of the following: timers, sources, ports, io, blocks, modes, jank, mixed")
         try expectUsageError(["run", "timers", "--bogus"], "Unknown option '--bogus'. Did you mean '--bytes'?")

@@ -5,10 +5,6 @@ import TestSupport
 /// Input that used to be silently wrong, or wrong without saying why.
 @Suite struct InputTests {
     /// A usage error's whole output: `message` after "rlctl: " on stderr, exit status 2.
-    private func expectUsageError(_ arguments: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        try assertCommand(arguments, stderr: "rlctl: \(message)\n", status: 2, sourceLocation: sourceLocation)
-    }
-
     @Test func anUnknownWorkloadListsTheWorkloads() throws {
         try expectUsageError(["run", "nosuch"], "The value 'nosuch' is invalid for '<workload>'. Please provide one of the following: timers, sources, ports, io, blocks, modes, jank, mixed")
         try expectUsageError(["run", "timers", "--tracer", "dtrace"], "The value 'dtrace' is invalid for '--tracer <tracer>'. Please provide one of 'embedded', 'lttng' or 'none'.")

@@ -134,9 +134,6 @@ struct LTTngCommandTests {
     }
 
     @Test func recordBadInputs() throws {
-        func expectUsageError(_ arguments: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-            try assertCommand(arguments, stderr: "rlctl: \(message)\n", status: 2, sourceLocation: sourceLocation)
-        }
         try expectUsageError(["record"], "give the program to record after --, e.g. rlctl record -- ./my-app")
         try expectUsageError(["record", "--"], "give the program to record after --, e.g. rlctl record -- ./my-app")
         try expectUsageError(["record", "--", "/nonexistent/program"], "/nonexistent/program: no such program (not a file, and not found in PATH)")
