@@ -148,8 +148,7 @@ struct Run: ParsableCommand {
         let destination = try TraceDestination(requested: trace.map { `repeat` > 1 ? "\($0)/rep-\(repetition)" : $0 },
                                                label: "run", mustBeNew: tracer == .lttng)
         defer { destination.removeUnlessKept() }
-        let run = InterruptibleRun(runner: WorkloadRunner(spec: spec), spec: spec, tracer: recordingTracer)
-        let (outcome, _) = try run.run(into: destination)
+        let outcome = try InterruptibleRun(runner: WorkloadRunner(spec: spec), tracer: recordingTracer).run(into: destination)
         guard tracer != .none else {
             if let outcome { Interruptions.shared.output { print(outcome.untracedDescription(of: spec)) } }
             return nil

@@ -8,7 +8,6 @@ import Workloads
 /// and a second one completes the trace, says the summary was skipped and ends rlctl.
 struct InterruptibleRun {
     let runner: WorkloadRunner
-    let spec: WorkloadSpec
     let tracer: Recording.Tracer
 
     private var traced: Bool {
@@ -16,8 +15,8 @@ struct InterruptibleRun {
         return true
     }
 
-    /// Runs the workload (nil: a signal came first and it did not start) and returns it with the recording.
-    func run(into destination: TraceDestination) throws -> (workload: WorkloadRunner.Outcome?, recording: Recording.Outcome) {
+    /// Runs the workload and stops the recording; nil when a signal came first and the workload did not start.
+    func run(into destination: TraceDestination) throws -> WorkloadRunner.Outcome? {
         let recording: Recording
         do { recording = try Recording.start(tracer, into: destination.path) } catch {
             throw Failure.input(error.description)
@@ -41,7 +40,8 @@ struct InterruptibleRun {
         }
         // Also when the workload did not start: from here a signal is about completing the trace and the summary.
         Interruptions.shared.startSummarizing()
-        do { return (outcome, try recording.stop()) } catch { throw Failure.input(error.description) }
+        do { _ = try recording.stop() } catch { throw Failure.input(error.description) }
+        return outcome
     }
 
     /// Runs the workload unless a signal came first, with the progress line; says on stderr when a signal ended
@@ -53,13 +53,13 @@ struct InterruptibleRun {
             note("\(signalName(signo)) before the workload started: it did not run" + (traced ? ", so its trace and summary are empty" : ""))
             return nil
         }
-        let line = ProgressLine(total: spec.duration.duration, enabled: true, render: progress)
+        let line = ProgressLine(total: runner.spec.duration.duration, enabled: true, render: progress)
         let outcome = runner.run()
         // From here a signal no longer cancels anything: it is about the summary.
         Interruptions.shared.startSummarizing()
         line.finish()
         if let signo = Interruptions.shared.interruption {
-            note("\(signalName(signo)) ended the run after \(formatNanoseconds(UInt64(outcome.elapsed.nanosecondsClamped))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds)))" + (traced ? "; the summary covers that part" : ""))
+            note("\(signalName(signo)) ended the run after \(formatNanoseconds(UInt64(outcome.elapsed.nanosecondsClamped))) of \(formatNanoseconds(UInt64(runner.spec.duration.nanoseconds)))" + (traced ? "; the summary covers that part" : ""))
         }
         return outcome
     }
