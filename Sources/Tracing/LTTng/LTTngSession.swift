@@ -80,13 +80,19 @@ public enum LTTngTools {
     public static func ensureSessionDaemon() throws(LTTngError) -> Bool {
         try requireInstalled()
         if isSessionDaemonReachable { return false }
-        // "A session daemon is already running" is fine too: only whether `lttng list` answers afterwards counts.
-        try startSessionDaemon()
+        let launched = Result { () throws(LTTngError) in try startSessionDaemon() }
+        // A launcher that failed may have lost the lock to another one started at the same moment (two `rlctl
+        // record`s, or parallel tests): it exits with "A session daemon is already running" before the winner
+        // answers. Only whether `lttng list` answers within the wait counts.
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
-            if isSessionDaemonReachable { return true }
+            if isSessionDaemonReachable {
+                if case .failure = launched { return false }
+                return true
+            }
             usleep(100_000)
         }
+        if case .failure(let error) = launched { throw error }
         try lttng(["list"])
         return true
     }
@@ -95,7 +101,7 @@ public enum LTTngTools {
     /// ready. Not through `Process`: the daemon must not inherit the caller's blocked signals (`--daemonize`
     /// waits for SIGUSR1 from the daemon, and a daemon blocking SIGTERM could not be stopped) nor its pipes (it
     /// would hold them open for ever).
-    static func startSessionDaemon() throws(LTTngError) {
+    private static func startSessionDaemon() throws(LTTngError) {
         guard let executable = path(of: "lttng-sessiond") else { throw LTTngError("`lttng-sessiond` not found in PATH: \(installHint)") }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -131,8 +137,9 @@ public enum LTTngTools {
             usleep(10_000)
         }
         let exited = status & 0x7f == 0
-        if !exited || (status >> 8) & 0xff != 0, !isSessionDaemonReachable {
-            throw LTTngError("`lttng-sessiond --daemonize` failed (status \(status)); run it by hand to see why")
+        if !exited || (status >> 8) & 0xff != 0 {
+            let how = exited ? "exit \((status >> 8) & 0xff)" : "signal \(status & 0x7f)"
+            throw LTTngError("`lttng-sessiond --daemonize` failed (\(how)) and no session daemon answers; run it by hand to see why")
         }
     }
 

@@ -104,8 +104,9 @@ struct Doctor: ParsableCommand {
             return false
         }
         do {
-            try LTTngTools.ensureSessionDaemon()
-            report.add("session daemon", .passed, "started (lttng-sessiond --daemonize) and answers")
+            let started = try LTTngTools.ensureSessionDaemon()
+            report.add("session daemon", .passed, started ? "started (lttng-sessiond --daemonize) and answers"
+                                                          : "answers (lttng list; another launcher started it)")
             return true
         } catch {
             report.add("session daemon", .failed, "cannot start one: \(error)", fix: "run lttng-sessiond in a terminal to see why it fails")
