@@ -74,6 +74,17 @@ public struct TraceEvent: Sendable, Equatable {
         case jobBegin(loopID: UInt64, jobID: UInt64, enqueued: UInt64, priority: UInt8)
         /// `runloop:job_end`.
         case jobEnd(loopID: UInt64, jobID: UInt64)
+        /// `runloop:loop_adapted`: an adapter traces this loop (a Foundation RunLoop, a SwiftNIO event loop of
+        /// group `groupID`).
+        case loopAdapted(loopID: UInt64, adapter: LoopAdapter, groupID: UInt64)
+        /// `runloop:nio_tick`: a SwiftNIO tick's task phase (`start` to `end`, `tasks` run); `sleep` is the time
+        /// since the previous tick ended, the wait and the I/O handled before this tick together.
+        case nioTick(loopID: UInt64, start: UInt64, end: UInt64, sleep: UInt64, tasks: UInt64)
+        /// `runloop:nio_io`: one I/O event a traced channel's pipeline handled, from `start` to `end`.
+        case nioIO(loopID: UInt64, channelID: UInt64, event: NIOIOEvent, start: UInt64, end: UInt64)
+        /// `runloop:probe_fire`: the lateness probe's task, due at `scheduled`, started `lateness` late and ran
+        /// for `cost`.
+        case probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64)
     }
 
     /// The event's full name, as LTTng shows it (`runloop:before_waiting`).
@@ -103,6 +114,10 @@ extension TraceEvent.Payload {
         case .mainQueueEnd: return "main_queue_end"
         case .jobBegin: return "job_begin"
         case .jobEnd: return "job_end"
+        case .loopAdapted: return "loop_adapted"
+        case .nioTick: return "nio_tick"
+        case .nioIO: return "nio_io"
+        case .probeFire: return "probe_fire"
         }
     }
 }

@@ -96,6 +96,7 @@ public enum TraceSchema {
         case runBegin, runEnd, timerFireBegin, timerFireEnd, sourceSignal, sourcePerformBegin, sourcePerformEnd
         case blockBegin, blockEnd, observerBegin, observerEnd, wakeUp, loopCreate, itemLabel
         case mainQueueBegin, mainQueueEnd, jobBegin, jobEnd
+        case loopAdapted, nioTick, nioIO, probeFire
 
         // Inlinable: the recorder calls this for every activity event it writes, from another module.
         @inlinable

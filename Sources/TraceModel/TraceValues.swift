@@ -57,11 +57,31 @@ extension LoopSourceKind {
 }
 
 extension LoopItemKind {
-    /// timer 0, source 1, descriptor 2, port 3, observer 4.
+    /// timer 0, source 1, descriptor 2, port 3, observer 4, channel 5.
     public var traceValue: Int64 { Int64(rawValue) }
 
     public init?(traceValue: Int64) {
         guard let value = UInt8(exactly: traceValue), let kind = LoopItemKind(rawValue: value) else { return nil }
         self = kind
+    }
+}
+
+extension LoopAdapter {
+    /// foundation 1, nio 2.
+    public var traceValue: Int64 { Int64(rawValue) }
+
+    public init?(traceValue: Int64) {
+        guard let value = UInt8(exactly: traceValue), let adapter = LoopAdapter(rawValue: value) else { return nil }
+        self = adapter
+    }
+}
+
+extension NIOIOEvent {
+    /// read 0, read_complete 1, active 2, inactive 3, writability_changed 4, user_event 5, error 6.
+    public var traceValue: Int64 { Int64(rawValue) }
+
+    public init?(traceValue: Int64) {
+        guard let value = UInt8(exactly: traceValue), let event = NIOIOEvent(rawValue: value) else { return nil }
+        self = event
     }
 }

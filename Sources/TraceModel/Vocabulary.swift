@@ -93,8 +93,35 @@ public enum LoopSourceKind: UInt8, Sendable, CustomStringConvertible {
 /// What a labelled item is, as `item_label` reports it.
 public enum LoopItemKind: UInt8, Sendable, CustomStringConvertible {
     case timer, source, descriptor, port, observer
+    /// A SwiftNIO channel traced by RunLoopNIO's channel handler.
+    case channel
 
-    private static let names = ["timer", "source", "descriptor", "port", "observer"]
+    private static let names = ["timer", "source", "descriptor", "port", "observer", "channel"]
     /// The trace name (the case's name: these never change, traces are read by it).
+    public var description: String { Self.names[Int(rawValue)] }
+}
+
+/// Which adapter traces a loop that is not built on RunLoopCore, as `loop_adapted` reports it.
+public enum LoopAdapter: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    /// A Foundation `RunLoop` (CFRunLoop), seen through an observer of its activities.
+    case foundation = 1
+    /// A SwiftNIO event loop, seen through its metrics delegate's ticks.
+    case nio = 2
+
+    /// The trace name (the case's name: these never change, traces are read by it).
+    public var description: String {
+        switch self {
+        case .foundation: return "foundation"
+        case .nio: return "nio"
+        }
+    }
+}
+
+/// What a traced SwiftNIO channel's pipeline handled, as `nio_io` reports it.
+public enum NIOIOEvent: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    case read, readComplete, active, inactive, writabilityChanged, userEvent, error
+
+    private static let names = ["read", "read_complete", "active", "inactive", "writability_changed", "user_event", "error"]
+    /// The trace name (these never change, traces are read by it).
     public var description: String { Self.names[Int(rawValue)] }
 }

@@ -90,6 +90,20 @@ enum TraceEventDecoding {
             return .jobBegin(loopID: v.integer(0), jobID: v.integer(1), enqueued: v.integer(2), priority: narrow)
         case .jobEnd:
             return .jobEnd(loopID: v.integer(0), jobID: v.integer(1))
+        case .loopAdapted:
+            // loop_id, adapter, group_id
+            let adapter = try label(v.integer(1), field: 1, LoopAdapter.init(traceValue:), "an adapter")
+            return .loopAdapted(loopID: v.integer(0), adapter: adapter, groupID: v.integer(2))
+        case .nioTick:
+            // loop_id, start_ns, end_ns, sleep_ns, tasks
+            return .nioTick(loopID: v.integer(0), start: v.integer(1), end: v.integer(2), sleep: v.integer(3), tasks: v.integer(4))
+        case .nioIO:
+            // loop_id, channel_id, io, start_ns, end_ns
+            let event = try label(v.integer(2), field: 2, NIOIOEvent.init(traceValue:), "a NIO I/O event")
+            return .nioIO(loopID: v.integer(0), channelID: v.integer(1), event: event, start: v.integer(3), end: v.integer(4))
+        case .probeFire:
+            // loop_id, scheduled_ns, lateness_ns, cost_ns
+            return .probeFire(loopID: v.integer(0), scheduled: v.integer(1), lateness: v.integer(2), cost: v.integer(3))
         }
     }
 

@@ -58,6 +58,11 @@ enum CTFTestTrace {
              .blockEnd(loopID: 3, blockID: 99),
              .jobBegin(loopID: 3, jobID: 77, enqueued: base + 22_000, priority: 25),
              .jobEnd(loopID: 3, jobID: 77),
+             .loopAdapted(loopID: 3, adapter: .nio, groupID: 5),
+             .nioTick(loopID: 3, start: base + 23_000, end: base + 24_000, sleep: 900, tasks: 4),
+             .itemLabel(itemID: 13, kind: .channel, label: "http 127.0.0.1:8080"),
+             .nioIO(loopID: 3, channelID: 13, event: .read, start: base + 24_100, end: base + 24_300),
+             .probeFire(loopID: 3, scheduled: base + 24_000, lateness: 500, cost: 80),
              .activity(.exit, place(2)),
              .runEnd(loopID: 3, mode: "kCFRunLoopDefaultMode", result: .handledSource)],
         ]
@@ -133,11 +138,15 @@ enum CTFTestTrace {
             // Fields in another order than the provider's: the reader maps by name.
             ("wakeup", "uint64_t slept_ns; uint8_t reason; uint64_t loop_id;"),
             ("loop_create", "uint64_t loop_id; int32_t tid; string name;"),
-            ("item_label", "uint64_t item_id; enum : uint8_t { timer = 0, source = 1, descriptor = 2, port = 3, observer = 4 } kind; string label;"),
+            ("item_label", "uint64_t item_id; enum : uint8_t { timer = 0, source = 1, descriptor = 2, port = 3, observer = 4, channel = 5 } kind; string label;"),
             ("main_queue_begin", "uint64_t loop_id;"),
             ("main_queue_end", "uint64_t loop_id;"),
             ("job_begin", "uint64_t loop_id; uint64_t job_id; uint64_t enqueued_ns; uint8_t priority;"),
             ("job_end", "uint64_t loop_id; uint64_t job_id;"),
+            ("loop_adapted", "uint64_t loop_id; enum : uint8_t { foundation = 1, nio = 2 } adapter; uint64_t group_id;"),
+            ("nio_tick", "uint64_t loop_id; uint64_t start_ns; uint64_t end_ns; uint64_t sleep_ns; uint64_t tasks;"),
+            ("nio_io", "uint64_t loop_id; uint64_t channel_id; uint8_t io; uint64_t start_ns; uint64_t end_ns;"),
+            ("probe_fire", "uint64_t loop_id; uint64_t scheduled_ns; uint64_t lateness_ns; uint64_t cost_ns;"),
         ]
         var text = """
         /* CTF 1.8 */
@@ -317,6 +326,14 @@ enum CTFTestTrace {
             data.appendLE(loop); data.appendLE(job); data.appendLE(enqueued); data.append(priority)
         case .jobEnd(let loop, let job):
             data.appendLE(loop); data.appendLE(job)
+        case .loopAdapted(let loop, let adapter, let group):
+            data.appendLE(loop); data.append(adapter.rawValue); data.appendLE(group)
+        case .nioTick(let loop, let start, let end, let sleep, let tasks):
+            for value in [loop, start, end, sleep, tasks] { data.appendLE(value) }
+        case .nioIO(let loop, let channel, let event, let start, let end):
+            data.appendLE(loop); data.appendLE(channel); data.append(event.rawValue); data.appendLE(start); data.appendLE(end)
+        case .probeFire(let loop, let scheduled, let lateness, let cost):
+            for value in [loop, scheduled, lateness, cost] { data.appendLE(value) }
         }
         return data
     }

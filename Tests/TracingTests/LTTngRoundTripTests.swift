@@ -230,7 +230,8 @@ enum LTTngWorkload {
                  .blockBegin(let loop, _, _), .blockEnd(let loop, _), .observerBegin(let loop, _, _),
                  .observerEnd(let loop, _), .wakeUp(let loop, _, _), .loopCreate(let loop, _, _),
                  .mainQueueBegin(let loop), .mainQueueEnd(let loop),
-                 .jobBegin(let loop, _, _, _), .jobEnd(let loop, _):
+                 .jobBegin(let loop, _, _, _), .jobEnd(let loop, _), .loopAdapted(let loop, _, _),
+                 .nioTick(let loop, _, _, _, _), .nioIO(let loop, _, _, _, _), .probeFire(let loop, _, _, _):
                 return loop == loopID
             case .sourceSignal(let source): return source == sourceID
             case .itemLabel(let item, _, _): return [timerID, sourceID, observerID].contains(item)

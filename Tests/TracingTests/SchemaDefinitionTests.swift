@@ -19,6 +19,7 @@ import Tracing
         .wakeUp: "wakeup", .loopCreate: "loop_create", .itemLabel: "item_label",
         .mainQueueBegin: "main_queue_begin", .mainQueueEnd: "main_queue_end",
         .jobBegin: "job_begin", .jobEnd: "job_end",
+        .loopAdapted: "loop_adapted", .nioTick: "nio_tick", .nioIO: "nio_io", .probeFire: "probe_fire",
     ]
 
     @Test func swiftEventIDsAreTheDefinitionsIDs() {
@@ -54,12 +55,27 @@ import Tracing
         func labels(_ name: String) -> [String: Int64] {
             Dictionary(uniqueKeysWithValues: TraceSchema.enumerations.first { $0.name == name }!.labels.map { ($0.label, $0.value) })
         }
-        #expect(TraceSchema.enumerations.map(\.name) == ["activity", "run_result", "wake_reason", "source_kind", "item_kind"])
+        #expect(TraceSchema.enumerations.map(\.name) == ["activity", "run_result", "wake_reason", "source_kind", "item_kind",
+                                                          "loop_adapter", "nio_io_event"])
         #expect(labels("activity") == Dictionary(uniqueKeysWithValues: Loop.Activity.ordered.map { ($0.description, $0.traceValue) }))
         #expect(labels("run_result") == Dictionary(uniqueKeysWithValues: [Loop.RunResult.finished, .stopped, .timedOut, .handledSource].map { ($0.description, $0.traceValue) }))
         #expect(labels("wake_reason") == Dictionary(uniqueKeysWithValues: Loop.WakeReason.allCases.map { ($0.description, $0.traceValue) }))
         #expect(labels("source_kind") == Dictionary(uniqueKeysWithValues: [LoopEventSink.SourceKind.custom, .descriptor, .port].map { ($0.description, $0.traceValue) }))
-        #expect(labels("item_kind") == Dictionary(uniqueKeysWithValues: [LoopEventSink.ItemKind.timer, .source, .descriptor, .port, .observer].map { ($0.description, $0.traceValue) }))
+        #expect(labels("item_kind") == Dictionary(uniqueKeysWithValues: [LoopEventSink.ItemKind.timer, .source, .descriptor, .port, .observer, .channel].map { ($0.description, $0.traceValue) }))
+        #expect(labels("loop_adapter") == Dictionary(uniqueKeysWithValues: LoopEventSink.Adapter.allCases.map { ($0.description, $0.traceValue) }))
+        #expect(labels("nio_io_event") == Dictionary(uniqueKeysWithValues: LoopEventSink.NIOEvent.allCases.map { ($0.description, $0.traceValue) }))
+    }
+
+    /// A field named like a TSDL keyword (`event`, `stream`…) makes every CTF metadata that declares it
+    /// unreadable to babeltrace2: the embedded recorder's and the hand-written test traces' alike.
+    @Test func noFieldIsNamedLikeATSDLKeyword() {
+        let keywords: Set<String> = ["align", "callsite", "const", "char", "clock", "double", "enum", "env", "event",
+                                     "floating_point", "float", "integer", "int", "long", "short", "signed", "stream",
+                                     "string", "struct", "trace", "typealias", "typedef", "unsigned", "variant", "void",
+                                     "_Bool", "_Complex", "_Imaginary"]
+        for event in TraceSchema.events {
+            for field in event.fields { #expect(!keywords.contains(field.name), "\(event.name).\(field.name) is a TSDL keyword") }
+        }
     }
 
     /// The TSDL the recorder writes declares exactly the table's events, fields and types, in order.

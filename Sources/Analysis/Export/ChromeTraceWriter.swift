@@ -101,7 +101,24 @@ struct ChromeTraceWriter {
         case .jobBegin(_, let id, let enqueued, let priority):
             let waited = queueWait(enqueued: enqueued, ranAt: event.timestamp) ?? 0
             emit(slice("B", "job", "\"id\":\(id),\"queued_ns\":\(waited),\"priority\":\(priority)"))
+        case .loopAdapted(let loop, let adapter, let group):
+            emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"traced by \(adapter.description)\",\"cat\":\"adapter\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"loop\":\(loop),\"group\":\(group)}}")
+        case .nioTick(_, let start, let end, _, let tasks):
+            // Complete slices with their own times: the tick is reported after it ended.
+            emit(complete("tick", cat: "tick", tid: tid, from: start, to: end, args: "\"tasks\":\(tasks)"))
+        case .nioIO(_, let channel, let io, let start, let end):
+            let name = "\(io.description) " + (labels[channel] ?? "channel \(channel)")
+            emit(complete(name, cat: "callout", tid: tid, from: start, to: end, args: "\"channel\":\(channel)"))
+        case .probeFire(_, let scheduled, let lateness, let cost):
+            let start = scheduled &+ lateness
+            emit(complete("lateness probe", cat: "probe", tid: tid, from: start, to: start &+ cost, args: "\"lateness_ns\":\(lateness)"))
         }
+    }
+
+    /// A slice whose start and end the event carries (an adapter's, reported after it ended).
+    private mutating func complete(_ name: String, cat: String, tid: Int32, from start: UInt64, to end: UInt64, args: String) -> String {
+        let duration = end >= start ? end - start : 0
+        return "{\"ph\":\"X\",\"name\":\(jsonString(name)),\"cat\":\"\(cat)\",\"pid\":1,\"tid\":\(tid),\"ts\":\(micros(start)),\"dur\":\(duration / 1000).\(String(duration % 1000).leftPadded(to: 3)),\"args\":{\(args)}}"
     }
 
     mutating func finish(health: TraceHealth) {

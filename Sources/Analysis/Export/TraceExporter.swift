@@ -62,10 +62,20 @@ public struct TraceExporter {
         static let result = field(.runEnd, "result")
         static let label = field(.itemLabel, "label")
         static let priority = field(.jobBegin, "priority")
+        static let adapter = field(.loopAdapted, "adapter")
+        static let group = field(.loopAdapted, "group_id")
+        static let start = field(.nioTick, "start_ns")
+        static let end = field(.nioTick, "end_ns")
+        static let sleep = field(.nioTick, "sleep_ns")
+        static let tasks = field(.nioTick, "tasks")
+        static let lateness = field(.probeFire, "lateness_ns")
+        static let cost = field(.probeFire, "cost_ns")
 
-        /// After timestamp_ns, thread_id and event, in CSV order.
+        /// After timestamp_ns, thread_id and event, in CSV order (columns added later come last, so that scripts
+        /// reading the older columns by position keep working).
         static let columns = [loopID, mode, iteration, depth, id, kind, scheduled, tolerance, interval, missed, signaled,
-                              enqueued, slept, reason, result, label, priority]
+                              enqueued, slept, reason, result, label, priority, adapter, group, start, end, sleep, tasks,
+                              lateness, cost]
 
         private static func field(_ event: TraceSchema.EventID, _ name: String) -> String {
             precondition(event.description.fieldIndex(name) != nil, "runloop_events.def: event \(event.description.name) has no field \(name)")
@@ -76,7 +86,7 @@ public struct TraceExporter {
     struct Row {
         var loop = "", mode = "", iteration = "", depth = "", id = "", kind = "", scheduled = "", tolerance = ""
         var interval = "", missed = "", signaled = "", enqueued = "", slept = "", reason = "", result = "", label = ""
-        var priority = ""
+        var priority = "", adapter = "", group = "", start = "", end = "", sleep = "", tasks = "", lateness = "", cost = ""
     }
 
     static func row(_ event: TraceEvent) -> Row {
@@ -112,6 +122,14 @@ public struct TraceExporter {
             r.id = "\(id)"; r.kind = kind.description; r.label = label
         case .jobBegin(let loop, let id, let enqueued, let priority):
             r.loop = "\(loop)"; r.id = "\(id)"; r.enqueued = "\(enqueued)"; r.priority = "\(priority)"
+        case .loopAdapted(let loop, let adapter, let group):
+            r.loop = "\(loop)"; r.adapter = adapter.description; r.group = "\(group)"
+        case .nioTick(let loop, let start, let end, let sleep, let tasks):
+            r.loop = "\(loop)"; r.start = "\(start)"; r.end = "\(end)"; r.sleep = "\(sleep)"; r.tasks = "\(tasks)"
+        case .nioIO(let loop, let channel, let event, let start, let end):
+            r.loop = "\(loop)"; r.id = "\(channel)"; r.kind = event.description; r.start = "\(start)"; r.end = "\(end)"
+        case .probeFire(let loop, let scheduled, let lateness, let cost):
+            r.loop = "\(loop)"; r.scheduled = "\(scheduled)"; r.lateness = "\(lateness)"; r.cost = "\(cost)"
         }
         return r
     }
@@ -125,7 +143,8 @@ public struct TraceExporter {
         let r = row(event)
         let fields = ["\(event.timestamp)", "\(event.threadID)", event.payload.eventName, r.loop, csvField(r.mode), r.iteration,
                       r.depth, r.id, r.kind, r.scheduled, r.tolerance, r.interval, r.missed, r.signaled, r.enqueued,
-                      r.slept, r.reason, r.result, csvField(r.label), r.priority]
+                      r.slept, r.reason, r.result, csvField(r.label), r.priority, r.adapter, r.group, r.start, r.end, r.sleep,
+                      r.tasks, r.lateness, r.cost]
         return fields.joined(separator: ",") + "\n"
     }
 
@@ -135,9 +154,11 @@ public struct TraceExporter {
         let numeric: [(String, String)] = [(Key.loopID, r.loop), (Key.iteration, r.iteration), (Key.depth, r.depth), (Key.id, r.id),
                                            (Key.scheduled, r.scheduled), (Key.tolerance, r.tolerance), (Key.interval, r.interval),
                                            (Key.missed, r.missed), (Key.signaled, r.signaled), (Key.enqueued, r.enqueued), (Key.slept, r.slept),
-                                           (Key.priority, r.priority)]
+                                           (Key.priority, r.priority), (Key.group, r.group), (Key.start, r.start), (Key.end, r.end),
+                                           (Key.sleep, r.sleep), (Key.tasks, r.tasks), (Key.lateness, r.lateness), (Key.cost, r.cost)]
         for (key, value) in numeric where !value.isEmpty { parts.append("\"\(key)\":\(value)") }
-        let strings: [(String, String)] = [(Key.mode, r.mode), (Key.kind, r.kind), (Key.reason, r.reason), (Key.result, r.result), (Key.label, r.label)]
+        let strings: [(String, String)] = [(Key.mode, r.mode), (Key.kind, r.kind), (Key.reason, r.reason), (Key.result, r.result), (Key.label, r.label),
+                                           (Key.adapter, r.adapter)]
         for (key, value) in strings where !value.isEmpty { parts.append("\"\(key)\":\(jsonString(value))") }
         return "{" + parts.joined(separator: ",") + "}\n"
     }

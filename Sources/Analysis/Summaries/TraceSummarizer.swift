@@ -109,6 +109,8 @@ public struct TraceSummarizer {
             loops[loop(loopID, event)].endCallout(id: id, at: ts)
         case .sourceSignal:
             break
+        case .loopAdapted, .nioTick, .nioIO, .probeFire:
+            break   // INTERIM: the adapters' summaries come with the analysis branch of issue #12
         }
     }
 

@@ -14,6 +14,10 @@ open class LoopEventSink: @unchecked Sendable {
     public typealias SourceKind = LoopSourceKind
     /// What an item is, for ``itemLabeled(id:kind:label:)``.
     public typealias ItemKind = LoopItemKind
+    /// Which adapter traces a loop built on something else, for ``loopAdapted(loopID:adapter:groupID:)``.
+    public typealias Adapter = LoopAdapter
+    /// What a traced SwiftNIO channel handled, for ``nioIO(loopID:channelID:event:start:end:)``.
+    public typealias NIOEvent = NIOIOEvent
 
     /// Where an event happened: the loop, the run's mode and nesting depth, and the iteration.
     public struct Context {
@@ -57,6 +61,22 @@ open class LoopEventSink: @unchecked Sendable {
     /// An actor job the loop runs as its executor; `priority` is the job's `JobPriority` raw value.
     open func jobBegin(_ context: Context, jobID: UInt64, enqueued: UInt64, priority: UInt8) {}
     open func jobEnd(_ context: Context, jobID: UInt64) {}
+
+    // ===== loops built on something else (the adapters) =====
+    // Called on the adapted loop's thread, with the adapter's own timestamps (CLOCK_MONOTONIC ns).
+
+    /// An adapter traces `loopID` (after announcing it with ``loopCreated(loopID:threadID:name:)``).
+    open func loopAdapted(loopID: UInt64, adapter: Adapter, groupID: UInt64) {}
+    /// A SwiftNIO tick's task phase, from its `NIOEventLoopTickInfo`.
+    open func nioTick(loopID: UInt64, start: UInt64, end: UInt64, sleep: UInt64, tasks: UInt64) {}
+    /// One I/O event a traced SwiftNIO channel's pipeline handled.
+    open func nioIO(loopID: UInt64, channelID: UInt64, event: NIOEvent, start: UInt64, end: UInt64) {}
+    /// One run of an adapter's lateness probe.
+    open func probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64) {}
+
+    /// A new id for a loop or an item an adapter traces, from the counter RunLoopCore's loops and items use:
+    /// ids never collide within a process.
+    public static func makeID() -> UInt64 { Sequence.next() }
 
     // ===== installation =====
 

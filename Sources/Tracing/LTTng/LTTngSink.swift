@@ -151,4 +151,24 @@ public final class LTTngSink: LoopEventSink, @unchecked Sendable {
         guard rl_tp_enabled(RL_EVENT_job_end) != 0 else { return }
         rl_trace_job_end(context.loopID, jobID)
     }
+
+    public override func loopAdapted(loopID: UInt64, adapter: Adapter, groupID: UInt64) {
+        guard rl_tp_enabled(RL_EVENT_loop_adapted) != 0 else { return }
+        rl_trace_loop_adapted(loopID, adapter.rawValue, groupID)
+    }
+
+    public override func nioTick(loopID: UInt64, start: UInt64, end: UInt64, sleep: UInt64, tasks: UInt64) {
+        guard rl_tp_enabled(RL_EVENT_nio_tick) != 0 else { return }
+        rl_trace_nio_tick(loopID, start, end, sleep, tasks)
+    }
+
+    public override func nioIO(loopID: UInt64, channelID: UInt64, event: NIOEvent, start: UInt64, end: UInt64) {
+        guard rl_tp_enabled(RL_EVENT_nio_io) != 0 else { return }
+        rl_trace_nio_io(loopID, channelID, event.rawValue, start, end)
+    }
+
+    public override func probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64) {
+        guard rl_tp_enabled(RL_EVENT_probe_fire) != 0 else { return }
+        rl_trace_probe_fire(loopID, scheduled, lateness, cost)
+    }
 }

@@ -323,6 +323,22 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     public override func jobEnd(_ context: Context, jobID: UInt64) {
         rlrec_job_end(context.loopID, jobID)
     }
+
+    public override func loopAdapted(loopID: UInt64, adapter: Adapter, groupID: UInt64) {
+        rlrec_loop_adapted(loopID, adapter.rawValue, groupID)
+    }
+
+    public override func nioTick(loopID: UInt64, start: UInt64, end: UInt64, sleep: UInt64, tasks: UInt64) {
+        rlrec_nio_tick(loopID, start, end, sleep, tasks)
+    }
+
+    public override func nioIO(loopID: UInt64, channelID: UInt64, event: NIOEvent, start: UInt64, end: UInt64) {
+        rlrec_nio_io(loopID, channelID, event.rawValue, start, end)
+    }
+
+    public override func probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64) {
+        rlrec_probe_fire(loopID, scheduled, lateness, cost)
+    }
 }
 
 /// A recorder set-up or I/O problem, in one line.
