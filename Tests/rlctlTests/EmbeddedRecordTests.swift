@@ -76,6 +76,11 @@ struct EmbeddedRecordTests {
         #expect(try CutOffRunTests.loop(summary)["results"] as? [String: Int] == ["did_not_end": 1])
     }
 
+    @Test(arguments: [SIGINT, SIGTERM, SIGKILL])
+    func aRecordedProgramCutOffBySignal(signal: Int32) throws {
+        try CutOffRecordTests.recordAndCutOff(tracer: "embedded", signal: signal)
+    }
+
     @Test(arguments: [
         (["RLCTL_TRACER": "bogus"], "rlctl tracing: RLCTL_TRACER=bogus is not a tracer (embedded or lttng); this process is not traced\n"),
         (["RLCTL_TRACER": "embedded"], "rlctl tracing: RLCTL_TRACER=embedded needs RLCTL_TRACE_DIR, the trace folder; this process is not traced\n"),
