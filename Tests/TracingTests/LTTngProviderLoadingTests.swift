@@ -104,10 +104,11 @@ struct LTTngProviderTests {
         }
     }
 
-    /// runloop-demo only installs `LTTngSink`: its first events load the provider, which brings liblttng-ust.
+    /// runloop-demo told to use LTTng (RLCTL_TRACER=lttng, as rlctl record sets it) only installs `LTTngSink`: its
+    /// first events load the provider, which brings liblttng-ust.
     /// (A TSan build refuses, says so once, and runs on.)
     @Test func aProgramThatInstallsTheSinkLoadsTheProvider() throws {
-        let result = try Self.run("runloop-demo", ["0.2"])
+        let result = try Self.run("runloop-demo", ["0.2"], environment: ["RLCTL_TRACER": "lttng"])
         #expect(result.status == 0, "\(result.stderr)")
         if LTTngProviderEnvironment.threadSanitized {
             #expect(result.stderr.contains(LTTngProviderEnvironment.tsanReason), "\(result.stderr)")
@@ -125,7 +126,7 @@ struct LTTngProviderTests {
     /// LTTng is loaded.
     @Test func aMissingProviderIsReportedOnceAndTheProgramRunsOn() throws {
         let missing = "/nonexistent-\(getpid())/librunloop-lttng-provider.so"
-        let result = try Self.run("runloop-demo", ["0.2"], environment: ["RLCTL_LTTNG_PROVIDER": missing])
+        let result = try Self.run("runloop-demo", ["0.2"], environment: ["RLCTL_TRACER": "lttng", "RLCTL_LTTNG_PROVIDER": missing])
         #expect(result.status == 0, "\(result.stderr)")
         let reports = result.stderr.components(separatedBy: "LTTngSink: the runloop LTTng provider is not loaded").count - 1
         #expect(reports == 1, "expected one report, got \(reports): \(result.stderr)")
@@ -157,7 +158,7 @@ struct LTTngProviderTests {
             let path = String(line[slash...])
             return path.hasSuffix("/libc.so.6") || path.contains("/libc-") ? path : nil
         }.first, "no libc in /proc/self/maps")
-        let result = try Self.run("runloop-demo", ["0.2"], environment: ["RLCTL_LTTNG_PROVIDER": libc])
+        let result = try Self.run("runloop-demo", ["0.2"], environment: ["RLCTL_TRACER": "lttng", "RLCTL_LTTNG_PROVIDER": libc])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("\(libc): not a runloop provider of this build"), "\(result.stderr)")
     }

@@ -39,8 +39,8 @@ import TestSupport
         SUBCOMMANDS:
           run                     Run a workload on RunLoopCore, trace it, and print
                                   what its loop did.
-          record                  Run a program that uses RunLoopCore under an LTTng
-                                  session and summarize what its loops did.
+          record                  Run a program whose loops are traced (RunLoopCore, or
+                                  an adapter) and summarize what they did.
           summarize               Summarize a trace: latency, timer drift, wake-ups,
                                   callouts, stalls and trace health.
           export                  Export a trace for viewers and scripts.

@@ -123,8 +123,12 @@ import TestSupport
         let verdict = try Self.check(trace, budget: Self.budget)
         #expect(verdict.status == 3, "a cut-off run never passes: \(verdict.stdout)")
         #expect(verdict.stdout.contains("INCOMPLETE") && !verdict.stdout.contains("PASS"), "\(verdict.stdout)")
-        let allowed = try Self.check(trace, budget: Self.budget + "trace.runs_incomplete <= 1\n")
-        #expect(allowed.status == 0, "a budget may allow it: \(allowed.stdout)")
+        // rlctl itself was killed: its recorder never completed the trace either.
+        #expect((s["health"] as? [String: Any])?["recordingCutOff"] as? Bool == true)
+        let runsOnly = try Self.check(trace, budget: Self.budget + "trace.runs_incomplete <= 1\n")
+        #expect(runsOnly.status == 3, "allowing cut-off runs does not allow a cut-off recording: \(runsOnly.stdout)")
+        let allowed = try Self.check(trace, budget: Self.budget + "trace.runs_incomplete <= 1\ntrace.cut_off <= 1\n")
+        #expect(allowed.status == 0, "a budget may allow both: \(allowed.stdout)")
     }
 
     @Test(arguments: [SIGINT, SIGTERM])

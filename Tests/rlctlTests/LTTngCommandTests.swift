@@ -127,8 +127,12 @@ struct LTTngCommandTests {
 
     @Test func recordAndRunWithoutLTTngTools() throws {
         let missing = "`lttng` and `lttng-sessiond` not found in PATH: \(installTools)"
-        try assertCommand(["record", "--", "/bin/true"], stderr: "rlctl: rlctl record needs lttng-tools: \(missing)\n", status: 2,
-                          environment: noTools)
+        try assertCommand(["record", "--tracer", "lttng", "--", "/bin/true"],
+                          stderr: "rlctl: rlctl record --tracer lttng needs lttng-tools: \(missing)\n", status: 2, environment: noTools)
+        // Left to choose, record says why it cannot use LTTng and records with the embedded recorder.
+        let chosen = try CLI.run(["record", "--", "/bin/true"], environment: noTools)
+        #expect(chosen.status == 3, "\(chosen.termination): \(chosen.stderr)")
+        #expect(chosen.stderr.hasPrefix("rlctl: recording with the embedded recorder: LTTng needs lttng-tools: \(missing)\n"), "\(chosen.stderr)")
         try assertCommand(["run", "timers", "--tracer", "lttng", "--duration", "100ms"],
                           stderr: "rlctl: --tracer lttng needs lttng-tools: \(missing)\n", status: 2, environment: noTools)
     }
