@@ -129,7 +129,7 @@ let package = Package(
         // The README's RunLoopCore example as a program: Loop.main serving timers, sources and the main queue.
         .executableTarget(name: "main-queue-demo", dependencies: ["RunLoopCore"], path: "Examples/main-queue-demo"),
         // A Foundation RunLoop program with timers and one blocking callout, traced by the Foundation adapter.
-        .executableTarget(name: "foundation-timer-app", dependencies: ["RunLoopFoundation"], path: "Examples/foundation-timer-app"),
+        .executableTarget(name: "foundation-timer-app", dependencies: ["RunLoopFoundation", "TraceModel"], path: "Examples/foundation-timer-app"),
         // A process whose main thread runs Loop.main, for the tests of the real main dispatch queue (rule 38).
         .executableTarget(name: "main-queue-fixture", dependencies: ["RunLoopCore"], path: "Tests/MainQueueFixture"),
         // What the test targets share (the process runner, golden-text checks, seeded random numbers, locked

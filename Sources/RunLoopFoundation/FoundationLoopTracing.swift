@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import RunLoopCore
 import TraceModel
+import Tracing
 
 /// Traces a Foundation `RunLoop` (CFRunLoop on Linux) through the same seam as RunLoopCore's loops.
 ///
@@ -11,9 +12,13 @@ import TraceModel
 /// RunLoop.main.run()
 /// ```
 ///
+/// The call also runs ``LoopEventSink/installFromEnvironment()`` (module Tracing), so that under `rlctl record`
+/// the process records with the tracer rlctl chose; outside rlctl it installs nothing.
+///
 /// One CFRunLoop observer, for all six activities, is added in `kCFRunLoopCommonModes` and in every mode the loop
-/// has when it is attached; each time a traced run enters (and whenever a sink is installed), the modes created
-/// since are added too. Each activity goes to ``LoopEventSink/current``; with no sink installed an activity
+/// has when it is attached; while a sink is installed, the modes created since are added each time a traced run
+/// is about to sleep (`beforeWaiting`: the re-scan, CFRunLoopCopyAllModes, costs about 0.4 µs, which an
+/// iteration about to block does not feel; at every entry it added about 10% to a polling iteration). Each activity goes to ``LoopEventSink/current``; with no sink installed an activity
 /// costs the observer callout and a few integer updates, nothing else.
 ///
 /// What a Foundation loop's trace holds, and what it cannot: CF tells observers only its six activities, so an
@@ -30,9 +35,9 @@ import TraceModel
 /// - `mode` is the CF mode's name (`kCFRunLoopDefaultMode` for `RunLoop.Mode.default`).
 ///
 /// Limits: a run in a mode the observer is not in is invisible, its entry and exit alike (so the depths of the
-/// runs seen stay paired). That is a mode created after the last scan and run before any traced run enters
-/// again, typically a private mode created inside a callout and run at once: call ``Attachment/observeNewModes()``
-/// after creating it to see its first run. A loop attached while it runs is seen from its next activity on; the
+/// runs seen stay paired). That is a mode created after the last scan and run before the loop next sleeps in an
+/// observed mode, typically a private mode created inside a callout and run at once, or any new mode of a loop
+/// that never sleeps: call ``Attachment/observeNewModes()`` after creating it to see its first run. A loop attached while it runs is seen from its next activity on; the
 /// runs already in progress count from depth 1 without an `entry`.
 public enum FoundationLoopTracing {
     /// Why ``attach(to:name:)`` refused.
@@ -53,10 +58,14 @@ public enum FoundationLoopTracing {
     ///
     /// - Parameters:
     ///   - runLoop: `RunLoop.current` (attached from the loop's own thread) or `RunLoop.main` (from any thread).
-    ///   - name: the loop's name in traces; "main" for the main loop, otherwise the thread's name.
+    ///   - name: the loop's name in traces; by default "RunLoop.main" for the main loop (RunLoopCore's `Loop.main`,
+    ///     on the same thread, is "main"), otherwise the thread's name.
     /// - Throws: ``AttachError/notCurrentOrMain`` for any other run loop.
     public static func attach(to runLoop: RunLoop = .current, name: String? = nil) throws(AttachError) -> Attachment {
-        try attach(to: runLoop, name: name, sinks: .installed)
+        // The tracer `rlctl record` chose, so that adding the adapter stays one line (idempotent; nothing outside
+        // rlctl).
+        LoopEventSink.installFromEnvironment()
+        return try attach(to: runLoop, name: name, sinks: .installed)
     }
 
     /// `attach(to:name:)` with the sink taken from `sinks`: the tests give each attachment its own, so that
@@ -70,7 +79,7 @@ public enum FoundationLoopTracing {
         let onLoopThread = !isMain || Thread.isMainThread
         let observation = LoopObservation(
             loop: loop,
-            name: name ?? (isMain ? "main" : currentThreadName()),
+            name: name ?? (isMain ? "RunLoop.main" : currentThreadName()),
             threadID: isMain ? getpid() : rlcf_thread_id(),
             sinks: sinks
         )

@@ -114,7 +114,7 @@ final class LoopObservation: @unchecked Sendable {
 
     private func emit(_ activity: Loop.Activity, to sink: LoopEventSink) {
         if announcedTo != ObjectIdentifier(sink) { announce(to: sink) }
-        if activity == .entry { observeNewModes() }
+        if activity == .beforeWaiting { observeNewModes() }
         let mode: UnsafePointer<CChar>
         if let resolved = runModes[runModes.count - 1] {
             mode = resolved

@@ -37,7 +37,7 @@ private func runOnce(_ mode: RunLoop.Mode = .default, firing handler: @escaping 
 
 /// One iteration that fires a due timer, as the adapter reports it.
 private func iteration(_ number: Int, depth: Int = 1, mode: String = "kCFRunLoopDefaultMode") -> [String] {
-    ["beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting"].map {
+    ["before_timers", "before_sources", "before_waiting", "after_waiting"].map {
         "\($0) depth \(depth) iteration \(number) \(mode)"
     }
 }
@@ -89,7 +89,7 @@ private func iteration(_ number: Int, depth: Int = 1, mode: String = "kCFRunLoop
             runOnce(lateMode)
             attachment.detach()
         }
-        #expect(sink.lines.value.dropFirst(2).first == "entry depth 1 iteration 1 rlctl.tests.late",
+        #expect(sink.lines.value.dropFirst(2).first == "entry depth 1 iteration 0 rlctl.tests.late",
                 "the unobserved run's iteration is not counted: \(sink.lines.value)")
         #expect(sink.lines.value.count == 2 + 6)
     }
