@@ -64,3 +64,31 @@ int rlcf_thread_id(void) {
 bool rlcf_thread_name(char *buffer, size_t size) {
     return pthread_getname_np(pthread_self(), buffer, size) == 0 && buffer[0] != 0;
 }
+
+// The loops attached now: a handful at most, like the modes.
+static pthread_mutex_t claimed_lock = PTHREAD_MUTEX_INITIALIZER;
+static rlcf_run_loop_ref claimed_loops[64];
+static size_t claimed_count = 0;
+
+rlcf_claim_result rlcf_claim_loop(rlcf_run_loop_ref loop) {
+    pthread_mutex_lock(&claimed_lock);
+    rlcf_claim_result result = RLCF_CLAIMED;
+    for (size_t index = 0; index < claimed_count && result == RLCF_CLAIMED; index++) {
+        if (claimed_loops[index] == loop) result = RLCF_ALREADY_CLAIMED;
+    }
+    if (result == RLCF_CLAIMED && claimed_count == sizeof claimed_loops / sizeof claimed_loops[0]) result = RLCF_CLAIMS_FULL;
+    if (result == RLCF_CLAIMED) claimed_loops[claimed_count++] = loop;
+    pthread_mutex_unlock(&claimed_lock);
+    return result;
+}
+
+void rlcf_unclaim_loop(rlcf_run_loop_ref loop) {
+    pthread_mutex_lock(&claimed_lock);
+    for (size_t index = 0; index < claimed_count; index++) {
+        if (claimed_loops[index] == loop) {
+            claimed_loops[index] = claimed_loops[--claimed_count];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&claimed_lock);
+}

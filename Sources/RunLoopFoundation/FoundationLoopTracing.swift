@@ -45,11 +45,20 @@ public enum FoundationLoopTracing {
         /// The run loop is neither the calling thread's (`RunLoop.current`) nor `RunLoop.main`: Foundation on
         /// Linux gives no way to reach another thread's CFRunLoop from outside.
         case notCurrentOrMain
+        /// An attachment traces this loop already (until its ``Attachment/detach()``): a second observer would
+        /// announce the loop twice under two ids and double every event.
+        case alreadyAttached
+        /// More loops are attached at once than the adapter keeps track of (64).
+        case tooManyLoops
 
         public var description: String {
             switch self {
             case .notCurrentOrMain:
                 "FoundationLoopTracing.attach: the run loop must be RunLoop.current (attach on the loop's own thread) or RunLoop.main"
+            case .alreadyAttached:
+                "FoundationLoopTracing.attach: this run loop is traced already; keep the first attachment (or detach it first)"
+            case .tooManyLoops:
+                "FoundationLoopTracing.attach: 64 run loops are traced already; detach one first"
             }
         }
     }
@@ -76,6 +85,11 @@ public enum FoundationLoopTracing {
         guard let loop = isMain ? rlcf_run_loop_get_main() : rlcf_run_loop_get_current() else {
             throw .notCurrentOrMain
         }
+        switch rlcf_claim_loop(loop) {
+        case RLCF_ALREADY_CLAIMED: throw .alreadyAttached
+        case RLCF_CLAIMS_FULL: throw .tooManyLoops
+        default: break
+        }
         let onLoopThread = !isMain || Thread.isMainThread
         let observation = LoopObservation(
             loop: loop,
@@ -87,7 +101,8 @@ public enum FoundationLoopTracing {
         return Attachment(observation)
     }
 
-    /// One attached loop; ``detach()`` ends its tracing.
+    /// One attached loop; ``detach()`` ends its tracing. Dropping the attachment does not: the loop stays traced
+    /// for the life of its thread, so `_ = try FoundationLoopTracing.attach(to: .main)` is enough.
     public final class Attachment: @unchecked Sendable {
         private let observation: LoopObservation
 

@@ -1,4 +1,5 @@
 import CFoundationRunLoop
+import Synchronization
 import RunLoopCore
 import TraceModel
 
@@ -14,6 +15,7 @@ final class LoopObservation: @unchecked Sendable {
     private let loop: rlcf_run_loop_ref
     private let sinks: SinkSource
     private var observer: rlcf_observer_ref?
+    private let stopped = Atomic<Bool>(false)
 
     private var announcedTo: ObjectIdentifier?
     private var depth: UInt32 = 0
@@ -64,9 +66,12 @@ final class LoopObservation: @unchecked Sendable {
         if announceNow, let sink = currentSink() { announce(to: sink) }
     }
 
+    /// Invalidates the observer and releases the loop's claim (once; later calls do nothing).
     func stop() {
-        guard let observer else { return }
-        rlcf_observer_invalidate(observer)
+        let wasStopped = stopped.exchange(true, ordering: .acquiringAndReleasing)
+        guard !wasStopped else { return }
+        if let observer { rlcf_observer_invalidate(observer) }
+        rlcf_unclaim_loop(loop)
     }
 
     deinit {

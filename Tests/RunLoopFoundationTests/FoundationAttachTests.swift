@@ -137,6 +137,23 @@ private func iteration(_ number: Int, depth: Int = 1, mode: String = "kCFRunLoop
         }
     }
 
+    @Test func aSecondAttachToTheSameLoopIsRefusedUntilTheFirstDetaches() throws {
+        let sink = CapturingSink()
+        try onOwnThread {
+            let first = try FoundationLoopTracing.attach(to: .current, name: "first", sinks: .provided { sink })
+            #expect(throws: FoundationLoopTracing.AttachError.alreadyAttached) {
+                _ = try FoundationLoopTracing.attach(to: .current, name: "second", sinks: .provided { sink })
+            }
+            first.detach()
+            first.detach()                           // a second detach changes nothing
+            let again = try FoundationLoopTracing.attach(to: .current, name: "again", sinks: .provided { sink })
+            runOnce()
+            again.detach()
+        }
+        #expect(sink.lines.value.filter { $0.hasPrefix("loop_create") }.map { $0.split(separator: " ").last! } == ["first", "again"])
+        #expect(sink.lines.value.count == 4 + 6)
+    }
+
     @Test func theAttachAnnouncesALoopThatNeverRuns() throws {
         let sink = CapturingSink()
         let loopID = try onOwnThread {

@@ -65,6 +65,14 @@ rlcf_string_ref rlcf_common_modes(void);
 /// distinct name, whichever loop or thread asks (thread-safe). "?" when the name cannot be converted.
 const char *rlcf_intern_mode_name(rlcf_string_ref name);
 
+/// What rlcf_claim_loop found.
+typedef enum { RLCF_CLAIMED = 0, RLCF_ALREADY_CLAIMED = 1, RLCF_CLAIMS_FULL = 2 } rlcf_claim_result;
+
+/// Marks `loop` as traced by an attachment, unless one traces it already or 64 loops are claimed (thread-safe).
+rlcf_claim_result rlcf_claim_loop(rlcf_run_loop_ref loop);
+/// Ends `loop`'s claim, so that it can be attached again.
+void rlcf_unclaim_loop(rlcf_run_loop_ref loop);
+
 /// The calling thread's kernel id (gettid), as traces name threads.
 int rlcf_thread_id(void);
 /// The calling thread's name into `buffer` (NUL-terminated); false when it has none.
