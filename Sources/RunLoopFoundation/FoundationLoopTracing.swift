@@ -8,7 +8,7 @@ import Tracing
 /// Traces a Foundation `RunLoop` (CFRunLoop on Linux) through the same seam as RunLoopCore's loops.
 ///
 /// ```swift
-/// let tracing = try FoundationLoopTracing.attach(to: .main, name: "ui")
+/// let tracing = try FoundationLoopTracing.attach(to: .main)
 /// RunLoop.main.run()
 /// ```
 ///
@@ -18,8 +18,9 @@ import Tracing
 /// One CFRunLoop observer, for all six activities, is added in `kCFRunLoopCommonModes` and in every mode the loop
 /// has when it is attached; while a sink is installed, the modes created since are added each time a traced run
 /// is about to sleep (`beforeWaiting`: the re-scan, CFRunLoopCopyAllModes, costs about 0.4 µs, which an
-/// iteration about to block does not feel; at every entry it added about 10% to a polling iteration). Each activity goes to ``LoopEventSink/current``; with no sink installed an activity
-/// costs the observer callout and a few integer updates, nothing else.
+/// iteration about to block does not feel; at every entry it added about 10% to a polling iteration). Each
+/// activity goes to ``LoopEventSink/current``; with no sink installed an activity costs the observer callout and
+/// a few integer updates, nothing else.
 ///
 /// What a Foundation loop's trace holds, and what it cannot: CF tells observers only its six activities, so an
 /// adapted loop emits `loop_create` and `loop_adapted` (adapter `foundation`) once per installed sink, then
@@ -37,8 +38,9 @@ import Tracing
 /// Limits: a run in a mode the observer is not in is invisible, its entry and exit alike (so the depths of the
 /// runs seen stay paired). That is a mode created after the last scan and run before the loop next sleeps in an
 /// observed mode, typically a private mode created inside a callout and run at once, or any new mode of a loop
-/// that never sleeps: call ``Attachment/observeNewModes()`` after creating it to see its first run. A loop attached while it runs is seen from its next activity on; the
-/// runs already in progress count from depth 1 without an `entry`.
+/// that never sleeps: call ``Attachment/observeNewModes()`` after creating it to see its first run. A loop
+/// attached while it runs is seen from its next activity on; the runs already in progress count from depth 1
+/// without an `entry`.
 public enum FoundationLoopTracing {
     /// Why ``attach(to:name:)`` refused.
     public enum AttachError: Error, CustomStringConvertible, Equatable {
