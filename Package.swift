@@ -48,6 +48,7 @@ let package = Package(
         .library(name: "Tracing", targets: ["Tracing"]),
         .library(name: "TraceReading", targets: ["TraceReading"]),
         .library(name: "Analysis", targets: ["Analysis"]),
+        .library(name: "RunLoopFoundation", targets: ["RunLoopFoundation"]),
         .executable(name: "rlctl", targets: ["rlctl"]),
         .executable(name: "runloop-demo", targets: ["runloop-demo"]),
     ],
@@ -109,6 +110,10 @@ let package = Package(
             name: "Analysis",
             dependencies: ["TraceReading", "TraceModel", .product(name: "Histogram", package: "hdrhistogram-swift")]
         ),
+        // The CoreFoundation run-loop functions libFoundation.so exports on Linux but no Swift module declares.
+        .target(name: "CFoundationRunLoop", linkerSettings: [.linkedLibrary("Foundation")]),
+        // The Foundation adapter: a CFRunLoop observer that sends a Foundation RunLoop's activities to the sink.
+        .target(name: "RunLoopFoundation", dependencies: ["CFoundationRunLoop", "RunLoopCore", "TraceModel", "Tracing"]),
         // The workloads `rlctl run` drives: built-in presets and workload files.
         .target(name: "Workloads", dependencies: ["RunLoopCore"]),
         .executableTarget(
@@ -123,6 +128,8 @@ let package = Package(
         .executableTarget(name: "runloop-demo", dependencies: ["RunLoopCore", "Tracing"], path: "Examples/runloop-demo"),
         // The README's RunLoopCore example as a program: Loop.main serving timers, sources and the main queue.
         .executableTarget(name: "main-queue-demo", dependencies: ["RunLoopCore"], path: "Examples/main-queue-demo"),
+        // A Foundation RunLoop program with timers and one blocking callout, traced by the Foundation adapter.
+        .executableTarget(name: "foundation-timer-app", dependencies: ["RunLoopFoundation", "TraceModel"], path: "Examples/foundation-timer-app"),
         // A process whose main thread runs Loop.main, for the tests of the real main dispatch queue (rule 38).
         .executableTarget(name: "main-queue-fixture", dependencies: ["RunLoopCore"], path: "Tests/MainQueueFixture"),
         // What the test targets share (the process runner, golden-text checks, seeded random numbers, locked
@@ -137,6 +144,8 @@ let package = Package(
         ),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "TraceReading", "Tracing", "RunLoopCore", "TestSupport",
                                                             .product(name: "Histogram", package: "hdrhistogram-swift")]),
+        .testTarget(name: "RunLoopFoundationTests", dependencies: ["RunLoopFoundation", "RunLoopCore", "Tracing", "TraceReading",
+                                                                   "TestSupport", "foundation-timer-app"]),
         // End to end: runs the built rlctl binary.
         .testTarget(name: "rlctlTests", dependencies: ["rlctl", "runloop-demo", "TestSupport"]),
     ]

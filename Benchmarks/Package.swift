@@ -80,6 +80,15 @@ let package = Package(
             cSettings: lttngInstalledAndEnabled() ? [.define("RLCTL_HAVE_LTTNG")] : [],
             linkerSettings: lttngInstalledAndEnabled() ? [.linkedLibrary("dl")] : []
         ),
+        // What the Foundation adapter costs a Foundation RunLoop per iteration.
+        .executableTarget(
+            name: "foundationbench",
+            dependencies: [
+                .product(name: "RunLoopCore", package: "rlctl"),
+                .product(name: "RunLoopFoundation", package: "rlctl"),
+                .product(name: "Tracing", package: "rlctl"),
+            ]
+        ),
         // timerfd, eventfd, epoll and RUSAGE_THREAD for the raw floors and the idle measurement.
         .target(name: "CBenchSupport"),
         .executableTarget(name: "rlbench", dependencies: benchmarkDependencies),

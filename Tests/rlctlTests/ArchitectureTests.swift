@@ -26,6 +26,9 @@ import Testing
         "rlctl": ["RunLoopCore", "TraceModel", "Tracing", "TraceReading", "Analysis", "Workloads", "CProcess"],
         "runloop-demo": ["RunLoopCore", "TraceModel", "Tracing"],
         "main-queue-demo": ["RunLoopCore", "TraceModel"],
+        "CFoundationRunLoop": [],
+        "RunLoopFoundation": ["CFoundationRunLoop", "RunLoopCore", "TraceModel", "Tracing"],
+        "foundation-timer-app": ["RunLoopFoundation", "TraceModel"],
     ]
 
     /// Modules that must never be linked into these, directly or through another module.

@@ -1,0 +1,86 @@
+import Foundation
+import TraceModel
+import TraceReading
+import Testing
+import TestSupport
+
+/// The example program, built next to the test bundle, recorded the way `rlctl record` asks a program to.
+@Suite struct FoundationTimerAppTests {
+    static let productsFolder: String = {
+        let executable = try! FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        return URL(fileURLWithPath: executable).deletingLastPathComponent().path
+    }()
+
+    static let app = productsFolder + "/foundation-timer-app"
+
+    @Test func theEmbeddedTraceShowsTheMainLoopsIterationsAndEachStall() throws {
+        let folder = temporaryPath("foundation-timer-app")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let result = try runProcess(Self.app, ["--duration", "1s", "--stall-every", "4"],
+                                    ProcessOptions(environment: ["RLCTL_TRACER": "embedded", "RLCTL_TRACE_DIR": folder]))
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        // "foundation-timer-app: F frames, T ticks, S stalls of 80 ms"
+        let stalls = result.stdout.split(separator: " ").firstIndex(of: "stalls").flatMap { index in
+            Int(result.stdout.split(separator: " ")[index - 1])
+        }
+        #expect(stalls == 2, "stdout: \(result.stdout)")   // ticks 4 and 8 of the ~9 in a second
+
+        var reader = try TraceReaders.open(folder)
+        var events: [TraceEvent] = []
+        while let event = try reader.next() { events.append(event) }
+        #expect(reader.health.eventsLost == 0 && reader.health.packetsLost == 0 && !reader.health.recordingCutOff)
+
+        let adapted = events.compactMap { event -> UInt64? in
+            if case .loopAdapted(let loopID, .foundation, 0) = event.payload { return loopID }
+            return nil
+        }
+        #expect(adapted.count == 1)
+        let loopID = try #require(adapted.first)
+        let created = events.compactMap { event -> Int32? in
+            if case .loopCreate(loopID, let threadID, "RunLoop.main") = event.payload { return threadID }
+            return nil
+        }
+
+        let activities = events.compactMap { event -> (time: UInt64, activity: LoopActivity, place: TraceEvent.Place)? in
+            if case .activity(let activity, let place) = event.payload, place.loopID == loopID {
+                return (event.timestamp, activity, place)
+            }
+            return nil
+        }
+        #expect(!activities.isEmpty)
+        // Announced once, with the main thread's id (the process id), the thread every activity came from.
+        let activityThreads = Set(events.filter {
+            if case .activity(_, let place) = $0.payload { return place.loopID == loopID }
+            return false
+        }.map(\.threadID))
+        #expect(created.count == 1 && activityThreads == Set(created), "loop_create threads \(created), activity threads \(activityThreads)")
+        #expect(activities.allSatisfy { $0.place.mode == "kCFRunLoopDefaultMode" && $0.place.depth == 1 })
+        // Iterations are numbered 1, 2, 3… in order, each starting at its beforeTimers.
+        let numbers = activities.filter { $0.activity == .beforeTimers }.map(\.place.iteration)
+        #expect(numbers == Array(1...UInt64(numbers.count)))
+        #expect(numbers.count >= 50, "about 100 frames a second, each waking the loop: \(numbers.count)")
+
+        // Busy time runs from a wake-up to the next beforeWaiting or exit: the 80 ms sleeps sit in two of them.
+        var busy: [UInt64] = []
+        var wokeAt: UInt64?
+        for (time, activity, _) in activities {
+            if activity == .afterWaiting { wokeAt = time }
+            if activity == .beforeWaiting || activity == .exit, let start = wokeAt {
+                busy.append(time - start)
+                wokeAt = nil
+            }
+        }
+        let stalled = busy.filter { $0 >= 80_000_000 }
+        #expect(stalled.count == 2, "busy intervals of 80 ms or more: \(stalled)")
+    }
+
+    @Test func badFlagsAreOneLineAndExitStatus2() throws {
+        for arguments in [["--bogus"], ["--duration"], ["--duration", "3"], ["--stall-every", "0"]] {
+            let result = try runProcess(Self.app, arguments)
+            #expect(result.status == 2, "\(arguments)")
+            #expect(result.stderr.hasPrefix("foundation-timer-app: ") && result.stderr.filter { $0 == "\n" }.count == 1,
+                    "\(arguments): \(result.stderr)")
+            #expect(result.stdout.isEmpty)
+        }
+    }
+}
