@@ -1,4 +1,4 @@
-// runloop-demo: a small program built on RunLoopCore that is ready for LTTng, the way any application would be.
+// runloop-demo: a small program built on RunLoopCore that is ready to be traced, the way any application would be.
 //
 //     swift build -c release
 //     rlctl record -- .build/release/runloop-demo 2        # trace it for 2 seconds and summarize
@@ -14,9 +14,9 @@ import Tracing
 @main
 enum RunLoopDemo {
     static func main() {
-        // The one line that makes a program observable: the runloop:* tracepoints cost a couple of nanoseconds
-        // per event while no LTTng session records them.
-        LoopEventSink.install(LTTngSink())
+        // The one line that makes a program observable: under `rlctl record` it installs the tracer rlctl chose
+        // (LTTng or the embedded recorder); run by itself (RLCTL_TRACER unset) it installs nothing.
+        LoopEventSink.installFromEnvironment()
 
         let argument = CommandLine.arguments.dropFirst().first
         let seconds = argument.map { Double($0) ?? .nan } ?? 2

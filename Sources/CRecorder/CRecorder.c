@@ -75,6 +75,7 @@ static struct {
     _Atomic int asymmetric;           // membarrier registered: events need only a compiler barrier (see reserve)
     uint64_t tsc_mult;                // ns per TSC tick, 32.32 fixed point (see calibrate_tsc)
     uint64_t tsc_window;              // ticks an anchor is trusted for
+    uint64_t switch_ns;               // packet age that closes it at the next event (UINT64_MAX: never)
 } g_hot __attribute__((aligned(64)));
 
 static rlrec_config g_config;
@@ -460,6 +461,17 @@ static __attribute__((noinline, cold)) int make_room(thread_buffer *tb, uint32_t
     return 0;
 }
 
+/// Closes a packet that has been open for the switch interval, so that the writer can take it (LTTng's switch
+/// timer, without a timer): only when the next sub-buffer is free, so that no event is dropped for it.
+static __attribute__((noinline, cold)) void switch_by_age(thread_buffer *tb, uint64_t ts) {
+    if (tb->events == 0) return;
+    uint32_t next = (tb->current + 1) % tb->sub_count;
+    if (atomic_load_explicit(&tb->state[next], memory_order_acquire) != SUB_FREE) return;
+    atomic_store_explicit(&tb->state[next], SUB_FILLING, memory_order_relaxed);
+    close_current(tb);
+    open_sub_buffer(tb, next, ts);
+}
+
 static __attribute__((noinline, cold)) void count_no_buffer_drop(void) {
     atomic_fetch_add_explicit(&g_no_buffer_drops, 1, memory_order_relaxed);
 }
@@ -488,6 +500,7 @@ static inline __attribute__((always_inline)) uint8_t *reserve(uint8_t event_id, 
     uint64_t ts = event_time(tb);
     uint32_t total = EVENT_HEADER_SIZE + size;
     if (UNLIKELY(tb->offset + total > tb->sub_size) && !make_room(tb, total, ts)) return NULL;
+    if (UNLIKELY(ts - tb->first_ts >= g_hot.switch_ns)) switch_by_age(tb, ts);
     uint8_t *p = tb->memory + (size_t)tb->current * tb->sub_size + tb->offset;
     p[0] = event_id;
     memcpy(p + 1, &ts, 8);
@@ -615,6 +628,8 @@ int rlrec_start(const rlrec_config *config) {
     atomic_store(&g_clock_max_lead, 0);
     atomic_store(&g_clock_max_lag, 0);
     atomic_store(&g_hot.clock_tsc, use_tsc(&g_config));
+    // A flight recorder writes only at stop: closing packets early would only shorten what its ring holds.
+    g_hot.switch_ns = (g_config.switch_interval_ns == 0 || g_config.overwrite) ? UINT64_MAX : g_config.switch_interval_ns;
     atomic_store_explicit(&g_hot.asymmetric, membarrier_ready(), memory_order_relaxed);
     // Publishes the settings above to every event that sees the new state (an acquire load).
     atomic_store(&g_hot.state, ((state >> 1) + 1) << 1 | 1);

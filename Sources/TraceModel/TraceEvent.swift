@@ -135,6 +135,10 @@ public struct TraceHealth: Sendable, Equatable {
     public var eventsSkipped: UInt64 = 0
     /// The windows where events were lost: per thread or stream, from the last good timestamp to the next.
     public var lossWindows: [LossWindow] = []
+    /// The recording never completed the trace: its process was killed or crashed while recording (the embedded
+    /// recorder writes its `end` file last). Each thread's events after its last written packet are missing, and
+    /// how many is unknown; a packet cut short by the end is left out.
+    public var recordingCutOff = false
 
     public init() {}
 

@@ -39,6 +39,11 @@ internal import CTraceSchema
 /// back to clock_gettime if they drift beyond 1 µs. That changes no byte of the format, so the version stays 1.
 public enum TraceSchema {
     public static let formatVersion = 1
+    /// The file a recording writes last, once every packet is in its stream file: a trace whose metadata names it
+    /// (`rlctl_end_file` in `env`) and that lacks it was cut off (its process killed or crashed). Traces written
+    /// before it existed name none and are read as they always were. Hidden, because babeltrace2 takes every other
+    /// file of the folder for a stream.
+    public static let endFileName = ".end"
     public static let magic: UInt32 = 0xC1FC_1FC1
     public static let packetHeaderSize = 4 + 16 + 8 * 6 + 4
     public static let eventHeaderSize = 1 + 8
@@ -177,6 +182,7 @@ public enum TraceSchema {
             domain = "ust";
             tracer_name = "rlctl-recorder";
             rlctl_trace_format = \(formatVersion);
+            rlctl_end_file = "\(endFileName)";
             hostname = "\(hostname.filter { $0 != "\"" && $0 != "\\" })";
         };
 

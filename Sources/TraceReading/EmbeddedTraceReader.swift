@@ -54,9 +54,15 @@ public struct EmbeddedTraceReader: TraceEventReader {
         let metadata = try Self.readWhole(metadataPath, limit: Self.maxMetadataSize)
         let plan = try DecodingPlan(TraceMetadataEvents(parsing: metadata, path: metadataPath), path: metadataPath)
 
+        // A recorder that writes an end file and did not write it was stopped by its process's death: the last
+        // packet of a stream may be cut short, and is then left out rather than taken for corruption.
+        if Self.value(of: "rlctl_end_file", in: head) != nil {
+            var isDirectory = false
+            health.recordingCutOff = !Self.exists(path + "/" + TraceSchema.endFileName, isDirectory: &isDirectory)
+        }
         let names = try Self.streamFiles(in: path)
         for name in names {
-            let cursor = try StreamCursor(path: path + "/" + name, uuid: uuid, plan: plan)
+            let cursor = try StreamCursor(path: path + "/" + name, uuid: uuid, plan: plan, mayEndMidPacket: health.recordingCutOff)
             streams.append(cursor)
         }
         for index in streams.indices {

@@ -27,8 +27,13 @@ final class StreamCursor {
     /// Packets larger than this are treated as corruption rather than allocated.
     static let maxPacketSize = 64 << 20
 
-    init(path: String, uuid: [UInt8], plan: DecodingPlan) throws(TraceReadError) {
+    /// Whether the file may end inside a packet (a recording cut off by its process's death): that packet is
+    /// then the stream's end, not corruption.
+    private let mayEndMidPacket: Bool
+
+    init(path: String, uuid: [UInt8], plan: DecodingPlan, mayEndMidPacket: Bool = false) throws(TraceReadError) {
         self.path = path
+        self.mayEndMidPacket = mayEndMidPacket
         self.uuid = uuid
         self.plan = plan
         fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -91,6 +96,7 @@ final class StreamCursor {
         let headerSize = TraceSchema.packetHeaderSize
         let got = try readFully(into: packet.baseAddress!, count: headerSize, at: packetOffset)
         if got == 0 { return false }
+        if got < headerSize && mayEndMidPacket { return false }
         guard got == headerSize else {
             throw fail("truncated packet header (\(got) of \(headerSize) bytes)", at: 0)
         }
@@ -119,6 +125,7 @@ final class StreamCursor {
         }
         let body = contentSize - headerSize
         let read = try readFully(into: packet.baseAddress! + headerSize, count: body, at: packetOffset + UInt64(headerSize))
+        if read < body && mayEndMidPacket { return false }
         guard read == body else {
             throw fail("truncated packet: \(read) of \(body) event bytes present", at: headerSize + read)
         }

@@ -85,6 +85,32 @@ import Tracing
         #expect(message.contains(stream) && message.contains("at byte") && message.contains("truncated"))
     }
 
+    /// Without the end file the recording was cut off by its process's death: the packet the death cut short
+    /// ends the stream instead of being corruption, and the health says the recording was cut off.
+    @Test func aCutOffRecordingEndsAtItsLastWholePacket() throws {
+        let folder = copy(Self.sample.folder, to: "cut-off")
+        try FileManager.default.removeItem(atPath: folder + "/.end")
+        var complete = try EmbeddedTraceReader(path: folder)
+        let (all, noError) = readAll(&complete)
+        #expect(noError == nil && all.count == Self.sample.events, "nothing is missing but the end file")
+        #expect(complete.health.recordingCutOff)
+
+        let stream = streamFile(of: folder)
+        #expect(truncate(stream, off_t(size(stream) - 5)) == 0)
+        var reader = try EmbeddedTraceReader(path: folder)
+        let (events, error) = readAll(&reader)
+        #expect(error == nil, "\(String(describing: error))")
+        #expect(events.count < Self.sample.events, "the cut-short packet is left out")
+        #expect(reader.health.recordingCutOff)
+        #expect(!Self.sampleHealth.recordingCutOff, "the sample itself ended cleanly")
+    }
+
+    static var sampleHealth: TraceHealth {
+        var reader = try! EmbeddedTraceReader(path: sample.folder)
+        _ = readAll(&reader)
+        return reader.health
+    }
+
     @Test func truncationAtEveryPointNeverCrashes() throws {
         let folder = copy(Self.sample.folder, to: "truncate-all")
         let stream = streamFile(of: folder)

@@ -105,8 +105,8 @@ import Tracing
     }
 
     /// Today's metadata text is what the recorder of 088a5cc wrote (the fixture's), but for the lines that differ
-    /// per trace, plus only what the schema added since: events after the old ones and labels at the end of an
-    /// enumeration. Every line the old recorder wrote is still there, unchanged and in its place: the schema's
+    /// per trace, plus only what the schema added since: events after the old ones, labels at the end of an
+    /// enumeration and entries of `env`. Every line the old recorder wrote is still there, unchanged and in its place: the schema's
     /// move to one definition changed no byte of the format, and additions keep old readers' view intact.
     @Test func theMetadataIsUnchangedFromTheFixturesRecorder() throws {
         let old = try String(contentsOfFile: FixtureCompatibilityTests.trace + "/metadata", encoding: .utf8)
@@ -124,7 +124,11 @@ import Tracing
 
         // Labels added at the end of an enumeration: `{ "a" = 0, "b" = 1, "new" = 2 } name;` reads as the old line.
         let oldLines = old.split(separator: "\n", omittingEmptySubsequences: false)
-        let todayLines = withoutAddedEvents.split(separator: "\n", omittingEmptySubsequences: false)
+        // Entries added to `env` since the fixture (readers ignore keys they do not know).
+        let addedEnvironment = ["rlctl_end_file = "]
+        let todayLines = withoutAddedEvents.split(separator: "\n", omittingEmptySubsequences: false).filter { line in
+            !addedEnvironment.contains { line.trimmingCharacters(in: .whitespaces).hasPrefix($0) }
+        }
         #expect(todayLines.count == oldLines.count, "today's metadata, without the added events, has other lines")
         for (now, then) in zip(todayLines, oldLines) where now != then {
             let parts = then.components(separatedBy: " } ")

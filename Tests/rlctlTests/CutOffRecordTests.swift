@@ -4,23 +4,28 @@ import Testing
 import TestSupport
 
 /// `rlctl record` of a program whose run never ends because the program is interrupted, terminated or killed:
-/// the summary measures what LTTng recorded, says the run did not end, and `check` does not pass on it.
+/// the summary measures what the tracer recorded, says the run did not end, and `check` does not pass on it
+/// (the embedded recorder's cases are in EmbeddedRecordTests, which need no LTTng).
 @Suite(.serialized, .enabled(if: LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
 struct CutOffRecordTests {
+    @Test(arguments: [SIGINT, SIGTERM, SIGKILL])
+    func aRecordedProgramCutOffBySignal(signal: Int32) throws {
+        try Self.recordAndCutOff(tracer: "lttng", signal: signal)
+    }
+
     /// The pid of `parent`'s one child (the recorded program).
-    private func child(of parent: pid_t) -> pid_t? {
+    private static func child(of parent: pid_t) -> pid_t? {
         let pgrep = try? runProcess("/usr/bin/pgrep", ["-P", String(parent)])
         return pgrep?.stdout.split(separator: "\n").first.flatMap { pid_t($0) }
     }
 
-    /// Records runloop-demo (asked to run 10 s) and after 1.5 s sends `signal` as it arrives in real life: SIGINT
-    /// (Ctrl-C) to both rlctl and the program, as a terminal sends it to its foreground process group; SIGTERM to
-    /// rlctl, which passes it on; SIGKILL to the program.
-    @Test(arguments: [SIGINT, SIGTERM, SIGKILL])
-    func aRecordedProgramCutOffBySignal(signal: Int32) throws {
+    /// Records runloop-demo (asked to run 10 s) with `tracer` and after 1.5 s sends `signal` as it arrives in real
+    /// life: SIGINT (Ctrl-C) to both rlctl and the program, as a terminal sends it to its foreground process group;
+    /// SIGTERM to rlctl, which passes it on; SIGKILL to the program.
+    static func recordAndCutOff(tracer: String, signal: Int32) throws {
         let output = temporaryPath("cut-record")
         defer { try? FileManager.default.removeItem(atPath: output) }
-        let rlctl = try CLI.start(["record", "--output", output, "--", CLI.sibling("runloop-demo"), "10"])
+        let rlctl = try CLI.start(["record", "--tracer", tracer, "--output", output, "--", CLI.sibling("runloop-demo"), "10"])
         usleep(1_500_000)
         let target = signal == SIGTERM ? rlctl.pid : child(of: rlctl.pid)
         if let target { kill(target, signal) }
@@ -37,6 +42,11 @@ struct CutOffRecordTests {
         #expect(loop["results"] as? [String: Int] == ["did_not_end": 1])
         let wall = CutOffRunTests.uint(loop["wallNanoseconds"])
         #expect(wall > 500_000_000 && wall < 5_000_000_000, "it ran about 1.5 s: \(wall) ns")
+
+        // The embedded recorder completes its trace unless the program was killed outright.
+        if tracer == "embedded" {
+            #expect(((summary["health"] as? [String: Any])?["recordingCutOff"] as? Bool ?? false) == (signal == SIGKILL))
+        }
 
         let verdict = try CutOffRunTests.check(output, budget: CutOffRunTests.budget)
         #expect(verdict.status == 3, "\(verdict.stdout)")

@@ -85,6 +85,6 @@ struct RecordExitCodeTests {
     @Test func aProgramThatSucceedsWithoutTheSinkStillGetsTheAdvice() throws {
         let result = try CLI.run(["record", "--", "/bin/true"])
         #expect(result.status == 3, "\(result.termination): \(result.stderr)")
-        #expect(result.stderr.contains("LoopEventSink.install(LTTngSink())"), "\(result.stderr)")
+        #expect(result.stderr.contains("LoopEventSink.installFromEnvironment()"), "\(result.stderr)")
     }
 }

@@ -66,7 +66,7 @@ struct LTTngCommandTests {
 
     @Test func recordOfAProgramWithoutTheSinkSaysWhatIsMissing() throws {
         try assertCommand(["record", "--", "/bin/true"],
-                          stderr: "rlctl: no runloop events reached the trace from /bin/true, which exited with status 0: the program must call LoopEventSink.install(LTTngSink()) (module Tracing) before its loops run\n",
+                          stderr: "rlctl: no runloop events reached the trace from /bin/true, which exited with status 0: the program must call LoopEventSink.installFromEnvironment() (module Tracing), or use an adapter, before its loops run\n",
                           status: 3)
     }
 

@@ -86,6 +86,9 @@ public enum Metric {
             count("trace.packets_lost", "whole packets lost by the tracer") { $0.health.packetsLost },
             count("trace.runs_incomplete", "runs whose begin or end is not in the trace (cut off, flight-recorder ring, lost)") { $0.health.incompleteRunCount },
             count("trace.events", "events read") { $0.health.eventsRead },
+            count(Budget.cutOffMetric, "1 when the recording was cut off by its process's death (killed, crashed), else 0") {
+                $0.health.trace.recordingCutOff ? 1 : 0
+            },
         ]
         return list
     }()

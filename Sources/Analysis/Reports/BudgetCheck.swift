@@ -47,6 +47,8 @@ public struct BudgetCheck: Sendable {
         incompleteRuns = report.repetitions.map(\.health.incompleteRunCount).reduce(0, +)
         var reasons: [String] = []
         if lost > 0 { reasons.append("\(lost) events/packets lost") }
+        let cutOff = report.repetitions.filter(\.health.trace.recordingCutOff).count
+        if cutOff > 0 { reasons.append("\(cutOff) recording(s) cut off by the death of their process") }
         if incompleteRuns > 0 { reasons.append("\(incompleteRuns) run(s) cut off or begun before the trace") }
         // A trace that holds no event at all (a recording killed before it wrote its first packet) shows nothing
         // ran, whatever its loss counters say: no rule can allow it.
@@ -62,7 +64,7 @@ public struct BudgetCheck: Sendable {
             return !rules.isEmpty && rules.allSatisfy(\.passed)
         }
         incompleteForbidden = (lost > 0 && !allowed(Budget.lossMetrics)) || (incompleteRuns > 0 && !allowed(Budget.runMetrics))
-            || !unmeasured.isEmpty || empty > 0
+            || (cutOff > 0 && !allowed([Budget.cutOffMetric])) || !unmeasured.isEmpty || empty > 0
     }
 
     public func render(_ format: Format) -> String {

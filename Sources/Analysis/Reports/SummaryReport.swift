@@ -59,6 +59,9 @@ public enum SummaryReport {
         if !h.complete {
             out.append("\(h.eventsLost) events and \(h.packetsLost) packets lost in \(h.lossWindows.count) window(s); figures marked (!) cover a window with losses")
         }
+        if h.trace.recordingCutOff {
+            out.append("the recording was cut off: its process was killed or crashed before it completed the trace; each thread's events after its last written packet are missing (how many is unknown)")
+        }
         if let cut = h.runsCutOff, cut > 0 {
             out.append("cut off at \(h.cutOffAtNanoseconds.map { offset($0, in: h) } ?? "its end"): \(cut) run(s) did not end in the trace; their figures stop at their loop's last event")
         }

@@ -67,7 +67,7 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         private enum CodingKeys: String, CodingKey {
             case eventsRead, eventsLost, packetsLost, lossWindows
             case runsCutOff, runsEndLost, runsBegunBeforeTrace, cutOffAtNanoseconds, firstEventNanoseconds
-            case eventsSkipped
+            case eventsSkipped, recordingCutOff
         }
 
         private struct EncodedLossWindow: Codable {
@@ -90,6 +90,7 @@ public struct TraceSummary: Codable, Sendable, Equatable {
             cutOffAtNanoseconds = try c.decodeIfPresent(UInt64.self, forKey: .cutOffAtNanoseconds)
             firstEventNanoseconds = try c.decodeIfPresent(UInt64.self, forKey: .firstEventNanoseconds)
             trace.eventsSkipped = try c.decodeIfPresent(UInt64.self, forKey: .eventsSkipped) ?? 0
+            trace.recordingCutOff = try c.decodeIfPresent(Bool.self, forKey: .recordingCutOff) ?? false
         }
 
         public func encode(to encoder: Encoder) throws {
@@ -107,6 +108,7 @@ public struct TraceSummary: Codable, Sendable, Equatable {
             try c.encodeIfPresent(firstEventNanoseconds, forKey: .firstEventNanoseconds)
             // Written only when there were some, so that summaries of traces this rlctl reads whole stay as they were.
             if trace.eventsSkipped > 0 { try c.encode(trace.eventsSkipped, forKey: .eventsSkipped) }
+            if trace.recordingCutOff { try c.encode(true, forKey: .recordingCutOff) }
         }
     }
 

@@ -30,6 +30,8 @@ typedef struct {
     int overwrite;              // 1: flight recorder (keep the newest data), 0: discard new events when full
     uint8_t uuid[16];
     rlrec_clock clock;          // RLREC_CLOCK_AUTOMATIC (0) unless clock_gettime per event is wanted
+    uint64_t switch_interval_ns;  // close a thread's packet at its first event this long after the packet began,
+                                  // so that its events reach the file even if the process dies (0: only when full)
 } rlrec_config;
 
 /// Starts a recording. Returns 0, or -1 when one is already running.

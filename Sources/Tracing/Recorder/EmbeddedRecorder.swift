@@ -53,6 +53,11 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         public var flushInterval: Duration = .milliseconds(20)
         /// How events are timestamped.
         public var clock: TimestampClock = .automatic
+        /// A thread's packet is closed at its first event this long after the packet began (discard mode), so
+        /// that the writer moves its events to disk even while it is far from full: a process killed without
+        /// stopping the recording (SIGKILL, a crash) loses at most about this much of each thread's recent
+        /// events, not a whole packet's worth. Nil: packets are written only when full.
+        public var switchInterval: Duration? = .milliseconds(100)
 
         public init() {}
     }
@@ -147,6 +152,10 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         config.sub_buffer_count = UInt32(options.packetsPerThread)
         config.overwrite = options.mode == .overwrite ? 1 : 0
         config.clock = options.clock == .automatic ? RLREC_CLOCK_AUTOMATIC : RLREC_CLOCK_GETTIME
+        if let interval = options.switchInterval {
+            let (seconds, attoseconds) = interval.components
+            config.switch_interval_ns = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        }
         withUnsafeMutableBytes(of: &config.uuid) { raw in
             for (index, byte) in uuid.enumerated() { raw[index] = byte }
         }
@@ -203,6 +212,11 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         }
         streams.removeAll()
         if let writeError { throw RecorderError("the trace in \(directory) is incomplete: \(writeError)") }
+        // Last: its presence says every packet is in place (readers take a trace without it as cut off).
+        let end = "events_recorded = \(stats.events_recorded);\nevents_lost = \(stats.events_discarded + stats.threads_without_buffer);\n"
+        do { try end.write(toFile: directory + "/" + TraceSchema.endFileName, atomically: true, encoding: .utf8) } catch {
+            throw RecorderError("the trace in \(directory) is incomplete: cannot write its end file: \(error.localizedDescription)")
+        }
         return Summary(directory: directory, eventsRecorded: stats.events_recorded,
                        eventsLost: stats.events_discarded + stats.threads_without_buffer,
                        threads: Int(stats.threads), bytesWritten: bytesWritten)

@@ -4,35 +4,54 @@ import Glibc
 import TraceReading
 import Tracing
 
+/// The tracer `rlctl record` records a program with.
+enum RecordTracer: String, ExpressibleByArgument, CaseIterable {
+    /// LTTng when it can be used here, otherwise the embedded recorder.
+    case auto
+    case embedded
+    case lttng
+}
+
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a program that uses RunLoopCore under an LTTng session and summarize what its loops did.",
+        abstract: "Run a program whose loops are traced (RunLoopCore, or an adapter) and summarize what they did.",
         discussion: """
-        The program must install the LTTng sink at start-up (import Tracing; LoopEventSink.install(LTTngSink())); \
-        its loops then emit the runloop:* tracepoints, which cost a couple of nanoseconds while no session is \
-        recording. rlctl starts the session daemon if none runs, creates a session that enables runloop:* (with \
-        the vtid context) for this program's process only, starts the program, stops the session when the \
-        program exits, and prints the summary. Only that process is traced, not programs it starts: a wrapper script \
-        should exec the program. Needs lttng-tools (and an rlctl built with libbabeltrace2).
+        The program must call LoopEventSink.installFromEnvironment() (module Tracing) at start-up, or use an \
+        adapter (RunLoopFoundation, RunLoopNIO), which calls it: under rlctl record that installs the tracer rlctl \
+        chose, and outside rlctl it installs nothing. rlctl tells the program in its environment (RLCTL_TRACER, \
+        RLCTL_TRACE_DIR); programs it starts in turn are not traced (a wrapper script should exec the program).
+
+        --tracer auto (the default) uses LTTng when lttng-tools is installed, this rlctl reads LTTng traces and a \
+        session daemon answers or can be started; otherwise the embedded recorder, which needs nothing installed: \
+        the program writes the trace itself, into the trace folder. --tracer lttng or embedded forces one. With \
+        LTTng, rlctl creates a session that enables runloop:* (with the vtid context) for the program's process \
+        only, starting the session daemon if none runs.
+
+        A program killed by SIGKILL or a crash still leaves a readable embedded trace, up to each thread's last \
+        written packet; the summary says the recording was cut off. SIGINT, SIGTERM or SIGHUP with their default \
+        action complete the trace before the program ends.
 
         Ctrl-C goes to the program as usual; rlctl waits for it to end, then summarizes. SIGTERM sent to rlctl is \
         passed on to the program. A SIGINT or SIGTERM that reaches rlctl before the program started means it does \
         not start (exit status 1, rlctl says so). After the program ended, a further Ctrl-C (more than 0.3 s \
-        after the last) stops the session, says the summary was skipped and ends rlctl at once (status 130).
+        after the last) stops the recording, says the summary was skipped and ends rlctl at once (status 130).
 
         Exit status: 0 the program exited 0; 1 the program failed or did not start (the summary is still printed \
-        when its loops recorded events; otherwise rlctl says that none were); 2 a usage error, lttng-tools \
-        missing, or an unreadable trace; 3 the program exited 0 but no runloop events reached the trace (it did \
-        not install the sink).
+        when its loops recorded events; otherwise rlctl says that none were); 2 a usage error, a tracer that cannot \
+        be used, or an unreadable trace; 3 the program exited 0 but no runloop events reached the trace (it did \
+        not install a tracer).
 
         Examples:
           rlctl record -- .build/release/runloop-demo 2
-          rlctl record --output demo-trace --format markdown -- ./my-app --flag
+          rlctl record --tracer embedded --output demo-trace --format markdown -- ./my-app --flag
         """
     )
 
-    @Option(help: "Keep the LTTng trace in this new folder (default: a temporary folder, removed afterwards).")
+    @Option(help: "Keep the trace in this new folder (default: a temporary folder, removed afterwards).")
     var output: String?
+
+    @Option(help: "auto (LTTng when usable, else embedded), embedded (the program records itself) or lttng.")
+    var tracer: RecordTracer = .auto
 
     @Option(help: "LTTng sub-buffer size per CPU or per user, e.g. 1M (lttng enable-channel --subbuf-size); raise it when events are lost.")
     var subbufSize: String?
@@ -55,31 +74,39 @@ struct Record: ParsableCommand {
         if command.first == "--" { command.removeFirst() }
         guard !command.isEmpty else { throw ValidationError("give the program to record after --, e.g. rlctl record -- ./my-app") }
         if let numSubbuf, numSubbuf < 2 { throw ValidationError("--num-subbuf must be at least 2 (got \(numSubbuf))") }
+        if tracer == .embedded && (subbufSize != nil || numSubbuf != nil) {
+            throw ValidationError("--subbuf-size and --num-subbuf set up LTTng's buffers: not with --tracer embedded")
+        }
     }
 
     func run() throws {
         Interruptions.shared.prepare("the program")
-        try LTTngRecording.requireUsable("rlctl record")
+        let useLTTng = try chooseLTTng()
         let destination = try TraceDestination(requested: output, label: "record")
         defer { destination.removeUnlessKept() }
-        try LTTngRecording.ensureSessionDaemon()
 
-        let child = try GatedChild(command)
-        let session: LTTngSession
-        do {
-            session = try LTTngSession.create(name: LTTngSession.uniqueName("record"), output: destination.path,
-                                              trackedProcess: child.pid,
-                                              channelOptions: LTTngRecording.channelOptions(subbufferSize: subbufSize, subbufferCount: numSubbuf))
-            try session.start()
-        } catch {
-            child.abandon()
-            throw Failure.input("cannot set up the LTTng session: \(error)")
+        var environment = ProcessInfo.processInfo.environment
+        environment[TracerEnvironment.tracer] = useLTTng ? "lttng" : "embedded"
+        environment[TracerEnvironment.folder] = useLTTng ? nil : destination.path
+        let child = try GatedChild(command, environment: environment)
+        var session: LTTngSession?
+        if useLTTng {
+            do {
+                session = try LTTngSession.create(name: LTTngSession.uniqueName("record"), output: destination.path,
+                                                  trackedProcess: child.pid,
+                                                  channelOptions: LTTngRecording.channelOptions(subbufferSize: subbufSize, subbufferCount: numSubbuf))
+                try session?.start()
+            } catch {
+                child.abandon()
+                session?.destroy()
+                throw Failure.input("cannot set up the LTTng session: \(error)")
+            }
         }
 
         // A signal during the set-up: the program, still held at its gate, never runs.
         guard Interruptions.shared.startForwarding(to: child.pid) else {
             child.abandon()
-            session.destroy()
+            session?.destroy()
             let signo = Interruptions.shared.interruption ?? SIGINT
             throw Failure(message: "\(signalName(signo)) before \(child.command) started: it did not run", status: .violation)
         }
@@ -89,17 +116,21 @@ struct Record: ParsableCommand {
             ending = child.waitForExit()
         } catch {
             Interruptions.shared.startSummarizing()
-            session.destroy()
+            session?.destroy()
             throw error
         }
         Interruptions.shared.startSummarizing()
+        let started = session
         Interruptions.shared.onSecondSignal {
-            try? session.stop()
+            try? started?.stop()
             return destination.completedNote()
         }
-        do { try session.stop() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
+        if let session {
+            do { try session.stop() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
+        }
 
-        // LTTng writes no trace at all for a program that never registered a runloop tracepoint.
+        // No trace at all: LTTng writes none for a program that never registered a runloop tracepoint, and the
+        // program writes none that never installed the embedded recorder.
         let summary = TraceReaders.containsTrace(at: destination.path)
             ? try summarizeTrace(at: destination.path, options: analysis.summarizerOptions) : nil
         guard let summary, summary.health.eventsRead > 0 else {
@@ -108,12 +139,34 @@ struct Record: ParsableCommand {
                 throw Failure(message: "\(child.command) \(ending), and no runloop events were recorded (nothing to summarize)",
                               status: .violation)
             }
-            throw Failure(message: "no runloop events reached the trace from \(child.command), which \(ending): the program must call LoopEventSink.install(LTTngSink()) (module Tracing) before its loops run",
+            throw Failure(message: "no runloop events reached the trace from \(child.command), which \(ending): the program must call LoopEventSink.installFromEnvironment() (module Tracing), or use an adapter, before its loops run",
                           status: .incomplete)
         }
-        let title = "\(command.joined(separator: " ")) — LTTng" + (destination.keep ? ", trace \(destination.path)" : "")
+        let tracerName = useLTTng ? "LTTng" : "embedded recorder"
+        let title = "\(command.joined(separator: " ")) — \(tracerName)" + (destination.keep ? ", trace \(destination.path)" : "")
         let report = try format.render(summary, title: format == .json ? nil : title)
         Interruptions.shared.output { print(report) }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
+    }
+
+    /// Whether to record with LTTng: as asked, or (auto) when it can be used here, saying why not on stderr.
+    private func chooseLTTng() throws -> Bool {
+        switch tracer {
+        case .embedded:
+            return false
+        case .lttng:
+            try LTTngRecording.requireUsable("rlctl record --tracer lttng")
+            try LTTngRecording.ensureSessionDaemon()
+            return true
+        case .auto:
+            do {
+                try LTTngRecording.requireUsable("LTTng")
+                try LTTngRecording.ensureSessionDaemon()
+                return true
+            } catch let failure as Failure {
+                FileHandle.standardError.write(Data("rlctl: recording with the embedded recorder: \(failure.message)\n".utf8))
+                return false
+            }
+        }
     }
 }

@@ -10,15 +10,16 @@ final class GatedChild {
     let command: String
     private var child: rl_gated_child
 
-    /// Forks the child for `arguments` (the first is the program, looked up in PATH when it has no slash).
-    init(_ arguments: [String]) throws {
+    /// Forks the child for `arguments` (the first is the program, looked up in PATH when it has no slash), with
+    /// `environment` (rlctl's own by default).
+    init(_ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         guard let program = arguments.first, !program.isEmpty else { throw Failure.input("give the command to run after --") }
         guard let path = Self.resolve(program) else {
             throw Failure.input("\(program): no such program (not a file, and not found in PATH)")
         }
         command = program
         let argv = arguments.map { strdup($0) } + [nil]
-        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         var child = rl_gated_child()
         let rc = rl_child_spawn_gated(path, argv, envp, &child)

@@ -1,0 +1,143 @@
+import Foundation
+import Glibc
+import RunLoopCore
+
+/// The one line a program adds to be traced by `rlctl record` with whichever tracer rlctl chose: rlctl tells
+/// the program in its environment, and outside rlctl the call installs nothing and costs nothing after it.
+///
+/// ```swift
+/// import Tracing
+/// LoopEventSink.installFromEnvironment()   // at start-up, before the loops run
+/// ```
+///
+/// - `RLCTL_TRACER=lttng`: installs ``LTTngSink`` (rlctl's LTTng session records the `runloop:*` tracepoints).
+/// - `RLCTL_TRACER=embedded` and `RLCTL_TRACE_DIR=FOLDER`: records with the embedded recorder into FOLDER, and
+///   completes the trace when the process exits (`exit`, a return from `main`) or is ended by SIGINT, SIGTERM
+///   or SIGHUP while those still have their default action (the recording is stopped, then the signal is
+///   raised again, so the process still ends by it). A process killed by SIGKILL or a crash leaves the packets
+///   written so far: readers take it as cut off and say so.
+/// - Anything else: nothing is installed; an unusable value is reported once on stderr, never fatal.
+///
+/// Both variables are removed from the environment once read, so that the programs this one starts are not
+/// traced into the same folder. The adapters (RunLoopFoundation, RunLoopNIO) call this themselves.
+extension LoopEventSink {
+    /// What ``installFromEnvironment()`` did.
+    public enum EnvironmentTracer: Sendable, Equatable {
+        /// No tracer was asked for.
+        case none
+        case lttng
+        /// The embedded recorder writes into this folder.
+        case embedded(folder: String)
+        /// A tracer was asked for and could not be installed (the reason was printed on stderr).
+        case failed(String)
+    }
+
+    /// Installs the tracer `rlctl record` asked for (see the extension's documentation). Only the first call in
+    /// a process reads the environment; every later call returns what the first did.
+    @discardableResult
+    public static func installFromEnvironment() -> EnvironmentTracer {
+        EnvironmentRecording.shared.installOnce()
+    }
+}
+
+/// The environment variables between `rlctl record` and the program it records.
+public enum TracerEnvironment {
+    public static let tracer = "RLCTL_TRACER"
+    public static let folder = "RLCTL_TRACE_DIR"
+}
+
+/// The process's one environment-requested recording, and its ending at exit or on a terminating signal.
+final class EnvironmentRecording: @unchecked Sendable {
+    static let shared = EnvironmentRecording()
+
+    private let lock = NSLock()
+    private var installed: LoopEventSink.EnvironmentTracer?
+    private var recording: Recording?
+
+    func installOnce() -> LoopEventSink.EnvironmentTracer {
+        lock.lock()
+        defer { lock.unlock() }
+        if let installed { return installed }
+        let result = install()
+        installed = result
+        if case .failed(let reason) = result {
+            FileHandle.standardError.write(Data("rlctl tracing: \(reason); this process is not traced\n".utf8))
+        }
+        return result
+    }
+
+    private func install() -> LoopEventSink.EnvironmentTracer {
+        let environment = ProcessInfo.processInfo.environment
+        let requested = environment[TracerEnvironment.tracer] ?? ""
+        let folder = environment[TracerEnvironment.folder] ?? ""
+        unsetenv(TracerEnvironment.tracer)
+        unsetenv(TracerEnvironment.folder)
+        switch requested {
+        case "":
+            return .none
+        case "lttng":
+            LoopEventSink.install(LTTngSink())
+            return .lttng
+        case "embedded":
+            guard !folder.isEmpty else { return .failed("\(TracerEnvironment.tracer)=embedded needs \(TracerEnvironment.folder), the trace folder") }
+            do {
+                recording = try Recording.start(.embedded(), into: folder)
+            } catch {
+                return .failed("cannot record into \(folder): \(error.reason)")
+            }
+            EndOfProcess.arrange()
+            return .embedded(folder: folder)
+        default:
+            return .failed("\(TracerEnvironment.tracer)=\(requested) is not a tracer (embedded or lttng)")
+        }
+    }
+
+    /// Completes the trace; any thread, any number of times.
+    func stop() {
+        lock.lock()
+        let recording = self.recording
+        lock.unlock()
+        _ = try? recording?.stop()
+    }
+}
+
+/// Stops the environment's recording when the process ends: at exit, and on SIGINT, SIGTERM and SIGHUP while
+/// their action is the default one (a program's own handler, installed before or after, is left alone).
+private enum EndOfProcess {
+    static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+    /// Written by the signal handler (async-signal-safe), read by the thread that stops the recording.
+    nonisolated(unsafe) static var pipe: [Int32] = [-1, -1]
+
+    static func arrange() {
+        atexit { EnvironmentRecording.shared.stop() }
+        var fds: [Int32] = [-1, -1]
+        guard Glibc.pipe(&fds) == 0 else { return }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        pipe = fds
+        var arranged = false
+        for signo in signals {
+            var current = sigaction()
+            guard sigaction(signo, nil, &current) == 0, current.__sigaction_handler.sa_handler == nil else { continue }
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { signo in
+                var byte = UInt8(truncatingIfNeeded: signo)
+                _ = Glibc.write(EndOfProcess.pipe[1], &byte, 1)
+            }
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            if sigaction(signo, &action, nil) == 0 { arranged = true }
+        }
+        guard arranged else { return }
+        let thread = Thread {
+            var byte: UInt8 = 0
+            while Glibc.read(EndOfProcess.pipe[0], &byte, 1) < 0 && errno == EINTR {}
+            EnvironmentRecording.shared.stop()
+            // End by the signal, as the program would have without the recording.
+            let signo = Int32(byte)
+            signal(signo, SIG_DFL)
+            raise(signo)
+        }
+        thread.name = "rlctl-trace-end"
+        thread.start()
+    }
+}
