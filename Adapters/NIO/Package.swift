@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(
             name: "RunLoopNIOTests",
             dependencies: [
-                "RunLoopNIO", "nio-http-server",
+                "RunLoopNIO", "CRunLoopNIO", "nio-http-server",
                 .product(name: "RunLoopCore", package: "rlctl"),
                 .product(name: "Tracing", package: "rlctl"),
                 .product(name: "TraceReading", package: "rlctl"),

@@ -25,6 +25,7 @@ extension NIOLoopTracing {
         private var labeledSink: UInt = 0
 
         public init(label: String) {
+            _ = NIOLoopTracing.tracerFromEnvironment
             self.label = label
         }
 

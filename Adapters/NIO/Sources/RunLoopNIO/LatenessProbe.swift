@@ -9,6 +9,7 @@ extension NIOLoopTracing {
     /// sleep: its own cost is in its events (`probe_fire`'s cost), and summaries label them as the probe's.
     /// Without a sink installed it keeps its schedule and emits nothing.
     public static func startLatenessProbe(on group: any EventLoopGroup, every interval: TimeAmount) -> LatenessProbe {
+        _ = tracerFromEnvironment
         precondition(interval.nanoseconds > 0, "the lateness probe's interval must be positive, not \(interval)")
         let probes = group.makeIterator().map { LoopProbe(loop: $0, interval: interval) }
         for probe in probes {

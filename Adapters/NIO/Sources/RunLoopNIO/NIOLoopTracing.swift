@@ -2,6 +2,7 @@ import CRunLoopNIO
 import NIOCore
 import NIOPosix
 import RunLoopCore
+import Tracing
 
 /// Traces SwiftNIO event loops through RunLoopCore's event seam (``LoopEventSink``): whichever tracer the program
 /// installed (the embedded recorder or LTTng) records their ticks, and `rlctl summarize` reads them like its own
@@ -30,6 +31,7 @@ public enum NIOLoopTracing {
         public let groupID: UInt64
 
         public init() {
+            _ = NIOLoopTracing.tracerFromEnvironment
             groupID = LoopEventSink.makeID()
         }
 
@@ -51,4 +53,10 @@ public enum NIOLoopTracing {
                          sleep: UInt64(max(0, info.sleepTime.nanoseconds)), tasks: UInt64(max(0, info.numberOfTasks)))
         }
     }
+}
+
+extension NIOLoopTracing {
+    /// Installs the tracer `rlctl record` chose (`LoopEventSink.installFromEnvironment()`), once per process: each
+    /// entry point of the adapter reaches it first, so adding the adapter is all a program does to be recorded.
+    static let tracerFromEnvironment: LoopEventSink.EnvironmentTracer = LoopEventSink.installFromEnvironment()
 }
