@@ -122,6 +122,49 @@ struct AdapterTests {
         }
     }
 
+    @Test func aLoopWhoseGroupIsNotKnownYetIsAnnouncedByItsChannelThenAdaptedAgainWithItsGroupAtItsTick() throws {
+        let sink = CapturingSink()
+        let clients = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? clients.syncShutdownGracefully() }
+        // No adopt(_:), and the connection made before the sink: the loop's first event under the sink is a read.
+        let delegate = NIOLoopTracing.MetricsDelegate()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1, metricsDelegate: delegate)
+        defer { try? group.syncShutdownGracefully() }
+        let served = Shared(0)
+        let server = try ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOLoopTracing.ChannelHandler(label: "late"))
+                    try channel.pipeline.syncOperations.addHandler(CountingReader(count: served))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).wait()
+        defer { try? server.close().wait() }
+        let client = try ClientBootstrap(group: clients).connect(to: server.localAddress!).wait()
+        defer { try? client.close().wait() }
+        try group.next().submit {}.wait()
+        try withSink(sink) {
+            try client.writeAndFlush(client.allocator.buffer(string: "x")).wait()
+            #expect(eventually { !sink.ticks.isEmpty && served.value == 1 })
+        }
+        let events = sink.events
+        let loopID = try #require(sink.creations.first).loopID
+        let read = try #require(sink.reads.first)
+        let kinds = events.prefix(6).map { event -> String in
+            switch event {
+            case .loopCreated: "loop_create"
+            case .loopAdapted(_, _, let groupID): groupID == 0 ? "loop_adapted group 0" : groupID == delegate.groupID ? "loop_adapted group" : "loop_adapted other"
+            case .itemLabeled: "item_label"
+            case .nioIO: "nio_io"
+            case .nioTick: "nio_tick"
+            case .probeFire: "probe_fire"
+            }
+        }
+        #expect(kinds == ["loop_create", "loop_adapted group 0", "item_label", "nio_io", "loop_adapted group", "nio_tick"])
+        #expect(read.loopID == loopID)
+        #expect(sink.creations.count == 1)
+    }
+
     @Test func theProbeFiresOnEveryLoopAndItsLatenessShowsABlock() throws {
         let sink = CapturingSink()
         try withTracedGroup(threads: 2) { group, _ in
