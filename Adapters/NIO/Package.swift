@@ -10,6 +10,7 @@ let package = Package(
     products: [
         .library(name: "RunLoopNIO", targets: ["RunLoopNIO"]),
         .executable(name: "nio-http-server", targets: ["nio-http-server"]),
+        .executable(name: "nio-http-server-untraced", targets: ["nio-http-server-untraced"]),
     ],
     dependencies: [
         // Named: a path dependency is otherwise known by its folder's name, which differs between checkouts.
@@ -30,17 +31,28 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        // The Examples/nio-http-server: SwiftPM keeps a package's targets inside its own folder, so the
-        // example lives here, beside the adapter it demonstrates.
-        .executableTarget(
-            name: "nio-http-server",
+        // The example HTTP server (options, handler, serving), shared by the traced server and its untraced twin.
+        .target(
+            name: "NIOHTTPExample",
             dependencies: [
-                "RunLoopNIO",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
+            path: "Examples/NIOHTTPExample"
+        ),
+        // The Examples/nio-http-server: SwiftPM keeps a package's targets inside its own folder, so the
+        // example lives here, beside the adapter it demonstrates.
+        .executableTarget(
+            name: "nio-http-server",
+            dependencies: ["RunLoopNIO", "NIOHTTPExample", .product(name: "NIOPosix", package: "swift-nio")],
             path: "Examples/nio-http-server"
+        ),
+        // The same server without the adapter: the baseline of the wrk benchmark (Benchmarks/README.md).
+        .executableTarget(
+            name: "nio-http-server-untraced",
+            dependencies: ["NIOHTTPExample", .product(name: "NIOPosix", package: "swift-nio")],
+            path: "Benchmarks/nio-http-server-untraced"
         ),
         .testTarget(
             name: "RunLoopNIOTests",

@@ -2,17 +2,17 @@ import NIOCore
 
 /// The server's command line: `--port P` (0: any free port), `--threads N`, `--duration D` (run for D, then shut
 /// down; forever without it), `--probe D` (the lateness probe every D). Durations: 250ms, 6s, 1m, 500us.
-struct Options {
-    var port = 8080
-    var threads = 1
-    var duration: TimeAmount?
-    var probeInterval: TimeAmount?
+public struct Options: Sendable {
+    public var port = 8080
+    public var threads = 1
+    public var duration: TimeAmount?
+    public var probeInterval: TimeAmount?
 
-    struct UsageError: Error {
-        let message: String
+    public struct UsageError: Error {
+        public let message: String
     }
 
-    init(arguments: [String]) throws(UsageError) {
+    public init(arguments: [String]) throws(UsageError) {
         var remaining = arguments[...]
         while let flag = remaining.popFirst() {
             guard let value = remaining.popFirst() else { throw UsageError(message: "\(flag) needs a value") }

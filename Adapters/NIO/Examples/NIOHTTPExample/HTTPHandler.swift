@@ -4,13 +4,15 @@ import NIOHTTP1
 
 /// `GET /` answers at once; `GET /slow?ms=N` first blocks its event loop for N ms inside `channelRead` (the classic
 /// mistake the adapter is there to find); anything else is 404.
-final class HTTPHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
+public final class HTTPHandler: ChannelInboundHandler {
+    public typealias InboundIn = HTTPServerRequestPart
+    public typealias OutboundOut = HTTPServerResponsePart
+
+    public init() {}
 
     private var request: HTTPRequestHead?
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
             request = head
