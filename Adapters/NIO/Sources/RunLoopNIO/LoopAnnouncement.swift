@@ -7,7 +7,8 @@ import RunLoopCore
 /// Everything here runs on the event loop's own thread and keeps its state in that thread's C thread-local
 /// (`rlnio_thread_state`), so the hot path is a few loads: no lock, no allocation.
 enum LoopAnnouncement {
-    /// The calling loop's trace id, announced to `sink` first when it has not been yet.
+    /// The calling loop's trace id, announced to `sink` first when it has not been yet. Sinks are told apart by
+    /// address, which is safe because `LoopEventSink.install` keeps every sink it installed alive for good.
     @inline(__always)
     static func loopID(for sink: LoopEventSink) -> UInt64 {
         let state = rlnio_current_thread_state()!

@@ -37,7 +37,8 @@ public enum NIOLoopTracing {
 
         /// Tells each loop of `group` which group it belongs to, before the group serves anything, so that a
         /// channel event that comes before a loop's first tick announces the loop with its group. Without it such
-        /// a loop is announced with group 0 first and again with its group at its first tick.
+        /// a loop is announced with group 0 first and again with its group at its first tick. It waits for each
+        /// loop: call it from outside the group's loops.
         public func adopt(_ group: MultiThreadedEventLoopGroup) {
             let groupID = groupID
             for loop in group.makeIterator() {
