@@ -51,6 +51,8 @@ let package = Package(
         .library(name: "RunLoopFoundation", targets: ["RunLoopFoundation"]),
         .executable(name: "rlctl", targets: ["rlctl"]),
         .executable(name: "runloop-demo", targets: ["runloop-demo"]),
+        // For the adapters' packages (Adapters/*), whose tests share the process runner and the CI rule; not an API.
+        .library(name: "TestSupport", targets: ["TestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

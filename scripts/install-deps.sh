@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages rlctl uses: LTTng-UST (headers and library, for the tracepoint provider),
-# lttng-tools (the session daemon and `lttng` CLI) and babeltrace2 (reading LTTng's CTF traces).
+# lttng-tools (the session daemon and `lttng` CLI), babeltrace2 (reading LTTng's CTF traces) and wrk (the HTTP
+# load generator that drives the SwiftNIO example server, Adapters/NIO).
 # Idempotent and quiet when everything is there already; needs root (or sudo) only when something is missing.
 set -euo pipefail
 
-packages=(liblttng-ust-dev lttng-tools babeltrace2 libbabeltrace2-dev pkg-config)
+packages=(liblttng-ust-dev lttng-tools babeltrace2 libbabeltrace2-dev pkg-config wrk)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

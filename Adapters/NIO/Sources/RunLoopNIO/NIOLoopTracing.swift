@@ -1,0 +1,63 @@
+import CRunLoopNIO
+import NIOCore
+import NIOPosix
+import RunLoopCore
+import Tracing
+
+/// Traces SwiftNIO event loops through RunLoopCore's event seam (``LoopEventSink``): whichever tracer the program
+/// installed (the embedded recorder or LTTng) records their ticks, and `rlctl summarize` reads them like its own
+/// loops.
+///
+/// The one line to add: make the group with ``makeEventLoopGroup(numberOfThreads:)`` instead of
+/// `MultiThreadedEventLoopGroup(numberOfThreads:)`. Add ``ChannelHandler`` first in a pipeline to see how long
+/// each read and other I/O event takes; start ``startLatenessProbe(on:every:)`` to measure how late scheduled
+/// work runs. With no sink installed, each tick and each I/O event costs one load and one branch.
+public enum NIOLoopTracing {
+    /// A `MultiThreadedEventLoopGroup` whose loops are traced by a new ``MetricsDelegate``.
+    public static func makeEventLoopGroup(numberOfThreads: Int) -> MultiThreadedEventLoopGroup {
+        let delegate = MetricsDelegate()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: numberOfThreads, metricsDelegate: delegate)
+        delegate.adopt(group)
+        return group
+    }
+
+    /// Reports every tick of the event loops of one group (``makeEventLoopGroup(numberOfThreads:)`` makes one;
+    /// pass your own to `MultiThreadedEventLoopGroup(numberOfThreads:metricsDelegate:)`, then call ``adopt(_:)``).
+    ///
+    /// NIO's tick info covers the tick's task phase only: the I/O handled before a tick (channel reads) is inside
+    /// its `sleepTime`. ``ChannelHandler`` measures that I/O; without it a summary cannot tell I/O from sleep.
+    public final class MetricsDelegate: NIOEventLoopMetricsDelegate, Sendable {
+        /// This group's id in traces (`loop_adapted`'s group_id).
+        public let groupID: UInt64
+
+        public init() {
+            _ = NIOLoopTracing.tracerFromEnvironment
+            groupID = LoopEventSink.makeID()
+        }
+
+        /// Tells each loop of `group` which group it belongs to, before the group serves anything, so that a
+        /// channel event that comes before a loop's first tick announces the loop with its group. Without it such
+        /// a loop is announced with group 0 first and again with its group at its first tick. It waits for each
+        /// loop: call it from outside the group's loops.
+        public func adopt(_ group: MultiThreadedEventLoopGroup) {
+            let groupID = groupID
+            for loop in group.makeIterator() {
+                try? loop.submit { LoopAnnouncement.noteGroup(groupID, sink: LoopEventSink.current) }.wait()
+            }
+        }
+
+        public func processedTick(info: NIOEventLoopTickInfo) {
+            guard let sink = LoopEventSink.current else { return }
+            LoopAnnouncement.noteGroup(groupID, sink: sink)
+            let loopID = LoopAnnouncement.loopID(for: sink)
+            sink.nioTick(loopID: loopID, start: info.startTime.uptimeNanoseconds, end: info.endTime.uptimeNanoseconds,
+                         sleep: UInt64(max(0, info.sleepTime.nanoseconds)), tasks: UInt64(max(0, info.numberOfTasks)))
+        }
+    }
+}
+
+extension NIOLoopTracing {
+    /// Installs the tracer `rlctl record` chose (`LoopEventSink.installFromEnvironment()`), once per process: each
+    /// entry point of the adapter reaches it first, so adding the adapter is all a program does to be recorded.
+    static let tracerFromEnvironment: LoopEventSink.EnvironmentTracer = LoopEventSink.installFromEnvironment()
+}
