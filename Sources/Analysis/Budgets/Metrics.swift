@@ -23,6 +23,8 @@ public enum Metric {
         /// Whether the summary has the figure at all (a distribution with values, a loop that ran): a budget must
         /// never pass on a figure that is not there, such as the p99 of a latency nothing measured.
         var hasData: @Sendable (TraceSummary) -> Bool = { _ in true }
+        /// Why a trace lacks the figure, when that is simpler than "no data" (no NIO loop in it at all).
+        var noDataReason: String? = nil
         let read: @Sendable (TraceSummary) -> Double
     }
 
@@ -39,6 +41,72 @@ public enum Metric {
 
     private static func count(_ name: String, _ help: String, _ read: @escaping @Sendable (TraceSummary) -> UInt64) -> Definition {
         Definition(name: name, unit: .count, help: help, higherIsWorse: true) { Double(read($0)) }
+    }
+
+    static let noNIOLoop = "no NIO loop in the trace"
+    static let noFoundationLoop = "no Foundation loop in the trace"
+
+    /// A metric of the NIO totals: without NIO loops it has no data, whatever its type.
+    private static func nio(_ definitions: [Definition], extra: @escaping @Sendable (TraceSummary.NIOSummary) -> Bool = { _ in true }) -> [Definition] {
+        definitions.map { d in
+            Definition(name: d.name, unit: d.unit, help: d.help, higherIsWorse: d.higherIsWorse,
+                       hasData: { $0.nio.map(extra) ?? false && d.hasData($0) }, noDataReason: noNIOLoop, read: d.read)
+        }
+    }
+
+    private static func foundation(_ definitions: [Definition]) -> [Definition] {
+        definitions.map { d in
+            Definition(name: d.name, unit: d.unit, help: d.help, higherIsWorse: d.higherIsWorse,
+                       hasData: { $0.foundation != nil && d.hasData($0) }, noDataReason: noFoundationLoop, read: d.read)
+        }
+    }
+
+    private static let emptyNIO = TraceSummary.NIOTotals(groupID: nil, loopIDs: [], ticks: 0, ticksPerSecond: 0, tasksPerTick: .init(),
+                                                         tickDuration: .init(), busyPerIteration: .init(), sleep: .init(),
+                                                         utilizationMean: 0, utilizationMax: 0, busiestLoopID: 0, stalls: 0,
+                                                         worstStalls: [], probeLateness: nil)
+
+    /// The SwiftNIO metrics: every NIO loop's figures together.
+    private static var nioMetrics: [Definition] {
+        @Sendable func totals(_ s: TraceSummary) -> TraceSummary.NIOTotals { s.nio?.overall ?? emptyNIO }
+        var list = nio([
+            count("nio.ticks", "ticks of all NIO event loops") { totals($0).ticks },
+            Definition(name: "nio.ticks_per_second", unit: .count, help: "ticks per second, all NIO loops added", higherIsWorse: false) { totals($0).ticksPerSecond },
+            Definition(name: "nio.utilization.mean", unit: .ratio, help: "busy ÷ (busy + sleep) of a NIO loop, mean over the loops", higherIsWorse: true) { totals($0).utilizationMean },
+            Definition(name: "nio.utilization.max", unit: .ratio, help: "busy ÷ (busy + sleep) of the busiest NIO loop", higherIsWorse: true) { totals($0).utilizationMax },
+            count("nio.stalls.count", "NIO iterations (I/O before a tick + its tasks) busier than the stall threshold") { totals($0).stalls },
+            Definition(name: "nio.stalls.worst", unit: .duration, help: "busy time of the worst NIO stall", higherIsWorse: true) {
+                Double(totals($0).worstStalls.first?.busyNanoseconds ?? 0)
+            },
+        ])
+        list += nio(distribution("nio.tick", "task phase of one NIO tick") { totals($0).tickDuration })
+        list += nio(distribution("nio.busy", "busy time of one NIO iteration (traced I/O + task phase)") { totals($0).busyPerIteration })
+        list += nio(distribution("nio.sleep", "sleep of one NIO iteration (NIO's sleep − traced I/O)") { totals($0).sleep })
+        list += nio(distribution("nio.tasks_per_tick", "tasks run by one NIO tick (a count, not a duration)") { totals($0).tasksPerTick }.map {
+            Definition(name: $0.name, unit: .count, help: $0.help, higherIsWorse: true, hasData: $0.hasData, read: $0.read)
+        })
+        list += nio(distribution("nio.probe.lateness", "lateness of the lateness probe's task (a probe: off unless enabled)") {
+            totals($0).probeLateness ?? DistributionSummary()
+        })
+        return list
+    }
+
+    /// The Foundation RunLoop metrics: every Foundation loop's figures together.
+    private static var foundationMetrics: [Definition] {
+        @Sendable func totals(_ s: TraceSummary) -> TraceSummary.LoopSummary { s.foundation?.overall ?? TraceSummary.LoopSummary() }
+        var list = foundation([
+            count("foundation.runs", "runs of Foundation RunLoops (entry to exit)") { totals($0).runs },
+            count("foundation.iterations", "iterations of Foundation RunLoops") { totals($0).iterations },
+            Definition(name: "foundation.utilization", unit: .ratio, help: "busy ÷ wall of all Foundation loops", higherIsWorse: true,
+                       hasData: { totals($0).wallNanoseconds > 0 }) { totals($0).utilization },
+            Definition(name: "foundation.utilization.max", unit: .ratio, help: "busy ÷ wall of the busiest Foundation loop", higherIsWorse: true) {
+                $0.foundation?.utilizationMax ?? 0
+            },
+            count("foundation.stalls.count", "Foundation iterations busier than the stall threshold") { totals($0).stalls },
+        ])
+        list += foundation(distribution("foundation.busy", "busy time of one Foundation iteration") { totals($0).busyPerIteration })
+        list += foundation(distribution("foundation.sleep", "one sleep of a Foundation loop (before_waiting → after_waiting)") { totals($0).sleep })
+        return list
     }
 
     /// Every metric, in a stable order.
@@ -87,6 +155,8 @@ public enum Metric {
             count("trace.runs_incomplete", "runs whose begin or end is not in the trace (cut off, flight-recorder ring, lost)") { $0.health.incompleteRunCount },
             count("trace.events", "events read") { $0.health.eventsRead },
         ]
+        list += nioMetrics
+        list += foundationMetrics
         return list
     }()
 
@@ -99,4 +169,6 @@ extension Metric.Definition {
     public func value(in summary: TraceSummary) -> Double { read(summary) }
     /// Whether `summary` has this figure; when not, `value(in:)` is a placeholder 0 that must not be judged.
     public func isMeasured(in summary: TraceSummary) -> Bool { hasData(summary) }
+    /// Why a trace without the figure lacks it, when there is more to say than "no data".
+    public var missingReason: String? { noDataReason }
 }

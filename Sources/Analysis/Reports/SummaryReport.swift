@@ -9,7 +9,7 @@ public enum SummaryReport {
         try ReportJSON.pretty(summary)
     }
 
-    private static func row(_ d: DistributionSummary) -> String {
+    static func row(_ d: DistributionSummary) -> String {
         guard d.count > 0 else { return "-" }
         return "n=\(d.count)  min \(formatNanoseconds(d.min))  p50 \(formatNanoseconds(d.p50))  p90 \(formatNanoseconds(d.p90))  p99 \(formatNanoseconds(d.p99))  p99.9 \(formatNanoseconds(d.p999))  max \(formatNanoseconds(d.max))"
     }
@@ -32,6 +32,7 @@ public enum SummaryReport {
         case "handled_source": return "returned after a source"
         case "did_not_end": return "did not end"
         case "end_lost": return "end event lost"
+        case LoopTracker.exitedResult: return "exited"
         default: return key
         }
     }
@@ -92,6 +93,7 @@ public enum SummaryReport {
             out.append("loop \(loop.loopID ?? 0) (thread \(loop.threadID ?? 0)\(loop.name.map { ", \($0)" } ?? ""))\(mark)")
             out += loopLines(loop, health: h, stallThreshold: s.stallThresholdNanoseconds, indent: "  ")
         }
+        if let nio = s.nio { out += nioText(nio, health: h, stallThreshold: s.stallThresholdNanoseconds) }
         if !s.timers.isEmpty {
             out.append("")
             out.append("timers (worst p99 lateness first):")
@@ -120,7 +122,7 @@ public enum SummaryReport {
 
     /// What the run count means, and how the runs ended.
     static func runsLine(_ l: TraceSummary.LoopSummary, health: TraceSummary.Health) -> String {
-        var meaning = "calls of Loop.run"
+        var meaning = l.adapter == LoopAdapter.foundation.description ? "calls of RunLoop.run, entry to exit" : "calls of Loop.run"
         if let nested = l.nestedRuns, nested > 0 { meaning += ", \(nested) nested in a callout" }
         if let early = l.runsBegunBeforeTrace, early > 0 { meaning += ", \(early) begun before the trace" }
         let results = l.results.sorted { $0.key < $1.key }.map { result -> String in
@@ -177,6 +179,9 @@ public enum SummaryReport {
         }
         let worst = l.worstStalls.isEmpty ? "" : "; worst: " + l.worstStalls.prefix(3).map { "\(formatNanoseconds($0.busyNanoseconds)) in \($0.cause)" }.joined(separator: ", ")
         out.append(indent + "stalls (> threshold): \(l.stalls) iterations busier than \(formatNanoseconds(stallThreshold))" + worst + mark)
+        if let missing = l.notAvailable {
+            out.append(indent + "traced by the \(l.adapter ?? "an") adapter; " + notAvailableLine(missing))
+        }
         return out
     }
 
@@ -208,6 +213,8 @@ public enum SummaryReport {
         let cut = s.health.cutOffAtNanoseconds.map { " (up to the cut-off at \(offset($0, in: s.health)))" } ?? ""
         let results = o.results.sorted { $0.key < $1.key }.map { "\(describeResult($0.key)) \($0.value)" }.joined(separator: ", ")
         out.append("Utilization **\(formatPercent(o.utilization))**\(mark) over \(formatNanoseconds(o.wallNanoseconds)) of runs\(cut); \(o.runs) run\(o.runs == 1 ? "" : "s") (calls of Loop.run\(results.isEmpty ? "" : ": " + results)), \(o.iterations) iterations, \(o.stalls) stalls (iterations busier than \(formatNanoseconds(s.stallThresholdNanoseconds))), \(o.timerMissed) missed timer slots.")
+        if let foundation = s.foundation { out += foundationMarkdown(foundation, stallThreshold: s.stallThresholdNanoseconds) }
+        if let nio = s.nio { out += nioMarkdown(nio, health: s.health) }
         if !s.timers.isEmpty {
             out.append("")
             out.append("| timer | firings | missed | tolerance | lateness p50 | p99 | max | drift | late | most late while |")
