@@ -24,8 +24,8 @@ import Tracing
         mutating func io(_ loop: UInt64, channel: UInt64, _ event: NIOIOEvent, start: UInt64, end: UInt64) {
             add(Double(end), .nioIO(loopID: loop, channelID: channel, event: event, start: start * ms, end: end * ms))
         }
-        func summarize(stall: UInt64 = 16 * ms) throws -> TraceSummary {
-            var reader = ArrayReader(events)
+        func summarize(stall: UInt64 = 16 * ms, health: TraceHealth = TraceHealth()) throws -> TraceSummary {
+            var reader = ArrayReader(events, health: health)
             var options = TraceSummarizer.Options()
             options.stallThreshold = stall
             return try TraceSummarizer.summarize(&reader, options: options)
@@ -88,6 +88,19 @@ import Tracing
         #expect(loop.probe == nil)
     }
 
+    @Test func aLossInALoopsWindowMarksItsFigures() throws {
+        var health = TraceHealth()
+        health.eventsLost = 3
+        health.lossWindows = [.init(stream: "tid 9", from: 100 * Self.ms, to: 110 * Self.ms, events: 3)]
+        let s = try Self.threeLoops().summarize(health: health)
+        let lossy = try #require(s.nio?.loops.first { $0.loopID == 5 })
+        let clean = try #require(s.nio?.loops.first { $0.loopID == 6 })
+        #expect(lossy.affectedByLoss && lossy.lostEventsAffecting == 3 && !clean.affectedByLoss)
+        let text = SummaryReport.text(s)
+        #expect(text.contains("NIO event loop 5 (thread 9, NIO-ELT-0-#0, group 3) (!) 3 lost events in its window"), "\(text)")
+        #expect(text.contains("NIO event loop 6 (thread 10, NIO-ELT-0-#1, group 3)\n"), "\(text)")
+    }
+
     @Test func groupsAndTheOverallAddTheirLoops() throws {
         let nio = try #require(try Self.threeLoops().summarize().nio)
         #expect(nio.groups.map(\.groupID) == [3, 4])   // in order of their first loop
@@ -133,6 +146,8 @@ import Tracing
         #expect(markdown.contains("| not measured (counted as sleep) |"), "\(markdown)")
         #expect(markdown.contains("| 202ms in read on conn-1 |"), "\(markdown)")
         #expect(markdown.contains("- not available: callout names"), "\(markdown)")
+        // No RunLoopCore or Foundation loop: no run figures, rather than a 0% utilization of nothing.
+        #expect(!markdown.contains("Utilization **") && !markdown.contains("| metric |"), "\(markdown)")
 
         let json = try SummaryReport.json(s)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])

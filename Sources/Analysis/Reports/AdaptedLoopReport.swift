@@ -25,7 +25,10 @@ extension SummaryReport {
         var out: [String] = []
         for l in nio.loops {
             out.append("")
-            let mark = l.lostEventsAffecting > 0 ? " (!) \(l.lostEventsAffecting) lost events in its window" : ""
+            var mark = ""
+            if l.affectedByLoss {
+                mark = l.lostEventsAffecting > 0 ? " (!) \(l.lostEventsAffecting) lost events in its window" : " (!) whole packets lost in its window"
+            }
             out.append("NIO event loop \(l.loopID) (thread \(l.threadID)\(l.name.map { ", \($0)" } ?? ""), group \(l.groupID))\(mark)")
             out.append("  ticks \(l.ticks) (\(rate(l.ticksPerSecond))/s), tasks \(l.tasks); tasks per tick: \(counts(l.tasksPerTick))")
             out.append("  tick (task phase): " + row(l.tickDuration))
@@ -72,7 +75,7 @@ extension SummaryReport {
             let io = l.ioNanoseconds.map { formatNanoseconds($0) } ?? "not measured (counted as sleep)"
             let worst = l.worstStalls.first.map { "\(formatNanoseconds($0.busyNanoseconds)) in \($0.cause)" } ?? "–"
             let probe = l.probe.map { formatNanoseconds($0.lateness.p99) } ?? "not available"
-            out.append("| \(l.loopID)\(l.name.map { " `\($0)`" } ?? "") | \(l.groupID) | \(rate(l.ticksPerSecond)) | \(l.tasksPerTick.p50) | \(formatNanoseconds(l.tickDuration.p99)) | \(io) | \(formatNanoseconds(l.busyPerIteration.p99)) | \(formatNanoseconds(l.sleep.p50)) | \(formatPercent(l.utilization)) | \(l.stalls) | \(worst) | \(probe) |")
+            out.append("| \(l.loopID)\(l.name.map { " `\($0)`" } ?? "")\(l.affectedByLoss ? " (!)" : "") | \(l.groupID) | \(rate(l.ticksPerSecond)) | \(l.tasksPerTick.p50) | \(formatNanoseconds(l.tickDuration.p99)) | \(io) | \(formatNanoseconds(l.busyPerIteration.p99)) | \(formatNanoseconds(l.sleep.p50)) | \(formatPercent(l.utilization)) | \(l.stalls) | \(worst) | \(probe) |")
         }
         out.append("")
         for g in nio.groups { out.append("- group \(g.groupID ?? 0):" + totalsLine(g, health: health)) }

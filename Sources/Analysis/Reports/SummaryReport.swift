@@ -200,19 +200,22 @@ public enum SummaryReport {
         if let skipped = skippedNote(s.health) { out.append(""); out.append("Note: " + skipped + ".") }
         let o = s.overall
         let mark = o.affectedByLoss ? " (!)" : ""
-        out.append("")
-        out.append("| metric | min | p50 | p90 | p99 | p99.9 | max |")
-        out.append("| --- | --- | --- | --- | --- | --- | --- |")
-        for (name, d) in [("busy per iteration", o.busyPerIteration), ("timer lateness", o.timerLateness),
-                          ("source signal → perform", o.wakeLatency.source), ("block enqueue → run", o.wakeLatency.block),
-                          ("port send → handler", o.wakeLatency.port), ("job enqueue → run", o.wakeLatency.jobOrEmpty),
-                          ("sleep", o.sleep)] where d.count > 0 {
-            out.append("| \(name)\(mark) | " + [d.min, d.p50, d.p90, d.p99, d.p999, d.max].map { formatNanoseconds($0) }.joined(separator: " | ") + " |")
+        // A trace of NIO loops alone has no runs: its run figures would be zeros that describe nothing.
+        if !(s.loops.isEmpty && s.nio != nil) {
+            out.append("")
+            out.append("| metric | min | p50 | p90 | p99 | p99.9 | max |")
+            out.append("| --- | --- | --- | --- | --- | --- | --- |")
+            for (name, d) in [("busy per iteration", o.busyPerIteration), ("timer lateness", o.timerLateness),
+                              ("source signal → perform", o.wakeLatency.source), ("block enqueue → run", o.wakeLatency.block),
+                              ("port send → handler", o.wakeLatency.port), ("job enqueue → run", o.wakeLatency.jobOrEmpty),
+                              ("sleep", o.sleep)] where d.count > 0 {
+                out.append("| \(name)\(mark) | " + [d.min, d.p50, d.p90, d.p99, d.p999, d.max].map { formatNanoseconds($0) }.joined(separator: " | ") + " |")
+            }
+            out.append("")
+            let cut = s.health.cutOffAtNanoseconds.map { " (up to the cut-off at \(offset($0, in: s.health)))" } ?? ""
+            let results = o.results.sorted { $0.key < $1.key }.map { "\(describeResult($0.key)) \($0.value)" }.joined(separator: ", ")
+            out.append("Utilization **\(formatPercent(o.utilization))**\(mark) over \(formatNanoseconds(o.wallNanoseconds)) of runs\(cut); \(o.runs) run\(o.runs == 1 ? "" : "s") (calls of Loop.run\(results.isEmpty ? "" : ": " + results)), \(o.iterations) iterations, \(o.stalls) stalls (iterations busier than \(formatNanoseconds(s.stallThresholdNanoseconds))), \(o.timerMissed) missed timer slots.")
         }
-        out.append("")
-        let cut = s.health.cutOffAtNanoseconds.map { " (up to the cut-off at \(offset($0, in: s.health)))" } ?? ""
-        let results = o.results.sorted { $0.key < $1.key }.map { "\(describeResult($0.key)) \($0.value)" }.joined(separator: ", ")
-        out.append("Utilization **\(formatPercent(o.utilization))**\(mark) over \(formatNanoseconds(o.wallNanoseconds)) of runs\(cut); \(o.runs) run\(o.runs == 1 ? "" : "s") (calls of Loop.run\(results.isEmpty ? "" : ": " + results)), \(o.iterations) iterations, \(o.stalls) stalls (iterations busier than \(formatNanoseconds(s.stallThresholdNanoseconds))), \(o.timerMissed) missed timer slots.")
         if let foundation = s.foundation { out += foundationMarkdown(foundation, stallThreshold: s.stallThresholdNanoseconds) }
         if let nio = s.nio { out += nioMarkdown(nio, health: s.health) }
         if !s.timers.isEmpty {

@@ -61,7 +61,10 @@ extension TraceSummary {
         public var worstStalls: [Stall]
         public var probe: ProbeSummary?
         public var notAvailable: [String]
+        /// Events lost in windows overlapping this loop's activity, and those windows: its figures may undercount.
         public var lostEventsAffecting: UInt64
+        public var lossWindowsAffecting: UInt64
+        public var affectedByLoss: Bool { lostEventsAffecting > 0 || lossWindowsAffecting > 0 }
     }
 
     /// Totals over several NIO loops (a group, or all of them).

@@ -134,7 +134,7 @@ struct NIOLoopTracker {
             utilization: span > 0 ? Double(busy) / Double(span) : 0,
             busyPerIteration: busyPerIteration.summary, sleep: sleeps.summary, stalls: stalls,
             worstStalls: worstStalls.sorted { $0.busyNanoseconds > $1.busyNanoseconds }, probe: probe,
-            notAvailable: notAvailable, lostEventsAffecting: 0)
+            notAvailable: notAvailable, lostEventsAffecting: 0, lossWindowsAffecting: 0)
     }
 
     /// Totals over `trackers` (with their summaries, for the per-loop utilizations and rates).

@@ -195,8 +195,9 @@ public struct TraceSummarizer {
             let nioSummaries = nioLoops.map { tracker -> TraceSummary.NIOLoopSummary in
                 var summary = tracker.summary(name: loopNames[tracker.loopID]?.name)
                 if let tid = loopNames[tracker.loopID]?.tid { summary.threadID = tid }
-                summary.lostEventsAffecting = Self.losses(in: health, threadID: summary.threadID,
-                                                          from: tracker.firstTimestamp, to: tracker.lastTimestamp).events
+                let loss = Self.losses(in: health, threadID: summary.threadID, from: tracker.firstTimestamp, to: tracker.lastTimestamp)
+                summary.lostEventsAffecting = loss.events
+                summary.lossWindowsAffecting = loss.windows
                 return summary
             }
             var groupIDs: [UInt64] = []
