@@ -101,6 +101,27 @@ import Tracing
         #expect(text.contains("NIO event loop 6 (thread 10, NIO-ELT-0-#1, group 3)\n"), "\(text)")
     }
 
+    /// A group shut down before its loop ticked, and a RunLoop attached to but never run: said, not zeros.
+    @Test func loopsThatNeverRanAreSaidNotCountedAsIdle() throws {
+        var e = Self.threeLoops()
+        e.add(400, thread: 12, .loopAdapted(loopID: 13, adapter: .nio, groupID: 3))
+        e.add(401, thread: 4, .loopAdapted(loopID: 2, adapter: .foundation, groupID: 0))
+        let s = try e.summarize()
+        let idle = try #require(s.nio?.loops.first { $0.loopID == 13 })
+        #expect(idle.ticks == 0 && idle.threadID == 12)
+        let group3 = try #require(s.nio?.groups.first { $0.groupID == 3 })
+        #expect(group3.loopIDs == [5, 6, 13])
+        #expect(abs(group3.utilizationMean - (223.0 / 253.0 + 1.0 / 251.0) / 2) < 1e-12)
+        #expect(SummaryReport.text(s).contains("NIO event loop 13 (thread 12, group 3)\n  no tick in the trace"), "\(SummaryReport.text(s))")
+        #expect(SummaryReport.markdown(s).contains("| 13 | 3 | no tick in the trace | – |"))
+        #expect(s.health.firstEventNanoseconds == 0)
+        let foundation = try #require(s.foundation)
+        #expect(foundation.overall.runs == 0 && s.loops.first?.runs == 0)
+        #expect(SummaryReport.text(s).contains("loop 2 (thread 4)\n  never ran in the trace (attached, but not run while it was recorded)"), "\(SummaryReport.text(s))")
+        let check = try check("foundation.utilization.max <= 50%\n", s)
+        #expect(check.verdicts.first?.noData == true && !check.passed)
+    }
+
     @Test func groupsAndTheOverallAddTheirLoops() throws {
         let nio = try #require(try Self.threeLoops().summarize().nio)
         #expect(nio.groups.map(\.groupID) == [3, 4])   // in order of their first loop

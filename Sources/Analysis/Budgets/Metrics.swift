@@ -71,9 +71,12 @@ public enum Metric {
         @Sendable func totals(_ s: TraceSummary) -> TraceSummary.NIOTotals { s.nio?.overall ?? emptyNIO }
         var list = nio([
             count("nio.ticks", "ticks of all NIO event loops") { totals($0).ticks },
-            Definition(name: "nio.ticks_per_second", unit: .count, help: "ticks per second, all NIO loops added", higherIsWorse: false) { totals($0).ticksPerSecond },
-            Definition(name: "nio.utilization.mean", unit: .ratio, help: "busy ÷ (busy + sleep) of a NIO loop, mean over the loops", higherIsWorse: true) { totals($0).utilizationMean },
-            Definition(name: "nio.utilization.max", unit: .ratio, help: "busy ÷ (busy + sleep) of the busiest NIO loop", higherIsWorse: true) { totals($0).utilizationMax },
+            Definition(name: "nio.ticks_per_second", unit: .count, help: "ticks per second, all NIO loops added", higherIsWorse: false,
+                       hasData: { totals($0).ticks > 0 }) { totals($0).ticksPerSecond },
+            Definition(name: "nio.utilization.mean", unit: .ratio, help: "busy ÷ (busy + sleep) of a NIO loop, mean over the loops", higherIsWorse: true,
+                       hasData: { totals($0).ticks > 0 }) { totals($0).utilizationMean },
+            Definition(name: "nio.utilization.max", unit: .ratio, help: "busy ÷ (busy + sleep) of the busiest NIO loop", higherIsWorse: true,
+                       hasData: { totals($0).ticks > 0 }) { totals($0).utilizationMax },
             count("nio.stalls.count", "NIO iterations (I/O before a tick + its tasks) busier than the stall threshold") { totals($0).stalls },
             Definition(name: "nio.stalls.worst", unit: .duration, help: "busy time of the worst NIO stall", higherIsWorse: true) {
                 Double(totals($0).worstStalls.first?.busyNanoseconds ?? 0)
@@ -99,7 +102,8 @@ public enum Metric {
             count("foundation.iterations", "iterations of Foundation RunLoops") { totals($0).iterations },
             Definition(name: "foundation.utilization", unit: .ratio, help: "busy ÷ wall of all Foundation loops", higherIsWorse: true,
                        hasData: { totals($0).wallNanoseconds > 0 }) { totals($0).utilization },
-            Definition(name: "foundation.utilization.max", unit: .ratio, help: "busy ÷ wall of the busiest Foundation loop", higherIsWorse: true) {
+            Definition(name: "foundation.utilization.max", unit: .ratio, help: "busy ÷ wall of the busiest Foundation loop", higherIsWorse: true,
+                       hasData: { totals($0).wallNanoseconds > 0 }) {
                 $0.foundation?.utilizationMax ?? 0
             },
             count("foundation.stalls.count", "Foundation iterations busier than the stall threshold") { totals($0).stalls },

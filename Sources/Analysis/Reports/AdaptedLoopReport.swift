@@ -30,6 +30,10 @@ extension SummaryReport {
                 mark = l.lostEventsAffecting > 0 ? " (!) \(l.lostEventsAffecting) lost events in its window" : " (!) whole packets lost in its window"
             }
             out.append("NIO event loop \(l.loopID) (thread \(l.threadID)\(l.name.map { ", \($0)" } ?? ""), group \(l.groupID))\(mark)")
+            guard l.ticks > 0 else {
+                out.append("  no tick in the trace (the loop never ticked while it was recorded, or its group shut down first)")
+                continue
+            }
             out.append("  ticks \(l.ticks) (\(rate(l.ticksPerSecond))/s), tasks \(l.tasks); tasks per tick: \(counts(l.tasksPerTick))")
             out.append("  tick (task phase): " + row(l.tickDuration))
             if let io = l.ioNanoseconds, let d = l.ioDuration {
@@ -72,6 +76,10 @@ extension SummaryReport {
         out.append("| loop | group | ticks/s | tasks/tick p50 | tick p99 | I/O | busy p99 | sleep p50 | utilization | stalls | worst stall | probe lateness p99 |")
         out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for l in nio.loops {
+            guard l.ticks > 0 else {
+                out.append("| \(l.loopID)\(l.name.map { " `\($0)`" } ?? "") | \(l.groupID) | no tick in the trace" + String(repeating: " | –", count: 9) + " |")
+                continue
+            }
             let io = l.ioNanoseconds.map { formatNanoseconds($0) } ?? "not measured (counted as sleep)"
             let worst = l.worstStalls.first.map { "\(formatNanoseconds($0.busyNanoseconds)) in \($0.cause)" } ?? "–"
             let probe = l.probe.map { formatNanoseconds($0.lateness.p99) } ?? "not available"

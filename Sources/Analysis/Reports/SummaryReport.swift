@@ -137,6 +137,9 @@ public enum SummaryReport {
         // Every figure of a loop covers its whole window, so a loss in it marks them all.
         let mark = l.affectedByLoss ? " (!)" : ""
         var out: [String] = []
+        if l.adapter != nil && l.runs == 0 {
+            return [indent + "never ran in the trace (attached, but not run while it was recorded)" + mark]
+        }
         out.append(indent + runsLine(l, health: health) + mark)
         let upTo = l.cutOffAtNanoseconds == nil ? "" : " (up to the cut-off)"
         out.append(indent + "wall \(formatNanoseconds(l.wallNanoseconds))\(upTo), busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))" + mark)

@@ -17,7 +17,7 @@ struct LoopTracker {
     /// A loop an adapter traces from its activities alone (Foundation's RunLoop through a CFRunLoop observer): no
     /// run_begin, run_end, wakeup or callouts, so entry and exit delimit runs and before_waiting to after_waiting
     /// is a sleep.
-    var activitiesOnly = false
+    private(set) var activitiesOnly = false
     /// When an activities-only loop went to sleep (its before_waiting), until its after_waiting.
     private var sleepingSince: UInt64?
 
@@ -167,6 +167,12 @@ struct LoopTracker {
         default:
             break
         }
+    }
+
+    /// An adapter announced the loop (`loop_adapted`): from now on its activities alone tell its runs and sleeps.
+    mutating func adaptedFromActivities(at ts: UInt64) {
+        seen(ts)
+        activitiesOnly = true
     }
 
     /// An activities-only loop's runs and sleeps, which a RunLoopCore loop reports with events of their own.

@@ -10,7 +10,7 @@ import TraceModel
 struct NIOLoopTracker {
     let loopID: UInt64
     let threadID: Int32
-    var groupID: UInt64 = 0
+    private(set) var groupID: UInt64 = 0
     private let options: TraceSummarizer.Options
     private let labels: LabelTable
     private(set) var firstTimestamp: UInt64 = .max
@@ -48,6 +48,11 @@ struct NIOLoopTracker {
     private mutating func seen(_ ts: UInt64) {
         if ts < firstTimestamp { firstTimestamp = ts }
         if ts > lastTimestamp { lastTimestamp = ts }
+    }
+
+    mutating func adapted(groupID: UInt64, at ts: UInt64) {
+        seen(ts)
+        self.groupID = groupID
     }
 
     mutating func io(channelID: UInt64, event: NIOIOEvent, start: UInt64, end: UInt64) {
@@ -149,13 +154,15 @@ struct NIOLoopTracker {
             sleeps.merge(tracker.sleeps)
             lateness.merge(tracker.probeLateness)
         }
-        let busiest = summaries.max { $0.utilization < $1.utilization }
+        // A loop that never ticked in the trace has no utilization: it must not pull the mean down as a 0.
+        let ticked = summaries.filter { $0.ticks > 0 }
+        let busiest = ticked.max { $0.utilization < $1.utilization }
         return TraceSummary.NIOTotals(
             groupID: groupID, loopIDs: summaries.map(\.loopID), ticks: summaries.reduce(0) { $0 + $1.ticks },
             ticksPerSecond: summaries.reduce(0) { $0 + $1.ticksPerSecond },
             tasksPerTick: tasksPerTick.summary, tickDuration: tickDurations.summary,
             busyPerIteration: busy.summary, sleep: sleeps.summary,
-            utilizationMean: summaries.isEmpty ? 0 : summaries.reduce(0) { $0 + $1.utilization } / Double(summaries.count),
+            utilizationMean: ticked.isEmpty ? 0 : ticked.reduce(0) { $0 + $1.utilization } / Double(ticked.count),
             utilizationMax: busiest?.utilization ?? 0, busiestLoopID: busiest?.loopID ?? 0,
             stalls: summaries.reduce(0) { $0 + $1.stalls },
             worstStalls: Array(summaries.flatMap(\.worstStalls).sorted { $0.busyNanoseconds > $1.busyNanoseconds }.prefix(keep)),

@@ -132,8 +132,8 @@ public struct TraceSummarizer {
             break
         case .loopAdapted(let loopID, let adapter, let groupID):
             switch adapter {
-            case .nio: nioLoops[nioLoop(loopID, event)].groupID = groupID
-            case .foundation: loops[loop(loopID, event)].activitiesOnly = true
+            case .nio: nioLoops[nioLoop(loopID, event)].adapted(groupID: groupID, at: ts)
+            case .foundation: loops[loop(loopID, event)].adaptedFromActivities(at: ts)
             }
         case .nioTick(let loopID, let start, let end, let sleep, let tasks):
             nioLoops[nioLoop(loopID, event)].tick(start: start, end: end, sleep: sleep, tasks: tasks)
@@ -219,8 +219,9 @@ public struct TraceSummarizer {
                 tracker.finishTrace()
                 totals.absorb(tracker)
             }
-            totals.activitiesOnly = true
             var summary = totals.summary(timers: TimerTotals())
+            summary.adapter = LoopAdapter.foundation.description
+            summary.notAvailable = TraceSummary.NotAvailable.foundation
             summary.loopID = nil
             summary.threadID = nil
             summary.worstStalls = Array(foundationIndexes.flatMap { loopSummaries[$0].worstStalls }
