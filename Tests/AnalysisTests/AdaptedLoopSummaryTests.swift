@@ -244,6 +244,20 @@ import Tracing
         #expect(json.contains("\"notAvailable\" : ["), "\(json)")
     }
 
+    @Test func theChromeExportHasAUtilizationCounterPerNIOLoop() throws {
+        let path = temporaryPath("nio-chrome.json")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var reader = ArrayReader(Self.threeLoops().events)
+        _ = try TraceExporter.export(&reader, format: .chrome, to: path)
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
+        let events = try #require(object?["traceEvents"] as? [[String: Any]])
+        let counters = events.filter { ($0["ph"] as? String) == "C" }.map {
+            "\($0["name"] ?? "") \(($0["args"] as? [String: Any])?["busy"] ?? "")"
+        }
+        // Loop 5's first 100 ms window closes at 223 ms: 20 ms asleep (its I/O moved to busy); loop 6's at 301 ms.
+        #expect(counters == ["utilization loop 5 0.91", "utilization loop 6 0.004"])
+    }
+
     private func check(_ budget: String, _ summary: TraceSummary) throws -> BudgetCheck {
         BudgetCheck(budget: try Budget(text: budget, file: "test.budget"), report: RunReport(workload: "w", tracer: "embedded", repetitions: [summary]))
     }

@@ -1,5 +1,20 @@
 import TraceModel
 
+/// One iteration of a SwiftNIO loop, the one computation the summary and the Chrome export share: the I/O of
+/// traced channels since the previous tick is part of NIO's sleep time, so it moves from sleep to busy (no more
+/// than NIO's sleep: the handler's clock and NIO's may differ slightly).
+struct NIOIteration {
+    let io: UInt64
+    let busy: UInt64
+    let sleep: UInt64
+
+    init(ioSincePreviousTick: UInt64, tickStart: UInt64, tickEnd: UInt64, nioSleep: UInt64) {
+        io = min(ioSincePreviousTick, nioSleep)
+        busy = io + (tickEnd >= tickStart ? tickEnd - tickStart : 0)
+        sleep = nioSleep - io
+    }
+}
+
 /// One SwiftNIO event loop's running totals while a trace streams by.
 ///
 /// NIO's tick info covers only a tick's task phase; the I/O handled before it is inside its sleep time. So an
@@ -75,10 +90,8 @@ struct NIOLoopTracker {
         tasksPerTick.record(taskCount)
         let taskPhase = end >= start ? end - start : 0
         tickDurations.record(taskPhase)
-        // I/O is part of NIO's sleep time: it cannot exceed it (clock skew between the handler and NIO).
-        let ioTime = min(pendingIO, sleep)
-        let iterationBusy = ioTime + taskPhase
-        let iterationSleep = sleep - ioTime
+        let iteration = NIOIteration(ioSincePreviousTick: pendingIO, tickStart: start, tickEnd: end, nioSleep: sleep)
+        let ioTime = iteration.io, iterationBusy = iteration.busy, iterationSleep = iteration.sleep
         io += ioTime
         busy += iterationBusy
         slept += iterationSleep
