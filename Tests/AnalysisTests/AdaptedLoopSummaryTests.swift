@@ -282,6 +282,10 @@ import Tracing
         #expect(!result.passed && result.incompleteForbidden && result.verdicts.allSatisfy(\.noData))
         #expect(result.incompleteness == ["no data for nio.stalls.count (no NIO loop in the trace), nio.utilization.max (no NIO loop in the trace)"])
         #expect(result.render(.text).contains("no data: no NIO loop in the trace"), "\(result.render(.text))")
+        // stalls.count is the runs' figure: on NIO loops alone it has nothing to count, and must not pass as 0.
+        let runStalls = try check("stalls.count == 0\n", try Self.threeLoops().summarize())
+        #expect(!runStalls.passed && runStalls.verdicts.first?.noData == true)
+        #expect(runStalls.incompleteness == ["no data for stalls.count (no RunLoopCore or Foundation loop in the trace; NIO loops have nio.stalls.*)"])
         let noFoundation = try check("foundation.busy.p99 <= 10ms\n", try Self.threeLoops().summarize())
         #expect(!noFoundation.passed && noFoundation.verdicts.first?.noDataReason == "no Foundation loop in the trace")
     }

@@ -44,6 +44,7 @@ public enum Metric {
     }
 
     static let noNIOLoop = "no NIO loop in the trace"
+    static let noRunLoop = "no RunLoopCore or Foundation loop in the trace; NIO loops have nio.stalls.*"
     static let noFoundationLoop = "no Foundation loop in the trace"
 
     /// A metric of the NIO totals: without NIO loops it has no data, whatever its type.
@@ -150,8 +151,11 @@ public enum Metric {
             list += distribution("callout.\(kind.name)", "duration of one \(kind.name) callout") { $0.overall.calloutDuration(of: kind) }
         }
         list += [
-            count("stalls.count", "iterations busier than the stall threshold") { $0.overall.stalls },
-            Definition(name: "stalls.worst", unit: .duration, help: "busy time of the worst stall", higherIsWorse: true) {
+            // A trace of NIO loops alone has no runs: "no stall" there would be a pass on nothing (nio.stalls.* is theirs).
+            Definition(name: "stalls.count", unit: .count, help: "iterations busier than the stall threshold (RunLoopCore and Foundation loops)",
+                       higherIsWorse: true, hasData: { !$0.loops.isEmpty }, noDataReason: noRunLoop) { Double($0.overall.stalls) },
+            Definition(name: "stalls.worst", unit: .duration, help: "busy time of the worst stall", higherIsWorse: true,
+                       hasData: { !$0.loops.isEmpty }, noDataReason: noRunLoop) {
                 Double($0.overall.worstStalls.first?.busyNanoseconds ?? 0)
             },
             count("trace.lost", "events lost by the tracer (never hidden)") { $0.health.eventsLost },
