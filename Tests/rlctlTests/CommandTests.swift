@@ -146,7 +146,8 @@ import TestSupport
     @Test func listMetricsNamesEveryBudgetMetric() throws {
         let result = try CLI.run(["check", "--list-metrics"])
         #expect(result.status == 0)
-        for metric in ["timer.lateness.p99", "loop.utilization", "stalls.count", "trace.lost", "wake.block.p99", "timer.drift.max"] {
+        for metric in ["timer.lateness.p99", "loop.utilization", "stalls.count", "trace.lost", "wake.block.p99", "timer.drift.max",
+                       "nio.stalls.count", "nio.utilization.max", "nio.probe.lateness.p99", "foundation.busy.p99"] {
             #expect(result.stdout.contains(metric))
         }
     }

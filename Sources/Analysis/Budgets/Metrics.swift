@@ -23,6 +23,8 @@ public enum Metric {
         /// Whether the summary has the figure at all (a distribution with values, a loop that ran): a budget must
         /// never pass on a figure that is not there, such as the p99 of a latency nothing measured.
         var hasData: @Sendable (TraceSummary) -> Bool = { _ in true }
+        /// Why a trace lacks the figure, when that is simpler than "no data" (no NIO loop in it at all).
+        var noDataReason: String? = nil
         let read: @Sendable (TraceSummary) -> Double
     }
 
@@ -39,6 +41,77 @@ public enum Metric {
 
     private static func count(_ name: String, _ help: String, _ read: @escaping @Sendable (TraceSummary) -> UInt64) -> Definition {
         Definition(name: name, unit: .count, help: help, higherIsWorse: true) { Double(read($0)) }
+    }
+
+    static let noNIOLoop = "no NIO loop in the trace"
+    static let noRunLoop = "no RunLoopCore or Foundation loop in the trace; NIO loops have nio.stalls.*"
+    static let noFoundationLoop = "no Foundation loop in the trace"
+
+    /// A metric of the NIO totals: without NIO loops it has no data, whatever its type.
+    private static func nio(_ definitions: [Definition], extra: @escaping @Sendable (TraceSummary.NIOSummary) -> Bool = { _ in true }) -> [Definition] {
+        definitions.map { d in
+            Definition(name: d.name, unit: d.unit, help: d.help, higherIsWorse: d.higherIsWorse,
+                       hasData: { $0.nio.map(extra) ?? false && d.hasData($0) }, noDataReason: noNIOLoop, read: d.read)
+        }
+    }
+
+    private static func foundation(_ definitions: [Definition]) -> [Definition] {
+        definitions.map { d in
+            Definition(name: d.name, unit: d.unit, help: d.help, higherIsWorse: d.higherIsWorse,
+                       hasData: { $0.foundation != nil && d.hasData($0) }, noDataReason: noFoundationLoop, read: d.read)
+        }
+    }
+
+    private static let emptyNIO = TraceSummary.NIOTotals(groupID: nil, loopIDs: [], ticks: 0, ticksPerSecond: 0, tasksPerTick: .init(),
+                                                         tickDuration: .init(), busyPerIteration: .init(), sleep: .init(),
+                                                         utilizationMean: 0, utilizationMax: 0, busiestLoopID: 0, stalls: 0,
+                                                         worstStalls: [], probeLateness: nil)
+
+    /// The SwiftNIO metrics: every NIO loop's figures together.
+    private static var nioMetrics: [Definition] {
+        @Sendable func totals(_ s: TraceSummary) -> TraceSummary.NIOTotals { s.nio?.overall ?? emptyNIO }
+        var list = nio([
+            count("nio.ticks", "ticks of all NIO event loops") { totals($0).ticks },
+            Definition(name: "nio.ticks_per_second", unit: .count, help: "ticks per second, all NIO loops added", higherIsWorse: false,
+                       hasData: { totals($0).ticks > 0 }) { totals($0).ticksPerSecond },
+            Definition(name: "nio.utilization.mean", unit: .ratio, help: "busy ÷ (busy + sleep) of a NIO loop, mean over the loops", higherIsWorse: true,
+                       hasData: { totals($0).ticks > 0 }) { totals($0).utilizationMean },
+            Definition(name: "nio.utilization.max", unit: .ratio, help: "busy ÷ (busy + sleep) of the busiest NIO loop", higherIsWorse: true,
+                       hasData: { totals($0).ticks > 0 }) { totals($0).utilizationMax },
+            count("nio.stalls.count", "NIO iterations (I/O before a tick + its tasks) busier than the stall threshold") { totals($0).stalls },
+            Definition(name: "nio.stalls.worst", unit: .duration, help: "busy time of the worst NIO stall", higherIsWorse: true) {
+                Double(totals($0).worstStalls.first?.busyNanoseconds ?? 0)
+            },
+        ])
+        list += nio(distribution("nio.tick", "task phase of one NIO tick") { totals($0).tickDuration })
+        list += nio(distribution("nio.busy", "busy time of one NIO iteration (traced I/O + task phase)") { totals($0).busyPerIteration })
+        list += nio(distribution("nio.sleep", "sleep of one NIO iteration (NIO's sleep − traced I/O)") { totals($0).sleep })
+        list += nio(distribution("nio.tasks_per_tick", "tasks run by one NIO tick (a count, not a duration)") { totals($0).tasksPerTick }.map {
+            Definition(name: $0.name, unit: .count, help: $0.help, higherIsWorse: true, hasData: $0.hasData, read: $0.read)
+        })
+        list += nio(distribution("nio.probe.lateness", "lateness of the lateness probe's task (a probe: off unless enabled)") {
+            totals($0).probeLateness ?? DistributionSummary()
+        })
+        return list
+    }
+
+    /// The Foundation RunLoop metrics: every Foundation loop's figures together.
+    private static var foundationMetrics: [Definition] {
+        @Sendable func totals(_ s: TraceSummary) -> TraceSummary.LoopSummary { s.foundation?.overall ?? TraceSummary.LoopSummary() }
+        var list = foundation([
+            count("foundation.runs", "runs of Foundation RunLoops (entry to exit)") { totals($0).runs },
+            count("foundation.iterations", "iterations of Foundation RunLoops") { totals($0).iterations },
+            Definition(name: "foundation.utilization", unit: .ratio, help: "busy ÷ wall of all Foundation loops", higherIsWorse: true,
+                       hasData: { totals($0).wallNanoseconds > 0 }) { totals($0).utilization },
+            Definition(name: "foundation.utilization.max", unit: .ratio, help: "busy ÷ wall of the busiest Foundation loop", higherIsWorse: true,
+                       hasData: { totals($0).wallNanoseconds > 0 }) {
+                $0.foundation?.utilizationMax ?? 0
+            },
+            count("foundation.stalls.count", "Foundation iterations busier than the stall threshold") { totals($0).stalls },
+        ])
+        list += foundation(distribution("foundation.busy", "busy time of one Foundation iteration") { totals($0).busyPerIteration })
+        list += foundation(distribution("foundation.sleep", "one sleep of a Foundation loop (before_waiting → after_waiting)") { totals($0).sleep })
+        return list
     }
 
     /// Every metric, in a stable order.
@@ -78,8 +151,11 @@ public enum Metric {
             list += distribution("callout.\(kind.name)", "duration of one \(kind.name) callout") { $0.overall.calloutDuration(of: kind) }
         }
         list += [
-            count("stalls.count", "iterations busier than the stall threshold") { $0.overall.stalls },
-            Definition(name: "stalls.worst", unit: .duration, help: "busy time of the worst stall", higherIsWorse: true) {
+            // A trace of NIO loops alone has no runs: "no stall" there would be a pass on nothing (nio.stalls.* is theirs).
+            Definition(name: "stalls.count", unit: .count, help: "iterations busier than the stall threshold (RunLoopCore and Foundation loops)",
+                       higherIsWorse: true, hasData: { !$0.loops.isEmpty }, noDataReason: noRunLoop) { Double($0.overall.stalls) },
+            Definition(name: "stalls.worst", unit: .duration, help: "busy time of the worst stall", higherIsWorse: true,
+                       hasData: { !$0.loops.isEmpty }, noDataReason: noRunLoop) {
                 Double($0.overall.worstStalls.first?.busyNanoseconds ?? 0)
             },
             count("trace.lost", "events lost by the tracer (never hidden)") { $0.health.eventsLost },
@@ -90,6 +166,8 @@ public enum Metric {
                 $0.health.trace.recordingCutOff ? 1 : 0
             },
         ]
+        list += nioMetrics
+        list += foundationMetrics
         return list
     }()
 
@@ -102,4 +180,6 @@ extension Metric.Definition {
     public func value(in summary: TraceSummary) -> Double { read(summary) }
     /// Whether `summary` has this figure; when not, `value(in:)` is a placeholder 0 that must not be judged.
     public func isMeasured(in summary: TraceSummary) -> Bool { hasData(summary) }
+    /// Why a trace without the figure lacks it, when there is more to say than "no data".
+    public var missingReason: String? { noDataReason }
 }

@@ -9,6 +9,8 @@ struct ChromeTraceWriter {
     private var labels: [UInt64: String] = [:]
     /// Per loop: the start of the current utilization window and the sleep inside it.
     private var windows: [UInt64: (start: UInt64, slept: UInt64)] = [:]
+    /// Per NIO loop: traced I/O since its last tick (busy, not the sleep NIO counts it in).
+    private var nioIOSinceTick: [UInt64: UInt64] = [:]
     private var origin: UInt64?
     /// Per thread: slices begun and not yet ended, and its last event. A trace cut off leaves slices open (they
     /// are closed at the thread's last event, marked as cut off); a flight-recorder ring starts with ends whose
@@ -83,15 +85,7 @@ struct ChromeTraceWriter {
             let start = event.timestamp >= slept ? event.timestamp - slept : 0
             let startTs = micros(start)
             emit("{\"ph\":\"X\",\"name\":\"sleep\",\"cat\":\"sleep\",\"pid\":1,\"tid\":\(tid),\"ts\":\(startTs),\"dur\":\(slept / 1000).\(String(slept % 1000).leftPadded(to: 3)),\"args\":{\"woken_by\":\"\(reason.description)\"}}")
-            var window = windows[loop] ?? (event.timestamp, 0)
-            window.slept += slept
-            if event.timestamp - window.start >= Self.window {
-                let span = event.timestamp - window.start
-                let busy = span > window.slept ? Double(span - window.slept) / Double(span) : 0
-                emit("{\"ph\":\"C\",\"name\":\"utilization loop \(loop)\",\"pid\":1,\"ts\":\(ts),\"args\":{\"busy\":\(String(format2(busy)))}}")
-                window = (event.timestamp, 0)
-            }
-            windows[loop] = window
+            sampleUtilization(loop: loop, slept: slept, at: event.timestamp, iterationStart: event.timestamp)
         case .sourceSignal(let id):
             emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"signal\",\"cat\":\"signal\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"source\":\(id)}}")
         case .loopCreate(let loop, let threadID, let name):
@@ -103,16 +97,34 @@ struct ChromeTraceWriter {
             emit(slice("B", "job", "\"id\":\(id),\"queued_ns\":\(waited),\"priority\":\(priority)"))
         case .loopAdapted(let loop, let adapter, let group):
             emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"traced by \(adapter.description)\",\"cat\":\"adapter\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"loop\":\(loop),\"group\":\(group)}}")
-        case .nioTick(_, let start, let end, _, let tasks):
+        case .nioTick(let loop, let start, let end, let sleep, let tasks):
             // Complete slices with their own times: the tick is reported after it ended.
             emit(complete("tick", cat: "tick", tid: tid, from: start, to: end, args: "\"tasks\":\(tasks)"))
-        case .nioIO(_, let channel, let io, let start, let end):
+            let iteration = NIOIteration(ioSincePreviousTick: nioIOSinceTick.removeValue(forKey: loop) ?? 0,
+                                         tickStart: start, tickEnd: end, nioSleep: sleep)
+            sampleUtilization(loop: loop, slept: iteration.sleep, at: end, iterationStart: start >= sleep ? start - sleep : 0)
+        case .nioIO(let loop, let channel, let io, let start, let end):
+            nioIOSinceTick[loop, default: 0] += end >= start ? end - start : 0
             let name = "\(io.description) " + (labels[channel] ?? "channel \(channel)")
             emit(complete(name, cat: "callout", tid: tid, from: start, to: end, args: "\"channel\":\(channel)"))
         case .probeFire(_, let scheduled, let lateness, let cost):
             let start = scheduled &+ lateness
             emit(complete("lateness probe", cat: "probe", tid: tid, from: start, to: start &+ cost, args: "\"lateness_ns\":\(lateness)"))
         }
+    }
+
+    /// Adds a sleep that ended at `time` to the loop's utilization window, and writes the window's counter once it
+    /// spans 100 ms. A loop's first window starts at `iterationStart` (a NIO tick's iteration began before it).
+    private mutating func sampleUtilization(loop: UInt64, slept: UInt64, at time: UInt64, iterationStart: UInt64) {
+        var window = windows[loop] ?? (min(iterationStart, time), 0)
+        window.slept += slept
+        if time >= window.start && time - window.start >= Self.window {
+            let span = time - window.start
+            let busy = span > window.slept ? Double(span - window.slept) / Double(span) : 0
+            emit("{\"ph\":\"C\",\"name\":\"utilization loop \(loop)\",\"pid\":1,\"ts\":\(micros(time)),\"args\":{\"busy\":\(String(format2(busy)))}}")
+            window = (time, 0)
+        }
+        windows[loop] = window
     }
 
     /// A slice whose start and end the event carries (an adapter's, reported after it ended).

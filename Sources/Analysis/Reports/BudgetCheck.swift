@@ -13,6 +13,8 @@ public struct BudgetCheck: Sendable {
         public let unit: Metric.Unit
         /// No repetition has the figure as a finite number (nothing measured it): the rule cannot pass.
         public let noData: Bool
+        /// Why there is no data, when the metric knows (`no NIO loop in the trace`).
+        public var noDataReason: String? = nil
     }
 
     /// How `rlctl check` prints its outcome (in the order its help lists them).
@@ -39,7 +41,9 @@ public struct BudgetCheck: Sendable {
             let metric = Metric.named(rule.metric)!
             // A figure that is not a finite number (a ratio over no time, a hand-edited summary) measures nothing.
             let measured = report.repetitions.filter { metric.isMeasured(in: $0) && metric.value(in: $0).isFinite }
-            guard !measured.isEmpty else { return Verdict(rule: rule, value: 0, passed: false, unit: metric.unit, noData: true) }
+            guard !measured.isEmpty else {
+                return Verdict(rule: rule, value: 0, passed: false, unit: metric.unit, noData: true, noDataReason: metric.missingReason)
+            }
             let value = Comparison.median(measured.map { metric.value(in: $0) })
             return Verdict(rule: rule, value: value, passed: rule.comparison.holds(value, rule.limit), unit: metric.unit, noData: false)
         }
@@ -54,7 +58,7 @@ public struct BudgetCheck: Sendable {
         // ran, whatever its loss counters say: no rule can allow it.
         let empty = report.repetitions.filter { $0.health.eventsRead == 0 }.count
         if empty > 0 { reasons.append(empty == 1 ? "the trace holds no events" : "\(empty) traces hold no events") }
-        let unmeasured = verdicts.filter(\.noData).map(\.rule.metric)
+        let unmeasured = verdicts.filter(\.noData).map { $0.rule.metric + ($0.noDataReason.map { " (\($0))" } ?? "") }
         if !unmeasured.isEmpty { reasons.append("no data for " + unmeasured.joined(separator: ", ")) }
         incompleteness = reasons
         let verdicts = self.verdicts
@@ -101,7 +105,7 @@ public struct BudgetCheck: Sendable {
     /// A rule that holds on incomplete data the budget does not allow has not passed: its figure may be missing.
     private func undecided(_ verdict: Verdict) -> Bool { verdict.noData || (verdict.passed && incompleteForbidden) }
 
-    private func valueText(_ verdict: Verdict) -> String { verdict.noData ? "no data" : formatMetric(verdict.value, unit: verdict.unit) }
+    private func valueText(_ verdict: Verdict) -> String { verdict.noData ? "no data" + (verdict.noDataReason.map { ": \($0)" } ?? "") : formatMetric(verdict.value, unit: verdict.unit) }
 
     private func limitText(_ verdict: Verdict) -> String {
         "\(verdict.rule.comparison.rawValue) \(formatMetric(verdict.rule.limit, unit: verdict.unit))"

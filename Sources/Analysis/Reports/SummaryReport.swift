@@ -9,7 +9,7 @@ public enum SummaryReport {
         try ReportJSON.pretty(summary)
     }
 
-    private static func row(_ d: DistributionSummary) -> String {
+    static func row(_ d: DistributionSummary) -> String {
         guard d.count > 0 else { return "-" }
         return "n=\(d.count)  min \(formatNanoseconds(d.min))  p50 \(formatNanoseconds(d.p50))  p90 \(formatNanoseconds(d.p90))  p99 \(formatNanoseconds(d.p99))  p99.9 \(formatNanoseconds(d.p999))  max \(formatNanoseconds(d.max))"
     }
@@ -32,6 +32,7 @@ public enum SummaryReport {
         case "handled_source": return "returned after a source"
         case "did_not_end": return "did not end"
         case "end_lost": return "end event lost"
+        case LoopTracker.exitedResult: return "exited"
         default: return key
         }
     }
@@ -95,6 +96,7 @@ public enum SummaryReport {
             out.append("loop \(loop.loopID ?? 0) (thread \(loop.threadID ?? 0)\(loop.name.map { ", \($0)" } ?? ""))\(mark)")
             out += loopLines(loop, health: h, stallThreshold: s.stallThresholdNanoseconds, indent: "  ")
         }
+        if let nio = s.nio { out += nioText(nio, health: h, stallThreshold: s.stallThresholdNanoseconds) }
         if !s.timers.isEmpty {
             out.append("")
             out.append("timers (worst p99 lateness first):")
@@ -123,7 +125,7 @@ public enum SummaryReport {
 
     /// What the run count means, and how the runs ended.
     static func runsLine(_ l: TraceSummary.LoopSummary, health: TraceSummary.Health) -> String {
-        var meaning = "calls of Loop.run"
+        var meaning = l.adapter == LoopAdapter.foundation.description ? "calls of RunLoop.run, entry to exit" : "calls of Loop.run"
         if let nested = l.nestedRuns, nested > 0 { meaning += ", \(nested) nested in a callout" }
         if let early = l.runsBegunBeforeTrace, early > 0 { meaning += ", \(early) begun before the trace" }
         let results = l.results.sorted { $0.key < $1.key }.map { result -> String in
@@ -138,6 +140,9 @@ public enum SummaryReport {
         // Every figure of a loop covers its whole window, so a loss in it marks them all.
         let mark = l.affectedByLoss ? " (!)" : ""
         var out: [String] = []
+        if l.adapter != nil && l.runs == 0 {
+            return [indent + "never ran in the trace (attached, but not run while it was recorded)" + mark]
+        }
         out.append(indent + runsLine(l, health: health) + mark)
         let upTo = l.cutOffAtNanoseconds == nil ? "" : " (up to the cut-off)"
         out.append(indent + "wall \(formatNanoseconds(l.wallNanoseconds))\(upTo), busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))" + mark)
@@ -180,6 +185,9 @@ public enum SummaryReport {
         }
         let worst = l.worstStalls.isEmpty ? "" : "; worst: " + l.worstStalls.prefix(3).map { "\(formatNanoseconds($0.busyNanoseconds)) in \($0.cause)" }.joined(separator: ", ")
         out.append(indent + "stalls (> threshold): \(l.stalls) iterations busier than \(formatNanoseconds(stallThreshold))" + worst + mark)
+        if let missing = l.notAvailable {
+            out.append(indent + "traced by the \(l.adapter ?? "an") adapter; " + notAvailableLine(missing))
+        }
         return out
     }
 
@@ -198,19 +206,24 @@ public enum SummaryReport {
         if let skipped = skippedNote(s.health) { out.append(""); out.append("Note: " + skipped + ".") }
         let o = s.overall
         let mark = o.affectedByLoss ? " (!)" : ""
-        out.append("")
-        out.append("| metric | min | p50 | p90 | p99 | p99.9 | max |")
-        out.append("| --- | --- | --- | --- | --- | --- | --- |")
-        for (name, d) in [("busy per iteration", o.busyPerIteration), ("timer lateness", o.timerLateness),
-                          ("source signal → perform", o.wakeLatency.source), ("block enqueue → run", o.wakeLatency.block),
-                          ("port send → handler", o.wakeLatency.port), ("job enqueue → run", o.wakeLatency.jobOrEmpty),
-                          ("sleep", o.sleep)] where d.count > 0 {
-            out.append("| \(name)\(mark) | " + [d.min, d.p50, d.p90, d.p99, d.p999, d.max].map { formatNanoseconds($0) }.joined(separator: " | ") + " |")
+        // A trace of NIO loops alone has no runs: its run figures would be zeros that describe nothing.
+        if !(s.loops.isEmpty && s.nio != nil) {
+            out.append("")
+            out.append("| metric | min | p50 | p90 | p99 | p99.9 | max |")
+            out.append("| --- | --- | --- | --- | --- | --- | --- |")
+            for (name, d) in [("busy per iteration", o.busyPerIteration), ("timer lateness", o.timerLateness),
+                              ("source signal → perform", o.wakeLatency.source), ("block enqueue → run", o.wakeLatency.block),
+                              ("port send → handler", o.wakeLatency.port), ("job enqueue → run", o.wakeLatency.jobOrEmpty),
+                              ("sleep", o.sleep)] where d.count > 0 {
+                out.append("| \(name)\(mark) | " + [d.min, d.p50, d.p90, d.p99, d.p999, d.max].map { formatNanoseconds($0) }.joined(separator: " | ") + " |")
+            }
+            out.append("")
+            let cut = s.health.cutOffAtNanoseconds.map { " (up to the cut-off at \(offset($0, in: s.health)))" } ?? ""
+            let results = o.results.sorted { $0.key < $1.key }.map { "\(describeResult($0.key)) \($0.value)" }.joined(separator: ", ")
+            out.append("Utilization **\(formatPercent(o.utilization))**\(mark) over \(formatNanoseconds(o.wallNanoseconds)) of runs\(cut); \(o.runs) run\(o.runs == 1 ? "" : "s") (calls of Loop.run\(results.isEmpty ? "" : ": " + results)), \(o.iterations) iterations, \(o.stalls) stalls (iterations busier than \(formatNanoseconds(s.stallThresholdNanoseconds))), \(o.timerMissed) missed timer slots.")
         }
-        out.append("")
-        let cut = s.health.cutOffAtNanoseconds.map { " (up to the cut-off at \(offset($0, in: s.health)))" } ?? ""
-        let results = o.results.sorted { $0.key < $1.key }.map { "\(describeResult($0.key)) \($0.value)" }.joined(separator: ", ")
-        out.append("Utilization **\(formatPercent(o.utilization))**\(mark) over \(formatNanoseconds(o.wallNanoseconds)) of runs\(cut); \(o.runs) run\(o.runs == 1 ? "" : "s") (calls of Loop.run\(results.isEmpty ? "" : ": " + results)), \(o.iterations) iterations, \(o.stalls) stalls (iterations busier than \(formatNanoseconds(s.stallThresholdNanoseconds))), \(o.timerMissed) missed timer slots.")
+        if let foundation = s.foundation { out += foundationMarkdown(foundation, stallThreshold: s.stallThresholdNanoseconds) }
+        if let nio = s.nio { out += nioMarkdown(nio, health: s.health) }
         if !s.timers.isEmpty {
             out.append("")
             out.append("| timer | firings | missed | tolerance | lateness p50 | p99 | max | drift | late | most late while |")

@@ -14,6 +14,12 @@ struct LoopTracker {
     private let labels: LabelTable
     private(set) var firstTimestamp: UInt64 = .max
     private(set) var lastTimestamp: UInt64 = 0
+    /// A loop an adapter traces from its activities alone (Foundation's RunLoop through a CFRunLoop observer): no
+    /// run_begin, run_end, wakeup or callouts, so entry and exit delimit runs and before_waiting to after_waiting
+    /// is a sleep.
+    private(set) var activitiesOnly = false
+    /// When an activities-only loop went to sleep (its before_waiting), until its after_waiting.
+    private var sleepingSince: UInt64?
 
     private var results: [String: UInt64] = [:]
     private var nestedRuns: UInt64 = 0
@@ -139,6 +145,7 @@ struct LoopTracker {
     mutating func activity(_ activity: LoopActivity, _ place: TraceEvent.Place, at ts: UInt64) {
         seen(ts)
         let depth = Int(max(place.depth, 1))
+        if activitiesOnly { runsAndSleeps(activity, depth: depth, mode: place.mode, at: ts) }
         if depth > runStack.count {
             // Begins the trace does not have: the activity tells the depth, and its own run's mode.
             while runStack.count < depth - 1 { openUnbegunRun(at: ts, mode: ModeTable.unknown) }
@@ -154,12 +161,57 @@ struct LoopTracker {
         case .exit:
             closeIterations(deeperThanOrAt: depth, at: ts)
             closeBacklog()
+            exitRun(depth: depth, at: ts)
         case .beforeWaiting:
             closeBacklog()
         default:
             break
         }
     }
+
+    /// An adapter announced the loop (`loop_adapted`): from now on its activities alone tell its runs and sleeps.
+    mutating func adaptedFromActivities(at ts: UInt64) {
+        seen(ts)
+        activitiesOnly = true
+    }
+
+    /// An activities-only loop's runs and sleeps, which a RunLoopCore loop reports with events of their own.
+    private mutating func runsAndSleeps(_ activity: LoopActivity, depth: Int, mode: String, at ts: UInt64) {
+        switch activity {
+        case .entry:
+            // A run still open at this depth lost its exit (trace losses).
+            if runStack.count >= depth { closeRuns(downTo: depth - 1, at: lastTimestamp, result: "end_lost") }
+            while runStack.count < depth - 1 { openUnbegunRun(at: ts, mode: ModeTable.unknown) }
+            if !runStack.isEmpty { nestedRuns += 1 }
+            sleepingSince = nil
+            runStack.append(OpenRun(start: ts, mode: modes.id(mode)))
+        case .beforeWaiting:
+            sleepingSince = ts
+        case .afterWaiting:
+            guard let since = sleepingSince else { return }
+            sleepingSince = nil
+            let duration = ts >= since ? ts - since : 0
+            slept += duration
+            sleeps.record(duration)
+            for index in openIterations.indices { openIterations[index].slept += duration }
+            if !runStack.isEmpty {
+                holds.remember(.init(start: since, end: ts, what: .sleep, depth: runStack.count, mode: runStack[runStack.count - 1].mode))
+            }
+        case .exit:
+            sleepingSince = nil
+        default:
+            break
+        }
+    }
+
+    /// Ends an activities-only loop's run at its exit (after its iterations closed).
+    private mutating func exitRun(depth: Int, at ts: UInt64) {
+        guard activitiesOnly, runStack.count >= depth else { return }
+        closeRuns(downTo: depth - 1, at: ts, result: Self.exitedResult)
+    }
+
+    /// How an activities-only loop's runs end: an observer sees the exit, not the result.
+    static let exitedResult = "exited"
 
     private mutating func closeIterations(deeperThanOrAt depth: Int, at ts: UInt64) {
         while openIterations.count >= depth, let iteration = openIterations.popLast() {
@@ -168,7 +220,8 @@ struct LoopTracker {
             busyPerIteration.record(busy)
             if busy > options.stallThreshold {
                 stalls += 1
-                let cause = iteration.longest.map { name($0.kind, id: $0.id) } ?? "loop overhead"
+                let cause = iteration.longest.map { name($0.kind, id: $0.id) }
+                    ?? (activitiesOnly ? Self.causeNotAvailable : "loop overhead")
                 keepWorst(TraceSummary.Stall(loopID: loopID, iteration: iteration.number, atNanoseconds: iteration.start,
                                              busyNanoseconds: busy, cause: cause))
             }
@@ -308,6 +361,8 @@ struct LoopTracker {
         }
     }
 
+    static let causeNotAvailable = "not available (the adapter sees no callouts)"
+
     static let asleep = "wake-up latency (the loop was asleep)"
 
     /// What held the loop at `time`, when a timer that fires in the modes of `timerModes` came due.
@@ -402,6 +457,10 @@ struct LoopTracker {
         s.slowestCallouts = slowest.sorted { $0.durationNanoseconds > $1.durationNanoseconds }
         s.stalls = stalls
         s.worstStalls = worstStalls.sorted { $0.busyNanoseconds > $1.busyNanoseconds }
+        if activitiesOnly {
+            s.adapter = LoopAdapter.foundation.description
+            s.notAvailable = TraceSummary.NotAvailable.foundation
+        }
         return s
     }
 }

@@ -26,6 +26,11 @@ public struct TraceSummarizer {
     /// The last timer that fired: repeating timers fire in runs.
     private var lastTimer: (id: UInt64, index: Int)?
     private var loopNames: [UInt64: (tid: Int32, name: String)] = [:]
+    /// SwiftNIO event loops: kept apart, since they have ticks instead of runs and activities.
+    private var nioLoops: [NIOLoopTracker] = []
+    private var nioIndexes: [UInt64: Int] = [:]
+    /// The last NIO loop an event went to: a loaded server's events come in runs per loop.
+    private var lastNIO: (id: UInt64, index: Int)?
     private let modes = ModeTable()
     private let labels = LabelTable()
 
@@ -51,6 +56,22 @@ public struct TraceSummarizer {
         loopIDs.append(loopID)
         loopIndexes[loopID] = loops.count - 1
         return loops.count - 1
+    }
+
+    /// The NIO loop `loopID`, created on its first event (its loop_adapted normally, or a tick when that was lost).
+    @inline(__always)
+    private mutating func nioLoop(_ loopID: UInt64, _ event: TraceEvent) -> Int {
+        if let last = lastNIO, last.id == loopID { return last.index }
+        let index: Int
+        if let known = nioIndexes[loopID] {
+            index = known
+        } else {
+            index = nioLoops.count
+            nioLoops.append(NIOLoopTracker(loopID: loopID, threadID: event.threadID, options: options, labels: labels))
+            nioIndexes[loopID] = index
+        }
+        lastNIO = (loopID, index)
+        return index
     }
 
     private mutating func timer(_ timerID: UInt64, loopID: UInt64) -> Int {
@@ -109,8 +130,17 @@ public struct TraceSummarizer {
             loops[loop(loopID, event)].endCallout(id: id, at: ts)
         case .sourceSignal:
             break
-        case .loopAdapted, .nioTick, .nioIO, .probeFire:
-            break   // INTERIM: the adapters' summaries come with the analysis branch of issue #12
+        case .loopAdapted(let loopID, let adapter, let groupID):
+            switch adapter {
+            case .nio: nioLoops[nioLoop(loopID, event)].adapted(groupID: groupID, at: ts)
+            case .foundation: loops[loop(loopID, event)].adaptedFromActivities(at: ts)
+            }
+        case .nioTick(let loopID, let start, let end, let sleep, let tasks):
+            nioLoops[nioLoop(loopID, event)].tick(start: start, end: end, sleep: sleep, tasks: tasks)
+        case .nioIO(let loopID, let channelID, let io, let start, let end):
+            nioLoops[nioLoop(loopID, event)].io(channelID: channelID, event: io, start: start, end: end)
+        case .probeFire(let loopID, _, let lateness, let cost):
+            nioLoops[nioLoop(loopID, event)].probe(lateness: lateness, cost: cost, at: ts)
         }
     }
 
@@ -158,14 +188,59 @@ public struct TraceSummarizer {
         }.sorted { ($0.lateness.p99, $0.timerID) > ($1.lateness.p99, $1.timerID) }
 
         var traceHealth = TraceSummary.Health(health)
+        var nio: TraceSummary.NIOSummary?
+        var foundation: TraceSummary.FoundationSummary?
+        var nioFirst: UInt64?
+        if !nioLoops.isEmpty {
+            let nioSummaries = nioLoops.map { tracker -> TraceSummary.NIOLoopSummary in
+                var summary = tracker.summary(name: loopNames[tracker.loopID]?.name)
+                if let tid = loopNames[tracker.loopID]?.tid { summary.threadID = tid }
+                let loss = Self.losses(in: health, threadID: summary.threadID, from: tracker.firstTimestamp, to: tracker.lastTimestamp)
+                summary.lostEventsAffecting = loss.events
+                summary.lossWindowsAffecting = loss.windows
+                return summary
+            }
+            var groupIDs: [UInt64] = []
+            for tracker in nioLoops where !groupIDs.contains(tracker.groupID) { groupIDs.append(tracker.groupID) }
+            let groups = groupIDs.map { group in
+                let members = nioLoops.indices.filter { nioLoops[$0].groupID == group }
+                return NIOLoopTracker.totals(members.map { nioLoops[$0] }, members.map { nioSummaries[$0] }, groupID: group, keep: options.keep)
+            }
+            nio = TraceSummary.NIOSummary(loops: nioSummaries, groups: groups,
+                                          overall: NIOLoopTracker.totals(nioLoops, nioSummaries, groupID: nil, keep: options.keep),
+                                          notAvailable: TraceSummary.NotAvailable.nio)
+            nioFirst = nioLoops.map(\.firstTimestamp).min()
+        }
+        let foundationIndexes = loops.indices.filter { loops[$0].activitiesOnly }
+        if !foundationIndexes.isEmpty {
+            var totals = LoopTracker(loopID: 0, threadID: 0, options: options, modes: modes, labels: labels)
+            for index in foundationIndexes {
+                var tracker = loops[index]
+                tracker.finishTrace()
+                totals.absorb(tracker)
+            }
+            var summary = totals.summary(timers: TimerTotals())
+            summary.adapter = LoopAdapter.foundation.description
+            summary.notAvailable = TraceSummary.NotAvailable.foundation
+            summary.loopID = nil
+            summary.threadID = nil
+            summary.worstStalls = Array(foundationIndexes.flatMap { loopSummaries[$0].worstStalls }
+                .sorted { $0.busyNanoseconds > $1.busyNanoseconds }.prefix(options.keep))
+            let busiest = foundationIndexes.max { loopSummaries[$0].utilization < loopSummaries[$1].utilization }!
+            foundation = TraceSummary.FoundationSummary(loopIDs: foundationIndexes.map { loops[$0].loopID }, overall: summary,
+                                                        utilizationMax: loopSummaries[busiest].utilization,
+                                                        busiestLoopID: loops[busiest].loopID,
+                                                        notAvailable: TraceSummary.NotAvailable.foundation)
+        }
         traceHealth.runsCutOff = loopSummaries.reduce(0) { $0 + ($1.results["did_not_end"] ?? 0) }
         traceHealth.runsEndLost = loopSummaries.reduce(0) { $0 + ($1.results["end_lost"] ?? 0) }
         traceHealth.runsBegunBeforeTrace = loopSummaries.reduce(0) { $0 + ($1.runsBegunBeforeTrace ?? 0) }
         traceHealth.cutOffAtNanoseconds = loopSummaries.compactMap(\.cutOffAtNanoseconds).max()
-        traceHealth.firstEventNanoseconds = loops.map(\.firstTimestamp).min()
+        traceHealth.firstEventNanoseconds = (loops.map(\.firstTimestamp) + [nioFirst].compactMap { $0 }).min()
         return TraceSummary(health: traceHealth,
                             overall: overallSummary, loops: loopSummaries, timers: timerSummaries,
-                            stallThresholdNanoseconds: options.stallThreshold, lateThresholdNanoseconds: options.lateThreshold)
+                            stallThresholdNanoseconds: options.stallThreshold, lateThresholdNanoseconds: options.lateThreshold,
+                            nio: nio, foundation: foundation)
     }
 
     /// Losses in windows that may hide events of this thread in [from, to]: windows of its own stream (embedded

@@ -10,6 +10,10 @@ public struct TraceSummary: Codable, Sendable, Equatable {
     public var timers: [TimerSummary]
     public var stallThresholdNanoseconds: UInt64
     public var lateThresholdNanoseconds: UInt64
+    /// SwiftNIO event loops, when the trace has some (their figures are not in ``overall``: they have no runs).
+    public var nio: NIOSummary? = nil
+    /// Foundation RunLoops, when the trace has some (they are in ``loops`` and ``overall`` too).
+    public var foundation: FoundationSummary? = nil
 
     public struct Health: Codable, Sendable, Equatable {
         /// What the reader counted (events read and lost, packets lost, the loss windows), as it counted it.
@@ -115,6 +119,10 @@ public struct TraceSummary: Codable, Sendable, Equatable {
     public struct LoopSummary: Codable, Sendable, Equatable {
         /// nil for the overall figures.
         public var loopID: UInt64?
+        /// The adapter that traces this loop (`foundation`); nil for a RunLoopCore loop.
+        public var adapter: String?
+        /// Figures the adapter cannot see: reported as not available, never as zero (nil: everything is seen).
+        public var notAvailable: [String]?
         public var threadID: Int32?
         public var name: String?
         /// Calls of `Loop.run`, nested ones included (every run, including ones whose begin or end is missing).
