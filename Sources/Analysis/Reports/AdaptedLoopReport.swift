@@ -25,10 +25,7 @@ extension SummaryReport {
         var out: [String] = []
         for l in nio.loops {
             out.append("")
-            var mark = ""
-            if l.affectedByLoss {
-                mark = l.lostEventsAffecting > 0 ? " (!) \(l.lostEventsAffecting) lost events in its window" : " (!) whole packets lost in its window"
-            }
+            let mark = lossMark(affected: l.affectedByLoss, lostEvents: l.lostEventsAffecting)
             out.append("NIO event loop \(l.loopID) (thread \(l.threadID)\(l.name.map { ", \($0)" } ?? ""), group \(l.groupID))\(mark)")
             guard l.ticks > 0 else {
                 out.append("  no tick in the trace (the loop never ticked while it was recorded, or its group shut down first)")

@@ -52,6 +52,12 @@ public enum SummaryReport {
         return "\(skipped) event(s) of kinds this rlctl does not know were skipped (a newer recorder's trace)"
     }
 
+    /// After a loop's heading: whether losses fall in its window, and how many events.
+    static func lossMark(affected: Bool, lostEvents: UInt64) -> String {
+        guard affected else { return "" }
+        return lostEvents > 0 ? " (!) \(lostEvents) lost events in its window" : " (!) whole packets lost in its window"
+    }
+
     static func healthProblems(_ h: TraceSummary.Health) -> [String] {
         var out: [String] = []
         if h.eventsRead == 0 {
@@ -89,10 +95,7 @@ public enum SummaryReport {
         if let skipped = skippedNote(h) { out.append("  " + skipped) }
         for loop in s.loops {
             out.append("")
-            var mark = ""
-            if loop.affectedByLoss {
-                mark = loop.lostEventsAffecting > 0 ? " (!) \(loop.lostEventsAffecting) lost events in its window" : " (!) whole packets lost in its window"
-            }
+            let mark = lossMark(affected: loop.affectedByLoss, lostEvents: loop.lostEventsAffecting)
             out.append("loop \(loop.loopID ?? 0) (thread \(loop.threadID ?? 0)\(loop.name.map { ", \($0)" } ?? ""))\(mark)")
             out += loopLines(loop, health: h, stallThreshold: s.stallThresholdNanoseconds, indent: "  ")
         }

@@ -61,30 +61,33 @@ public struct TraceSummarizer {
     /// The NIO loop `loopID`, created on its first event (its loop_adapted normally, or a tick when that was lost).
     @inline(__always)
     private mutating func nioLoop(_ loopID: UInt64, _ event: TraceEvent) -> Int {
-        if let last = lastNIO, last.id == loopID { return last.index }
-        let index: Int
-        if let known = nioIndexes[loopID] {
-            index = known
-        } else {
-            index = nioLoops.count
-            nioLoops.append(NIOLoopTracker(loopID: loopID, threadID: event.threadID, options: options, labels: labels))
-            nioIndexes[loopID] = index
+        let (options, labels) = (options, labels)
+        return Self.index(of: loopID, in: &nioLoops, indexes: &nioIndexes, last: &lastNIO) {
+            NIOLoopTracker(loopID: loopID, threadID: event.threadID, options: options, labels: labels)
         }
-        lastNIO = (loopID, index)
-        return index
     }
 
     private mutating func timer(_ timerID: UInt64, loopID: UInt64) -> Int {
-        if let last = lastTimer, last.id == timerID { return last.index }
+        Self.index(of: timerID, in: &timers, indexes: &timerIndexes, last: &lastTimer) {
+            TimerStatistics(timerID: timerID, loopID: loopID)
+        }
+    }
+
+    /// The index of `id`'s tracker in `items`, made on its first sight; `last` keeps the previous answer, as
+    /// an item's events come in runs.
+    @inline(__always)
+    private static func index<Tracker>(of id: UInt64, in items: inout [Tracker], indexes: inout [UInt64: Int],
+                                       last: inout (id: UInt64, index: Int)?, make: () -> Tracker) -> Int {
+        if let last, last.id == id { return last.index }
         let index: Int
-        if let known = timerIndexes[timerID] {
+        if let known = indexes[id] {
             index = known
         } else {
-            index = timers.count
-            timers.append(TimerStatistics(timerID: timerID, loopID: loopID))
-            timerIndexes[timerID] = index
+            index = items.count
+            items.append(make())
+            indexes[id] = index
         }
-        lastTimer = (timerID, index)
+        last = (id, index)
         return index
     }
 

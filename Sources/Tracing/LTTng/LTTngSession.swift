@@ -86,10 +86,8 @@ public enum LTTngTools {
         // answers. Only whether `lttng list` answers within the wait counts.
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
-            if isSessionDaemonReachable {
-                if case .failure = launched { return false }
-                return true
-            }
+            // Started by this call only if its launcher succeeded.
+            if isSessionDaemonReachable { return (try? launched.get()) != nil }
             usleep(100_000)
         }
         if case .failure(let error) = launched { throw error }
