@@ -92,6 +92,11 @@ let package = Package(
             plugins: haveLTTng ? ["LTTngProviderBuilder"] : []
         ),
         .plugin(name: "LTTngProviderBuilder", capability: .buildTool()),
+        // Finds librlctl-wait-interposer.so for `rlctl record --any`. The library itself (interposer/: the wrappers
+        // of the libc wait calls, with the embedded recorder compiled in) is built by the WaitInterposerBuilder
+        // plugin into this target's resources; nothing of it is linked into this target.
+        .target(name: "CWaitInterposer", exclude: ["interposer"], plugins: ["WaitInterposerBuilder"]),
+        .plugin(name: "WaitInterposerBuilder", capability: .buildTool()),
         // The CTF reader's libbabeltrace2 graph and sink component (a stub without libbabeltrace2).
         .target(
             name: "CBabeltrace2",
@@ -100,7 +105,7 @@ let package = Package(
             linkerSettings: haveBabeltrace2 ? [.linkedLibrary("babeltrace2")] : []
         ),
         // Recording: the loop's events into the embedded recorder or LTTng, and LTTng sessions.
-        .target(name: "Tracing", dependencies: ["RunLoopCore", "TraceModel", "CRecorder", "CRunLoopTracepoints"]),
+        .target(name: "Tracing", dependencies: ["RunLoopCore", "TraceModel", "CRecorder", "CRunLoopTracepoints", "CWaitInterposer"]),
         // Reading: any trace (embedded or CTF from LTTng) back into TraceModel events. Links neither the loop nor
         // liblttng-ust.
         .target(name: "TraceReading", dependencies: ["TraceModel", "CBabeltrace2"]),
@@ -148,7 +153,15 @@ let package = Package(
                                                             .product(name: "Histogram", package: "hdrhistogram-swift")]),
         .testTarget(name: "RunLoopFoundationTests", dependencies: ["RunLoopFoundation", "RunLoopCore", "Tracing", "TraceReading",
                                                                    "TestSupport", "foundation-timer-app"]),
+        // The wait interposer in real processes: C programs (Programs/, compiled by the tests) recorded through it.
+        .testTarget(
+            name: "WaitInterposerTests", dependencies: ["TraceReading", "TraceModel", "TestSupport", "CWaitInterposer"],
+            exclude: ["Programs"]   // compiled with cc by the tests, found through #filePath
+        ),
         // End to end: runs the built rlctl binary.
-        .testTarget(name: "rlctlTests", dependencies: ["rlctl", "runloop-demo", "TestSupport"]),
+        .testTarget(
+            name: "rlctlTests", dependencies: ["rlctl", "runloop-demo", "TestSupport"],
+            exclude: ["AnyPrograms"]   // the programs `rlctl record --any` is tested on, run from #filePath
+        ),
     ]
 )

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages rlctl uses: LTTng-UST (headers and library, for the tracepoint provider),
-# lttng-tools (the session daemon and `lttng` CLI), babeltrace2 (reading LTTng's CTF traces) and wrk (the HTTP
-# load generator that drives the SwiftNIO example server, Adapters/NIO).
+# lttng-tools (the session daemon and `lttng` CLI), babeltrace2 (reading LTTng's CTF traces), wrk (the HTTP
+# load generator that drives the SwiftNIO example server, Adapters/NIO, and the Node.js server of the `--any` tests),
+# and the programs nobody here wrote that `rlctl record --any` is tested on: redis-server (with redis-benchmark), and
+# Node.js and Python 3 when no `node` or `python3` is on PATH (a newer one installed otherwise is used as it is);
+# strace is the peer the `--any` benchmark compares with.
 # Idempotent and quiet when everything is there already; needs root (or sudo) only when something is missing.
 set -euo pipefail
 
-packages=(liblttng-ust-dev lttng-tools babeltrace2 libbabeltrace2-dev pkg-config wrk)
+packages=(liblttng-ust-dev lttng-tools babeltrace2 libbabeltrace2-dev pkg-config wrk redis-server redis-tools strace)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
+command -v node >/dev/null || missing+=(nodejs)
+command -v python3 >/dev/null || missing+=(python3)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 sudo=""

@@ -32,6 +32,42 @@
 #define EVENT_HEADER_SIZE 9
 #define MAX_STRING 255
 
+// The wait interposer (CWaitInterposer) builds this file with RLREC_ALLOC_MMAP: there a thread's first event
+// comes from inside any program's libc wait call, possibly made under that program's own allocator (or a
+// replacement malloc that waits), so thread buffers take their memory from the kernel. Other builds use malloc.
+#ifdef RLREC_ALLOC_MMAP
+#define RLREC_ALLOC_HEADER 16   // the mapping's size, kept in front of the block (and keeps it 16-byte aligned)
+static void *rlrec_calloc(size_t count, size_t size) {
+    if (size && count > (SIZE_MAX - RLREC_ALLOC_HEADER) / size) return NULL;
+    size_t total = count * size + RLREC_ALLOC_HEADER;
+    uint8_t *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) return NULL;
+    memcpy(base, &total, sizeof total);
+    return base + RLREC_ALLOC_HEADER;
+}
+static void rlrec_free(void *block) {
+    if (!block) return;
+    uint8_t *base = (uint8_t *)block - RLREC_ALLOC_HEADER;
+    size_t total;
+    memcpy(&total, base, sizeof total);
+    munmap(base, total);
+}
+static void *rlrec_realloc(void *block, size_t size) {
+    void *grown = rlrec_calloc(1, size);
+    if (!grown || !block) return grown;
+    size_t old;
+    memcpy(&old, (uint8_t *)block - RLREC_ALLOC_HEADER, sizeof old);
+    old -= RLREC_ALLOC_HEADER;
+    memcpy(grown, block, old < size ? old : size);
+    rlrec_free(block);
+    return grown;
+}
+#else
+#define rlrec_calloc calloc
+#define rlrec_free free
+#define rlrec_realloc realloc
+#endif
+
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -379,15 +415,15 @@ static int switch_sub_buffer(thread_buffer *tb, uint64_t ts) {
 static void free_buffer_memory(thread_buffer *tb) {
     if (tb->memory) munmap(tb->memory, tb->memory_size);
     tb->memory = NULL;
-    free((void *)tb->state);
+    rlrec_free((void *)tb->state);
     tb->state = NULL;
-    free(tb->packet_events);
+    rlrec_free(tb->packet_events);
     tb->packet_events = NULL;
 }
 
 static __attribute__((noinline, cold)) thread_buffer *attach_thread(uint64_t tag) {
     pthread_once(&g_key_once, make_key);
-    thread_buffer *tb = calloc(1, sizeof *tb);
+    thread_buffer *tb = rlrec_calloc(1, sizeof *tb);
     if (!tb) return NULL;
     tb->tag = tag;
     tb->tid = (int32_t)syscall(SYS_gettid);
@@ -399,11 +435,11 @@ static __attribute__((noinline, cold)) thread_buffer *attach_thread(uint64_t tag
     // pays for the whole buffer instead, once.
     void *memory = mmap(NULL, tb->memory_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     tb->memory = memory == MAP_FAILED ? NULL : memory;
-    tb->state = calloc(tb->sub_count, sizeof *tb->state);
-    tb->packet_events = calloc(tb->sub_count, sizeof *tb->packet_events);
+    tb->state = rlrec_calloc(tb->sub_count, sizeof *tb->state);
+    tb->packet_events = rlrec_calloc(tb->sub_count, sizeof *tb->packet_events);
     if (!tb->memory || !tb->state || !tb->packet_events) {
         free_buffer_memory(tb);
-        free(tb);
+        rlrec_free(tb);
         return NULL;
     }
     atomic_store_explicit(&tb->state[0], SUB_FILLING, memory_order_relaxed);
@@ -411,7 +447,7 @@ static __attribute__((noinline, cold)) thread_buffer *attach_thread(uint64_t tag
     if (atomic_load(&g_hot.state) != tag) {
         pthread_mutex_unlock(&g_registry_lock);   // the recording ended meanwhile
         free_buffer_memory(tb);
-        free(tb);
+        rlrec_free(tb);
         return NULL;
     }
     // Under the lock: this thread is not busy yet, so only the lock keeps a new rlrec_start from recalibrating
@@ -419,11 +455,11 @@ static __attribute__((noinline, cold)) thread_buffer *attach_thread(uint64_t tag
     open_sub_buffer(tb, 0, first_time(tb));
     if (g_buffer_count == g_buffer_capacity) {
         uint32_t capacity = g_buffer_capacity ? g_buffer_capacity * 2 : 16;
-        thread_buffer **grown = realloc(g_buffers, capacity * sizeof *grown);
+        thread_buffer **grown = rlrec_realloc(g_buffers, capacity * sizeof *grown);
         if (!grown) {
             pthread_mutex_unlock(&g_registry_lock);
             free_buffer_memory(tb);
-            free(tb);
+            rlrec_free(tb);
             return NULL;
         }
         g_buffers = grown;

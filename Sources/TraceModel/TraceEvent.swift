@@ -85,6 +85,13 @@ public struct TraceEvent: Sendable, Equatable {
         /// `runloop:probe_fire`: the lateness probe's task, due at `scheduled`, started `lateness` late and ran
         /// for `cost`.
         case probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64)
+        /// `runloop:wait_begin`: a thread of any program (`rlctl record --any`) is about to block in `call` on
+        /// `target` (an epoll descriptor, -1 for poll and select) for at most `timeout` ns (-1: no timeout).
+        case waitBegin(call: WaitCall, target: Int32, setSize: UInt32, timeout: Int64)
+        /// `runloop:wait_end`: the thread's wait returned `ready` (-1 on failure, with `error` its errno).
+        case waitEnd(ready: Int32, error: Int32)
+        /// `runloop:wait_thread`: the waiting thread's process and names, before its first wait.
+        case waitThread(pid: Int32, ppid: Int32, thread: String, process: String)
     }
 
     /// The event's full name, as LTTng shows it (`runloop:before_waiting`).
@@ -118,6 +125,9 @@ extension TraceEvent.Payload {
         case .nioTick: return "nio_tick"
         case .nioIO: return "nio_io"
         case .probeFire: return "probe_fire"
+        case .waitBegin: return "wait_begin"
+        case .waitEnd: return "wait_end"
+        case .waitThread: return "wait_thread"
         }
     }
 }

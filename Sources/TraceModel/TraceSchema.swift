@@ -102,6 +102,7 @@ public enum TraceSchema {
         case blockBegin, blockEnd, observerBegin, observerEnd, wakeUp, loopCreate, itemLabel
         case mainQueueBegin, mainQueueEnd, jobBegin, jobEnd
         case loopAdapted, nioTick, nioIO, probeFire
+        case waitBegin, waitEnd, waitThread
 
         // Inlinable: the recorder calls this for every activity event it writes, from another module.
         @inlinable

@@ -85,3 +85,13 @@ extension NIOIOEvent {
         self = event
     }
 }
+
+extension WaitCall {
+    /// epoll_wait 0, epoll_pwait 1, epoll_pwait2 2, poll 3, ppoll 4, select 5, pselect 6.
+    public var traceValue: Int64 { Int64(rawValue) }
+
+    public init?(traceValue: Int64) {
+        guard let value = UInt8(exactly: traceValue), let call = WaitCall(rawValue: value) else { return nil }
+        self = call
+    }
+}

@@ -117,6 +117,17 @@ public enum LoopAdapter: UInt8, Sendable, CaseIterable, CustomStringConvertible 
     }
 }
 
+/// The libc call a thread waited in, as `wait_begin` reports it (`rlctl record --any`).
+public enum WaitCall: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    case epollWait, epollPwait, epollPwait2, poll, ppoll, select, pselect
+
+    private static let names = ["epoll_wait", "epoll_pwait", "epoll_pwait2", "poll", "ppoll", "select", "pselect"]
+    /// The trace name (the libc function's: these never change, traces are read by it).
+    public var description: String { Self.names[Int(rawValue)] }
+    /// Whether it waits on an epoll descriptor (the event's `target`) rather than on a set passed with the call.
+    public var isEpoll: Bool { rawValue <= WaitCall.epollPwait2.rawValue }
+}
+
 /// What a traced SwiftNIO channel's pipeline handled, as `nio_io` reports it.
 public enum NIOIOEvent: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case read, readComplete, active, inactive, writabilityChanged, userEvent, error

@@ -72,9 +72,7 @@ enum TraceEventDecoding {
             return .wakeUp(loopID: v.integer(0), reason: reason, slept: v.integer(2))
         case .loopCreate:
             // loop_id, tid, name
-            let tid = v.integer(1)
-            guard let threadID = Int32(exactly: Int64(bitPattern: tid)) else { throw FieldValueProblem(field: 1, value: tid, expected: "a thread id") }
-            return .loopCreate(loopID: v.integer(0), threadID: threadID, name: v.string(2))
+            return .loopCreate(loopID: v.integer(0), threadID: try signed32(v.integer(1), field: 1, "a thread id"), name: v.string(2))
         case .itemLabel:
             // item_id, kind, label
             let kind = try label(v.integer(1), field: 1, LoopItemKind.init(traceValue:), "an item kind")
@@ -104,6 +102,19 @@ enum TraceEventDecoding {
         case .probeFire:
             // loop_id, scheduled_ns, lateness_ns, cost_ns
             return .probeFire(loopID: v.integer(0), scheduled: v.integer(1), lateness: v.integer(2), cost: v.integer(3))
+        case .waitBegin:
+            // call, target, set_size, timeout_ns
+            let call = try label(v.integer(0), field: 0, WaitCall.init(traceValue:), "a wait call")
+            return .waitBegin(call: call, target: try signed32(v.integer(1), field: 1, "a descriptor"),
+                              setSize: UInt32(truncatingIfNeeded: v.integer(2)), timeout: Int64(bitPattern: v.integer(3)))
+        case .waitEnd:
+            // ready, error
+            return .waitEnd(ready: try signed32(v.integer(0), field: 0, "a wait result"),
+                            error: try signed32(v.integer(1), field: 1, "an errno"))
+        case .waitThread:
+            // pid, ppid, thread, process
+            let pid = try signed32(v.integer(0), field: 0, "a process id"), ppid = try signed32(v.integer(1), field: 1, "a process id")
+            return .waitThread(pid: pid, ppid: ppid, thread: v.string(2), process: v.string(3))
         }
     }
 
@@ -111,5 +122,12 @@ enum TraceEventDecoding {
     private static func label<T>(_ value: UInt64, field: Int, _ make: (Int64) -> T?, _ expected: String) throws(FieldValueProblem) -> T {
         guard let decoded = make(Int64(bitPattern: value)) else { throw FieldValueProblem(field: field, value: value, expected: expected) }
         return decoded
+    }
+
+    /// A signed 32-bit field (held as a sign-extended 64-bit integer).
+    @inline(__always)
+    private static func signed32(_ value: UInt64, field: Int, _ expected: String) throws(FieldValueProblem) -> Int32 {
+        guard let narrow = Int32(exactly: Int64(bitPattern: value)) else { throw FieldValueProblem(field: field, value: value, expected: expected) }
+        return narrow
     }
 }

@@ -285,7 +285,7 @@ import Tracing
         // stalls.count is the runs' figure: on NIO loops alone it has nothing to count, and must not pass as 0.
         let runStalls = try check("stalls.count == 0\n", try Self.threeLoops().summarize())
         #expect(!runStalls.passed && runStalls.verdicts.first?.noData == true)
-        #expect(runStalls.incompleteness == ["no data for stalls.count (no RunLoopCore or Foundation loop in the trace; NIO loops have nio.stalls.*)"])
+        #expect(runStalls.incompleteness == ["no data for stalls.count (no RunLoopCore, Foundation or wait loop in the trace; NIO loops have nio.stalls.*)"])
         let noFoundation = try check("foundation.busy.p99 <= 10ms\n", try Self.threeLoops().summarize())
         #expect(!noFoundation.passed && noFoundation.verdicts.first?.noDataReason == "no Foundation loop in the trace")
     }

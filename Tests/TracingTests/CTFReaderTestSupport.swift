@@ -63,6 +63,9 @@ enum CTFTestTrace {
              .itemLabel(itemID: 13, kind: .channel, label: "http 127.0.0.1:8080"),
              .nioIO(loopID: 3, channelID: 13, event: .read, start: base + 24_100, end: base + 24_300),
              .probeFire(loopID: 3, scheduled: base + 24_000, lateness: 500, cost: 80),
+             .waitThread(pid: 4242, ppid: 1, thread: "node", process: "node"),
+             .waitBegin(call: .epollPwait, target: 13, setSize: 1024, timeout: -1),
+             .waitEnd(ready: -1, error: 4),
              .activity(.exit, place(2)),
              .runEnd(loopID: 3, mode: "kCFRunLoopDefaultMode", result: .handledSource)],
         ]
@@ -147,6 +150,9 @@ enum CTFTestTrace {
             ("nio_tick", "uint64_t loop_id; uint64_t start_ns; uint64_t end_ns; uint64_t sleep_ns; uint64_t tasks;"),
             ("nio_io", "uint64_t loop_id; uint64_t channel_id; uint8_t io; uint64_t start_ns; uint64_t end_ns;"),
             ("probe_fire", "uint64_t loop_id; uint64_t scheduled_ns; uint64_t lateness_ns; uint64_t cost_ns;"),
+            ("wait_begin", "enum : uint8_t { epoll_wait = 0, epoll_pwait = 1, epoll_pwait2 = 2, poll = 3, ppoll = 4, select = 5, pselect = 6 } call; int32_t target; uint32_t set_size; int64_t timeout_ns;"),
+            ("wait_end", "int32_t ready; int32_t error;"),
+            ("wait_thread", "int32_t pid; int32_t ppid; string thread; string process;"),
         ]
         var text = """
         /* CTF 1.8 */
@@ -334,6 +340,12 @@ enum CTFTestTrace {
             data.appendLE(loop); data.appendLE(channel); data.append(event.rawValue); data.appendLE(start); data.appendLE(end)
         case .probeFire(let loop, let scheduled, let lateness, let cost):
             for value in [loop, scheduled, lateness, cost] { data.appendLE(value) }
+        case .waitBegin(let call, let target, let setSize, let timeout):
+            data.append(call.rawValue); data.appendLE(target); data.appendLE(setSize); data.appendLE(timeout)
+        case .waitEnd(let ready, let error):
+            data.appendLE(ready); data.appendLE(error)
+        case .waitThread(let pid, let ppid, let thread, let process):
+            data.appendLE(pid); data.appendLE(ppid); string(thread); string(process)
         }
         return data
     }

@@ -235,6 +235,7 @@ enum LTTngWorkload {
                 return loop == loopID
             case .sourceSignal(let source): return source == sourceID
             case .itemLabel(let item, _, _): return [timerID, sourceID, observerID].contains(item)
+            case .waitBegin, .waitEnd, .waitThread: return false
             }
         }
     }

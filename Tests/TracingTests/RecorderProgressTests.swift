@@ -19,7 +19,7 @@ import Tracing
         let recorder = recording.embeddedRecorder!
         let before = recording.progress!.recorded
         onThread {
-            var context = "progress".utf8CString
+            let context = "progress".utf8CString
             context.withUnsafeBufferPointer { mode in
                 let ctx = LoopEventSink.Context(loopID: 77, modeCString: mode.baseAddress!, depth: 1, iteration: 1)
                 for _ in 0..<10 { recorder.activity(.beforeTimers, ctx) }

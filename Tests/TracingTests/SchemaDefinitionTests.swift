@@ -20,6 +20,7 @@ import Tracing
         .mainQueueBegin: "main_queue_begin", .mainQueueEnd: "main_queue_end",
         .jobBegin: "job_begin", .jobEnd: "job_end",
         .loopAdapted: "loop_adapted", .nioTick: "nio_tick", .nioIO: "nio_io", .probeFire: "probe_fire",
+        .waitBegin: "wait_begin", .waitEnd: "wait_end", .waitThread: "wait_thread",
     ]
 
     @Test func swiftEventIDsAreTheDefinitionsIDs() {
@@ -56,7 +57,7 @@ import Tracing
             Dictionary(uniqueKeysWithValues: TraceSchema.enumerations.first { $0.name == name }!.labels.map { ($0.label, $0.value) })
         }
         #expect(TraceSchema.enumerations.map(\.name) == ["activity", "run_result", "wake_reason", "source_kind", "item_kind",
-                                                          "loop_adapter", "nio_io_event"])
+                                                          "loop_adapter", "nio_io_event", "wait_call"])
         #expect(labels("activity") == Dictionary(uniqueKeysWithValues: Loop.Activity.ordered.map { ($0.description, $0.traceValue) }))
         #expect(labels("run_result") == Dictionary(uniqueKeysWithValues: [Loop.RunResult.finished, .stopped, .timedOut, .handledSource].map { ($0.description, $0.traceValue) }))
         #expect(labels("wake_reason") == Dictionary(uniqueKeysWithValues: Loop.WakeReason.allCases.map { ($0.description, $0.traceValue) }))
@@ -64,6 +65,7 @@ import Tracing
         #expect(labels("item_kind") == Dictionary(uniqueKeysWithValues: [LoopEventSink.ItemKind.timer, .source, .descriptor, .port, .observer, .channel].map { ($0.description, $0.traceValue) }))
         #expect(labels("loop_adapter") == Dictionary(uniqueKeysWithValues: LoopEventSink.Adapter.allCases.map { ($0.description, $0.traceValue) }))
         #expect(labels("nio_io_event") == Dictionary(uniqueKeysWithValues: LoopEventSink.NIOEvent.allCases.map { ($0.description, $0.traceValue) }))
+        #expect(labels("wait_call") == Dictionary(uniqueKeysWithValues: WaitCall.allCases.map { ($0.description, $0.traceValue) }))
     }
 
     /// A field named like a TSDL keyword (`event`, `stream`…) makes every CTF metadata that declares it

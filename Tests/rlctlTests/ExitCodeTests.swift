@@ -42,44 +42,41 @@ struct RecordExitCodeTests {
     /// The program killed while it waits at its gate (rlctl is still setting up the session): opening the gate
     /// raised SIGPIPE, which ended rlctl without a word.
     @Test func aProgramKilledAtItsGateIsAFailedProgram() throws {
-        var caughtAtTheGate = false
-        for _ in 0..<3 where !caughtAtTheGate {
-            let rlctl = try CLI.start(["record", "--", CLI.sibling("runloop-demo"), "1"])
-            // The gated child runs rlctl's image until it is released and executes the program; rlctl's other
-            // children (lttng commands) run rlctl's image only for the instant before their exec.
-            func children() -> [pid_t] {
-                let text = (try? String(contentsOfFile: "/proc/\(rlctl.pid)/task/\(rlctl.pid)/children", encoding: .utf8)) ?? ""
-                return text.split(separator: " ").compactMap { pid_t($0) }
-            }
-            func image(_ pid: pid_t) -> String { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? "" }
-            let end = ContinuousClock.now + .seconds(10)
-            watch: while ContinuousClock.now < end && rlctl.isRunning {
-                for child in children() {
-                    if image(child).hasSuffix("/runloop-demo") { break watch }   // released already: too late
-                    guard image(child).hasSuffix("/rlctl") else { continue }
-                    usleep(30_000)
-                    if image(child).hasSuffix("/rlctl") && children().contains(child) {
-                        kill(child, SIGKILL)
-                        caughtAtTheGate = true
-                        break watch
-                    }
-                }
-                usleep(1_000)
-            }
-            let result = rlctl.wait()
-            guard caughtAtTheGate else { continue }
-            #expect(result.status == 1, "\(result.termination): \(result.stderr)")
-            if !result.stderr.contains("before it started") {
-                // rlctl had opened the gate between the last look and the kill (the child was still on its way to
-                // exec): a failed program too, reported as one that ran; try again for the gate itself.
-                #expect(result.stderr.contains("runloop-demo was killed by signal 9 (Killed), and no runloop events were recorded"), "\(result.stderr)")
-                caughtAtTheGate = false
-                continue
-            }
-            #expect(result.stderr.contains("runloop-demo was killed by signal 9 (Killed) before it started; it did not run"), "\(result.stderr)")
-            break
+        // The gate is open only while rlctl sets up the LTTng session, a few milliseconds on a quiet machine: an
+        // `lttng` first in PATH that takes 3 s over `start` holds the program there long enough to be caught.
+        let real = try #require(TestEnvironment.executable("lttng"))
+        let slowTools = temporaryPath("slow-lttng")
+        try FileManager.default.createDirectory(atPath: slowTools, withIntermediateDirectories: true)
+        try "#!/bin/sh\ncase \" $* \" in *\" start \"*) sleep 3 ;; esac\nexec \(real) \"$@\"\n"
+            .write(toFile: slowTools + "/lttng", atomically: true, encoding: .utf8)
+        chmod(slowTools + "/lttng", 0o755)
+        let path = slowTools + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        let rlctl = try CLI.start(["record", "--tracer", "lttng", "--", CLI.sibling("runloop-demo"), "1"],
+                                  environment: ["PATH": path])
+        // The gated child runs rlctl's image until it is released and executes the program; rlctl's other
+        // children (the lttng script) run rlctl's image only for the instant before their exec.
+        func children() -> [pid_t] {
+            let text = (try? String(contentsOfFile: "/proc/\(rlctl.pid)/task/\(rlctl.pid)/children", encoding: .utf8)) ?? ""
+            return text.split(separator: " ").compactMap { pid_t($0) }
         }
-        #expect(caughtAtTheGate, "the program was never caught at its gate in three tries")
+        func image(_ pid: pid_t) -> String { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? "" }
+        var caughtAtTheGate = false
+        let end = ContinuousClock.now + .seconds(20)
+        watch: while ContinuousClock.now < end && rlctl.isRunning {
+            for child in children() where image(child).hasSuffix("/rlctl") {
+                usleep(100_000)
+                if image(child).hasSuffix("/rlctl") && children().contains(child) {
+                    kill(child, SIGKILL)
+                    caughtAtTheGate = true
+                    break watch
+                }
+            }
+            usleep(1_000)
+        }
+        let result = rlctl.wait()
+        try #require(caughtAtTheGate, "the program was never seen at its gate: \(result.termination): \(result.stderr)")
+        #expect(result.status == 1, "\(result.termination): \(result.stderr)")
+        #expect(result.stderr.contains("runloop-demo was killed by signal 9 (Killed) before it started; it did not run"), "\(result.stderr)")
     }
 
     @Test func aProgramThatSucceedsWithoutTheSinkStillGetsTheAdvice() throws {

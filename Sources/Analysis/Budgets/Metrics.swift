@@ -44,8 +44,54 @@ public enum Metric {
     }
 
     static let noNIOLoop = "no NIO loop in the trace"
-    static let noRunLoop = "no RunLoopCore or Foundation loop in the trace; NIO loops have nio.stalls.*"
+    static let noRunLoop = "no RunLoopCore, Foundation or wait loop in the trace; NIO loops have nio.stalls.*"
     static let noFoundationLoop = "no Foundation loop in the trace"
+    static let noWaitLoop = "no wait loop in the trace"
+
+    /// A metric of the wait-loop totals: without wait loops (rare waiters are none) it has no data, whatever its type.
+    private static func wait(_ definitions: [Definition]) -> [Definition] {
+        definitions.map { d in
+            Definition(name: d.name, unit: d.unit, help: d.help, higherIsWorse: d.higherIsWorse,
+                       hasData: { ($0.waits?.overall.loops ?? 0) > 0 && d.hasData($0) }, noDataReason: noWaitLoop, read: d.read)
+        }
+    }
+
+    /// The wait loops that `stalls.*` judge with the run loops: those on threads where no RunLoopCore, Foundation or
+    /// NIO loop runs. A loop traced both by its own events and through its wait calls (`--any`) is the same loop:
+    /// its own events tell its stalls, and it must not count twice.
+    static func waitLoopsApart(_ s: TraceSummary) -> [TraceSummary.WaitLoopSummary] {
+        guard let loops = s.waits?.loops, !loops.isEmpty else { return [] }
+        let traced = Set(s.loops.compactMap(\.threadID) + (s.nio?.loops.map(\.threadID) ?? []))
+        return loops.filter { !traced.contains($0.threadID) }
+    }
+
+    /// The wait metrics: every wait loop's figures together (rare waiters left out).
+    private static var waitMetrics: [Definition] {
+        @Sendable func totals(_ s: TraceSummary) -> TraceSummary.WaitTotals? { s.waits?.overall }
+        var list = wait([
+            count("wait.iterations", "iterations of all wait loops (wait end → next wait end)") { totals($0)?.iterations ?? 0 },
+            Definition(name: "wait.utilization.mean", unit: .ratio, help: "busy ÷ (busy + sleep) of a wait loop, mean over the loops", higherIsWorse: true,
+                       hasData: { (totals($0)?.iterations ?? 0) > 0 }) { totals($0)?.utilizationMean ?? 0 },
+            Definition(name: "wait.utilization.max", unit: .ratio, help: "busy ÷ (busy + sleep) of the busiest wait loop", higherIsWorse: true,
+                       hasData: { (totals($0)?.iterations ?? 0) > 0 }) { totals($0)?.utilizationMax ?? 0 },
+            count("wait.stalls.count", "wait-loop iterations (wait end → next wait) busier than the stall threshold") { totals($0)?.stalls ?? 0 },
+            Definition(name: "wait.stalls.worst", unit: .duration, help: "busy time of the worst wait-loop stall", higherIsWorse: true) {
+                Double(totals($0)?.worstStalls.first?.busyNanoseconds ?? 0)
+            },
+            count("wait.late_wakeups", "waits that timed out later than their timeout + the late threshold") { totals($0)?.lateWakeUps ?? 0 },
+        ])
+        list += wait(distribution("wait.busy", "busy time of one wait-loop iteration (previous wait end → next wait begin)") {
+            totals($0)?.busyPerIteration ?? DistributionSummary()
+        })
+        list += wait(distribution("wait.sleep", "one blocking wait of a wait loop") { totals($0)?.sleep ?? DistributionSummary() })
+        list += wait(distribution("wait.lateness", "sleep − timeout of waits that timed out (timeout > 0)") { totals($0)?.lateness ?? DistributionSummary() })
+        list += wait(distribution("wait.ready_per_wakeup", "events a blocking wait returned (a count, not a duration)") {
+            totals($0)?.readyPerWakeUp ?? DistributionSummary()
+        }.map {
+            Definition(name: $0.name, unit: .count, help: $0.help, higherIsWorse: false, hasData: $0.hasData, read: $0.read)
+        })
+        return list
+    }
 
     /// A metric of the NIO totals: without NIO loops it has no data, whatever its type.
     private static func nio(_ definitions: [Definition], extra: @escaping @Sendable (TraceSummary.NIOSummary) -> Bool = { _ in true }) -> [Definition] {
@@ -152,11 +198,16 @@ public enum Metric {
         }
         list += [
             // A trace of NIO loops alone has no runs: "no stall" there would be a pass on nothing (nio.stalls.* is theirs).
-            Definition(name: "stalls.count", unit: .count, help: "iterations busier than the stall threshold (RunLoopCore and Foundation loops)",
-                       higherIsWorse: true, hasData: { !$0.loops.isEmpty }, noDataReason: noRunLoop) { Double($0.overall.stalls) },
-            Definition(name: "stalls.worst", unit: .duration, help: "busy time of the worst stall", higherIsWorse: true,
-                       hasData: { !$0.loops.isEmpty }, noDataReason: noRunLoop) {
-                Double($0.overall.worstStalls.first?.busyNanoseconds ?? 0)
+            // Any program's wait loops are judged here too (`rlctl record --any` then `check` with `stalls.count == 0`),
+            // those on threads without a loop traced by its own events (waitLoopsApart).
+            Definition(name: "stalls.count", unit: .count, help: "iterations busier than the stall threshold (RunLoopCore, Foundation and wait loops)",
+                       higherIsWorse: true, hasData: { !$0.loops.isEmpty || !waitLoopsApart($0).isEmpty }, noDataReason: noRunLoop) {
+                Double($0.overall.stalls + waitLoopsApart($0).reduce(0) { $0 + $1.stalls })
+            },
+            Definition(name: "stalls.worst", unit: .duration, help: "busy time of the worst stall (RunLoopCore, Foundation and wait loops)", higherIsWorse: true,
+                       hasData: { !$0.loops.isEmpty || !waitLoopsApart($0).isEmpty }, noDataReason: noRunLoop) {
+                let wait = waitLoopsApart($0).compactMap { $0.worstStalls.first?.busyNanoseconds }.max() ?? 0
+                return Double(max($0.overall.worstStalls.first?.busyNanoseconds ?? 0, wait))
             },
             count("trace.lost", "events lost by the tracer (never hidden)") { $0.health.eventsLost },
             count("trace.packets_lost", "whole packets lost by the tracer") { $0.health.packetsLost },
@@ -168,6 +219,7 @@ public enum Metric {
         ]
         list += nioMetrics
         list += foundationMetrics
+        list += waitMetrics
         return list
     }()
 

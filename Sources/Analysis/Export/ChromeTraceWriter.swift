@@ -16,6 +16,12 @@ struct ChromeTraceWriter {
     /// are closed at the thread's last event, marked as cut off); a flight-recorder ring starts with ends whose
     /// begins it overwrote (they are left out, so viewers do not close the wrong slice).
     private var open: [Int32: (slices: Int, last: UInt64)] = [:]
+    /// Per thread: the wait it is in (any program's, `rlctl record --any`), written as one complete slice when it
+    /// ends; a wait whose end is missing (lost, or a begin whose end came after another begin) is left out.
+    private var waits: [Int32: (call: WaitCall, target: Int32, timeout: Int64, begin: UInt64)] = [:]
+    /// Per wait loop (thread, epoll descriptor or -1): its utilization window, as `windows` for the other loops.
+    private var waitWindows: [WaitLoopKey: (start: UInt64, slept: UInt64)] = [:]
+    private var lastTimestamp: UInt64 = 0
     private static let window: UInt64 = 100_000_000   // 100 ms utilization samples
 
     init(out: BufferedFile) {
@@ -45,6 +51,7 @@ struct ChromeTraceWriter {
         func slice(_ phase: String, _ name: String, _ args: String = "") -> String {
             "{\"ph\":\"\(phase)\",\"name\":\(jsonString(name)),\"cat\":\"callout\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts)\(args.isEmpty ? "" : ",\"args\":{\(args)}")}"
         }
+        lastTimestamp = max(lastTimestamp, event.timestamp)
         var thread = open[tid] ?? (0, event.timestamp)
         thread.last = max(thread.last, event.timestamp)
         switch event.payload {
@@ -110,21 +117,47 @@ struct ChromeTraceWriter {
         case .probeFire(_, let scheduled, let lateness, let cost):
             let start = scheduled &+ lateness
             emit(complete("lateness probe", cat: "probe", tid: tid, from: start, to: start &+ cost, args: "\"lateness_ns\":\(lateness)"))
+        case .waitBegin(let call, let target, _, let timeout):
+            waits[tid] = (call, target, timeout, event.timestamp)
+        case .waitEnd(let ready, let error):
+            guard let wait = waits.removeValue(forKey: tid) else { break }
+            emit(complete("wait \(wait.call.description)", cat: "wait", tid: tid, from: wait.begin, to: event.timestamp,
+                          args: "\"target\":\(wait.target),\"timeout_ns\":\(wait.timeout),\"ready\":\(ready),\"error\":\(error)"))
+            // A non-blocking check (timeout 0) is work, not sleep, as in the summary.
+            let slept = wait.timeout == 0 ? 0 : (event.timestamp >= wait.begin ? event.timestamp - wait.begin : 0)
+            let key = WaitLoopKey(threadID: tid, target: wait.call.isEpoll ? wait.target : -1)
+            var window = waitWindows[key] ?? (wait.begin, 0)
+            sampleUtilization(window: &window, name: "utilization tid \(tid) " + (key.target >= 0 ? "epoll fd \(key.target)" : "poll/select"),
+                              slept: slept, at: event.timestamp)
+            waitWindows[key] = window
+        case .waitThread(let pid, _, let thread, let process):
+            emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":\(tid),\"args\":{\"name\":\(jsonString("\(process) (\(pid)) \(thread)"))}}")
         }
+    }
+
+    /// A wait loop: a thread's waits on one epoll descriptor, or its poll/select waits (target -1).
+    private struct WaitLoopKey: Hashable {
+        let threadID: Int32
+        let target: Int32
     }
 
     /// Adds a sleep that ended at `time` to the loop's utilization window, and writes the window's counter once it
     /// spans 100 ms. A loop's first window starts at `iterationStart` (a NIO tick's iteration began before it).
     private mutating func sampleUtilization(loop: UInt64, slept: UInt64, at time: UInt64, iterationStart: UInt64) {
         var window = windows[loop] ?? (min(iterationStart, time), 0)
+        sampleUtilization(window: &window, name: "utilization loop \(loop)", slept: slept, at: time)
+        windows[loop] = window
+    }
+
+    /// The counter `name` over `window`: adds the sleep, and writes the window's busy share once it spans 100 ms.
+    private mutating func sampleUtilization(window: inout (start: UInt64, slept: UInt64), name: String, slept: UInt64, at time: UInt64) {
         window.slept += slept
         if time >= window.start && time - window.start >= Self.window {
             let span = time - window.start
             let busy = span > window.slept ? Double(span - window.slept) / Double(span) : 0
-            emit("{\"ph\":\"C\",\"name\":\"utilization loop \(loop)\",\"pid\":1,\"ts\":\(micros(time)),\"args\":{\"busy\":\(String(format2(busy)))}}")
+            emit("{\"ph\":\"C\",\"name\":\(jsonString(name)),\"pid\":1,\"ts\":\(micros(time)),\"args\":{\"busy\":\(String(format2(busy)))}}")
             window = (time, 0)
         }
-        windows[loop] = window
     }
 
     /// A slice whose start and end the event carries (an adapter's, reported after it ended).
@@ -134,6 +167,11 @@ struct ChromeTraceWriter {
     }
 
     mutating func finish(health: TraceHealth) {
+        // A thread still waiting when the trace ended (a loop asleep when recording stopped): its wait runs to the end.
+        for (tid, wait) in waits.sorted(by: { $0.key < $1.key }) {
+            emit(complete("wait \(wait.call.description)", cat: "wait", tid: tid, from: wait.begin, to: max(wait.begin, lastTimestamp),
+                          args: "\"target\":\(wait.target),\"timeout_ns\":\(wait.timeout),\"did_not_end\":\"trace ended\""))
+        }
         for (tid, thread) in open.sorted(by: { $0.key < $1.key }) where thread.slices > 0 {
             let ts = micros(thread.last)
             for _ in 0..<thread.slices {

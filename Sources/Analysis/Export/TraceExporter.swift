@@ -70,12 +70,22 @@ public struct TraceExporter {
         static let tasks = field(.nioTick, "tasks")
         static let lateness = field(.probeFire, "lateness_ns")
         static let cost = field(.probeFire, "cost_ns")
+        static let call = field(.waitBegin, "call")
+        static let target = field(.waitBegin, "target")
+        static let setSize = field(.waitBegin, "set_size")
+        static let timeout = field(.waitBegin, "timeout_ns")
+        static let ready = field(.waitEnd, "ready")
+        static let error = field(.waitEnd, "error")
+        static let pid = field(.waitThread, "pid")
+        static let ppid = field(.waitThread, "ppid")
+        static let thread = field(.waitThread, "thread")
+        static let process = field(.waitThread, "process")
 
         /// After timestamp_ns, thread_id and event, in CSV order (columns added later come last, so that scripts
         /// reading the older columns by position keep working).
         static let columns = [loopID, mode, iteration, depth, id, kind, scheduled, tolerance, interval, missed, signaled,
                               enqueued, slept, reason, result, label, priority, adapter, group, start, end, sleep, tasks,
-                              lateness, cost]
+                              lateness, cost, call, target, setSize, timeout, ready, error, pid, ppid, thread, process]
 
         private static func field(_ event: TraceSchema.EventID, _ name: String) -> String {
             precondition(event.description.fieldIndex(name) != nil, "runloop_events.def: event \(event.description.name) has no field \(name)")
@@ -87,6 +97,7 @@ public struct TraceExporter {
         var loop = "", mode = "", iteration = "", depth = "", id = "", kind = "", scheduled = "", tolerance = ""
         var interval = "", missed = "", signaled = "", enqueued = "", slept = "", reason = "", result = "", label = ""
         var priority = "", adapter = "", group = "", start = "", end = "", sleep = "", tasks = "", lateness = "", cost = ""
+        var call = "", target = "", setSize = "", timeout = "", ready = "", error = "", pid = "", ppid = "", thread = "", process = ""
     }
 
     static func row(_ event: TraceEvent) -> Row {
@@ -130,6 +141,12 @@ public struct TraceExporter {
             r.loop = "\(loop)"; r.id = "\(channel)"; r.kind = event.description; r.start = "\(start)"; r.end = "\(end)"
         case .probeFire(let loop, let scheduled, let lateness, let cost):
             r.loop = "\(loop)"; r.scheduled = "\(scheduled)"; r.lateness = "\(lateness)"; r.cost = "\(cost)"
+        case .waitBegin(let call, let target, let setSize, let timeout):
+            r.call = call.description; r.target = "\(target)"; r.setSize = "\(setSize)"; r.timeout = "\(timeout)"
+        case .waitEnd(let ready, let error):
+            r.ready = "\(ready)"; r.error = "\(error)"
+        case .waitThread(let pid, let ppid, let thread, let process):
+            r.pid = "\(pid)"; r.ppid = "\(ppid)"; r.thread = thread; r.process = process
         }
         return r
     }
@@ -144,7 +161,8 @@ public struct TraceExporter {
         let fields = ["\(event.timestamp)", "\(event.threadID)", event.payload.eventName, r.loop, csvField(r.mode), r.iteration,
                       r.depth, r.id, r.kind, r.scheduled, r.tolerance, r.interval, r.missed, r.signaled, r.enqueued,
                       r.slept, r.reason, r.result, csvField(r.label), r.priority, r.adapter, r.group, r.start, r.end, r.sleep,
-                      r.tasks, r.lateness, r.cost]
+                      r.tasks, r.lateness, r.cost, r.call, r.target, r.setSize, r.timeout, r.ready, r.error, r.pid, r.ppid,
+                      csvField(r.thread), csvField(r.process)]
         return fields.joined(separator: ",") + "\n"
     }
 
@@ -155,10 +173,12 @@ public struct TraceExporter {
                                            (Key.scheduled, r.scheduled), (Key.tolerance, r.tolerance), (Key.interval, r.interval),
                                            (Key.missed, r.missed), (Key.signaled, r.signaled), (Key.enqueued, r.enqueued), (Key.slept, r.slept),
                                            (Key.priority, r.priority), (Key.group, r.group), (Key.start, r.start), (Key.end, r.end),
-                                           (Key.sleep, r.sleep), (Key.tasks, r.tasks), (Key.lateness, r.lateness), (Key.cost, r.cost)]
+                                           (Key.sleep, r.sleep), (Key.tasks, r.tasks), (Key.lateness, r.lateness), (Key.cost, r.cost),
+                                           (Key.target, r.target), (Key.setSize, r.setSize), (Key.timeout, r.timeout), (Key.ready, r.ready),
+                                           (Key.error, r.error), (Key.pid, r.pid), (Key.ppid, r.ppid)]
         for (key, value) in numeric where !value.isEmpty { parts.append("\"\(key)\":\(value)") }
         let strings: [(String, String)] = [(Key.mode, r.mode), (Key.kind, r.kind), (Key.reason, r.reason), (Key.result, r.result), (Key.label, r.label),
-                                           (Key.adapter, r.adapter)]
+                                           (Key.adapter, r.adapter), (Key.call, r.call), (Key.thread, r.thread), (Key.process, r.process)]
         for (key, value) in strings where !value.isEmpty { parts.append("\"\(key)\":\(jsonString(value))") }
         return "{" + parts.joined(separator: ",") + "}\n"
     }

@@ -100,6 +100,9 @@ public enum SummaryReport {
             out += loopLines(loop, health: h, stallThreshold: s.stallThresholdNanoseconds, indent: "  ")
         }
         if let nio = s.nio { out += nioText(nio, health: h, stallThreshold: s.stallThresholdNanoseconds) }
+        if let waits = s.waits {
+            out += waitText(waits, health: h, stallThreshold: s.stallThresholdNanoseconds, lateThreshold: s.lateThresholdNanoseconds)
+        }
         if !s.timers.isEmpty {
             out.append("")
             out.append("timers (worst p99 lateness first):")
@@ -209,8 +212,8 @@ public enum SummaryReport {
         if let skipped = skippedNote(s.health) { out.append(""); out.append("Note: " + skipped + ".") }
         let o = s.overall
         let mark = o.affectedByLoss ? " (!)" : ""
-        // A trace of NIO loops alone has no runs: its run figures would be zeros that describe nothing.
-        if !(s.loops.isEmpty && s.nio != nil) {
+        // A trace of NIO or wait loops alone has no runs: its run figures would be zeros that describe nothing.
+        if !(s.loops.isEmpty && (s.nio != nil || s.waits != nil)) {
             out.append("")
             out.append("| metric | min | p50 | p90 | p99 | p99.9 | max |")
             out.append("| --- | --- | --- | --- | --- | --- | --- |")
@@ -227,6 +230,9 @@ public enum SummaryReport {
         }
         if let foundation = s.foundation { out += foundationMarkdown(foundation, stallThreshold: s.stallThresholdNanoseconds) }
         if let nio = s.nio { out += nioMarkdown(nio, health: s.health) }
+        if let waits = s.waits {
+            out += waitMarkdown(waits, health: s.health, stallThreshold: s.stallThresholdNanoseconds, lateThreshold: s.lateThresholdNanoseconds)
+        }
         if !s.timers.isEmpty {
             out.append("")
             out.append("| timer | firings | missed | tolerance | lateness p50 | p99 | max | drift | late | most late while |")

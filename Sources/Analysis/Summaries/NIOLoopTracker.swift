@@ -108,7 +108,7 @@ struct NIOLoopTracker {
                 stall = .init(loopID: loopID, iteration: ticks, atNanoseconds: start, busyNanoseconds: iterationBusy,
                               cause: "tasks (\(taskCount))")
             }
-            keepWorst(stall)
+            worstStalls.keepLargest(stall, limit: options.keep, by: \.busyNanoseconds)
         }
         pendingIO = 0
         longestIO = nil
@@ -119,15 +119,6 @@ struct NIOLoopTracker {
         probeFirings += 1
         probeLateness.record(lateness)
         probeCost.record(cost)
-    }
-
-    private mutating func keepWorst(_ stall: TraceSummary.Stall) {
-        if worstStalls.count < options.keep {
-            worstStalls.append(stall)
-        } else if let index = worstStalls.indices.min(by: { worstStalls[$0].busyNanoseconds < worstStalls[$1].busyNanoseconds }),
-                  worstStalls[index].busyNanoseconds < stall.busyNanoseconds {
-            worstStalls[index] = stall
-        }
     }
 
     /// The time the loop's iterations cover (busy + sleep), the base of its rates.

@@ -33,16 +33,38 @@ public struct TraceSummarizer {
     private var lastNIO: (id: UInt64, index: Int)?
     private let modes = ModeTable()
     private let labels = LabelTable()
+    /// Any program's waits (`rlctl record --any`): loops found in wait calls, kept apart like NIO's.
+    private var waits: WaitTracking
+    /// The trace's first and last events: the span rare waiters are measured against.
+    private var firstTimestamp: UInt64 = .max
+    private var lastTimestamp: UInt64 = 0
 
     public init(options: Options = Options()) {
         self.options = options
+        waits = WaitTracking(options: options)
     }
 
     /// Reads `reader` to the end and summarizes it.
     public static func summarize(_ reader: inout some TraceEventReader, options: Options = Options()) throws(TraceReadError) -> TraceSummary {
         var summarizer = TraceSummarizer(options: options)
-        while let event = try reader.next() { summarizer.consume(event) }
+        var lossWindows = 0
+        while let event = try reader.next() {
+            // Wait loops must not count busy or sleep time across lost events: readers report a loss window before
+            // the first event after it, so passing new windows on before each event is in time.
+            let windows = reader.health.lossWindows
+            if windows.count > lossWindows {
+                for window in windows[lossWindows...] { summarizer.noteLoss(window) }
+                lossWindows = windows.count
+            }
+            summarizer.consume(event)
+        }
         return summarizer.finish(health: reader.health)
+    }
+
+    /// A loss window the reader found while reading: feed it before the events after it (``summarize(_:options:)``
+    /// does), so that wait loops break their iteration chains there.
+    public mutating func noteLoss(_ window: TraceHealth.LossWindow) {
+        waits.loss(window)
     }
 
     @inline(__always)
@@ -76,8 +98,8 @@ public struct TraceSummarizer {
     /// The index of `id`'s tracker in `items`, made on its first sight; `last` keeps the previous answer, as
     /// an item's events come in runs.
     @inline(__always)
-    private static func index<Tracker>(of id: UInt64, in items: inout [Tracker], indexes: inout [UInt64: Int],
-                                       last: inout (id: UInt64, index: Int)?, make: () -> Tracker) -> Int {
+    static func index<Key: Hashable, Tracker>(of id: Key, in items: inout [Tracker], indexes: inout [Key: Int],
+                                              last: inout (id: Key, index: Int)?, make: () -> Tracker) -> Int {
         if let last, last.id == id { return last.index }
         let index: Int
         if let known = indexes[id] {
@@ -94,6 +116,8 @@ public struct TraceSummarizer {
     /// Feeds one event (events must come in timestamp order, as readers deliver them).
     public mutating func consume(_ event: TraceEvent) {
         let ts = event.timestamp
+        if ts < firstTimestamp { firstTimestamp = ts }
+        if ts > lastTimestamp { lastTimestamp = ts }
         switch event.payload {
         case .activity(let activity, let place):
             loops[loop(place.loopID, event)].activity(activity, place, at: ts)
@@ -144,6 +168,12 @@ public struct TraceSummarizer {
             nioLoops[nioLoop(loopID, event)].io(channelID: channelID, event: io, start: start, end: end)
         case .probeFire(let loopID, _, let lateness, let cost):
             nioLoops[nioLoop(loopID, event)].probe(lateness: lateness, cost: cost, at: ts)
+        case .waitBegin(let call, let target, _, let timeout):
+            waits.begin(event.threadID, call: call, target: target, timeout: timeout, at: ts)
+        case .waitEnd(let ready, let error):
+            waits.end(event.threadID, ready: ready, error: error, at: ts)
+        case .waitThread(let pid, let ppid, let thread, let process):
+            waits.threadNamed(event.threadID, pid: pid, ppid: ppid, thread: thread, process: process, at: ts)
         }
     }
 
@@ -239,11 +269,13 @@ public struct TraceSummarizer {
         traceHealth.runsEndLost = loopSummaries.reduce(0) { $0 + ($1.results["end_lost"] ?? 0) }
         traceHealth.runsBegunBeforeTrace = loopSummaries.reduce(0) { $0 + ($1.runsBegunBeforeTrace ?? 0) }
         traceHealth.cutOffAtNanoseconds = loopSummaries.compactMap(\.cutOffAtNanoseconds).max()
-        traceHealth.firstEventNanoseconds = (loops.map(\.firstTimestamp) + [nioFirst].compactMap { $0 }).min()
+        let waitSummary = waits.isEmpty ? nil
+            : waits.summary(health: health, traceSpan: lastTimestamp >= firstTimestamp ? lastTimestamp - firstTimestamp : 0)
+        traceHealth.firstEventNanoseconds = (loops.map(\.firstTimestamp) + [nioFirst, waits.firstTimestamp].compactMap { $0 }).min()
         return TraceSummary(health: traceHealth,
                             overall: overallSummary, loops: loopSummaries, timers: timerSummaries,
                             stallThresholdNanoseconds: options.stallThreshold, lateThresholdNanoseconds: options.lateThreshold,
-                            nio: nio, foundation: foundation)
+                            nio: nio, foundation: foundation, waits: waitSummary)
     }
 
     /// Losses in windows that may hide events of this thread in [from, to]: windows of its own stream (embedded

@@ -14,6 +14,9 @@ public struct TraceSummary: Codable, Sendable, Equatable {
     public var nio: NIOSummary? = nil
     /// Foundation RunLoops, when the trace has some (they are in ``loops`` and ``overall`` too).
     public var foundation: FoundationSummary? = nil
+    /// Any program's wait loops (`rlctl record --any`), when the trace has wait calls (their figures are in no
+    /// other section: they have no runs).
+    public var waits: WaitSummary? = nil
 
     public struct Health: Codable, Sendable, Equatable {
         /// What the reader counted (events read and lost, packets lost, the loss windows), as it counted it.

@@ -36,14 +36,28 @@ struct Record: ParsableCommand {
         not start (exit status 1, rlctl says so). After the program ended, a further Ctrl-C (more than 0.3 s \
         after the last) stops the recording, says the summary was skipped and ends rlctl at once (status 130).
 
+        Any program, with no code change (--any): rlctl preloads its wait interposer (LD_PRELOAD, the program's \
+        own preloads kept), which records every epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select and \
+        pselect call of every thread: each thread that waits again and again on one epoll descriptor (or with \
+        poll/select) is a loop, summarized by its iterations, busy time per iteration, sleep, utilization, wake \
+        causes (ready, timed out, interrupted), wake lateness (slept beyond the timeout it asked for), ready \
+        events per wake-up and stalls (busy stretches over --stall). Which callout ran is not visible from \
+        outside: those figures are "not available". Node.js, Python asyncio, Redis, nginx, Java and Swift \
+        programs all wait this way. Programs it starts are recorded too with --follow-children (npm start, \
+        shell wrappers; a script that execs its program needs nothing: the same process goes on being \
+        recorded). A statically linked or 32-bit program, or a set-user-ID one, cannot be reached (rlctl says so \
+        before starting it); a program that waits with raw system calls (Go) shows no loop, and rlctl says why.
+
         Exit status: 0 the program exited 0; 1 the program failed or did not start (the summary is still printed \
         when its loops recorded events; otherwise rlctl says that none were); 2 a usage error, a tracer that cannot \
         be used, or an unreadable trace; 3 the program exited 0 but no runloop events reached the trace (it did \
-        not install a tracer).
+        not install a tracer; with --any: no wait call went through libc).
 
         Examples:
           rlctl record -- .build/release/runloop-demo 2
           rlctl record --tracer embedded --output demo-trace --format markdown -- ./my-app --flag
+          rlctl record --any --stall 20ms -- node server.js
+          rlctl record --any --follow-children -- npm start
         """
     )
 
@@ -62,6 +76,12 @@ struct Record: ParsableCommand {
     @Option(help: "Output format: text, json or markdown.")
     var format: SummaryFormat = .text
 
+    @Flag(help: "Record any program's event loops through the wait interposer, with no change to the program.")
+    var any = false
+
+    @Flag(help: "With --any: record the programs it starts too (their children, and what those exec).")
+    var followChildren = false
+
     @OptionGroup var analysis: AnalysisOptions
 
     @Argument(parsing: .captureForPassthrough, help: "-- then the program and its arguments.")
@@ -74,6 +94,7 @@ struct Record: ParsableCommand {
         if command.first == "--" { command.removeFirst() }
         guard !command.isEmpty else { throw ValidationError("give the program to record after --, e.g. rlctl record -- ./my-app") }
         if let numSubbuf, numSubbuf < 2 { throw ValidationError("--num-subbuf must be at least 2 (got \(numSubbuf))") }
+        if followChildren && !any { throw ValidationError("--follow-children goes with --any") }
         if tracer == .embedded && (subbufSize != nil || numSubbuf != nil) {
             throw ValidationError("--subbuf-size and --num-subbuf set up LTTng's buffers: not with --tracer embedded")
         }
@@ -86,14 +107,22 @@ struct Record: ParsableCommand {
         defer { destination.removeUnlessKept() }
 
         var environment = ProcessInfo.processInfo.environment
-        environment[TracerEnvironment.tracer] = useLTTng ? "lttng" : "embedded"
-        environment[TracerEnvironment.folder] = useLTTng ? nil : destination.path
+        let anyProgram = any ? try AnyProgramSetup(program: command[0], lttng: useLTTng, followChildren: followChildren, destination: destination) : nil
+        defer { anyProgram?.removeMarkerFolder() }
+        if let anyProgram {
+            environment = anyProgram.recording.environment(environment)
+        } else {
+            environment[TracerEnvironment.tracer] = useLTTng ? "lttng" : "embedded"
+            environment[TracerEnvironment.folder] = useLTTng ? nil : destination.path
+        }
         let child = try GatedChild(command, environment: environment)
         var session: LTTngSession?
         if useLTTng {
             do {
+                // Children have process ids not known yet: following them, the session records every process that
+                // loads the provider (only programs rlctl started do).
                 session = try LTTngSession.create(name: LTTngSession.uniqueName("record"), output: destination.path,
-                                                  trackedProcess: child.pid,
+                                                  trackedProcess: followChildren ? nil : child.pid,
                                                   channelOptions: LTTngRecording.channelOptions(subbufferSize: subbufSize, subbufferCount: numSubbuf))
                 try session?.start()
             } catch {
@@ -129,6 +158,7 @@ struct Record: ParsableCommand {
             do { try session.stop() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
         }
 
+        let anyOutcome = anyProgram?.finish(ending: ending)
         // No trace at all: LTTng writes none for a program that never registered a runloop tracepoint, and the
         // program writes none that never installed the embedded recorder.
         let summary = TraceReaders.containsTrace(at: destination.path)
@@ -139,10 +169,15 @@ struct Record: ParsableCommand {
                 throw Failure(message: "\(child.command) \(ending), and no runloop events were recorded (nothing to summarize)",
                               status: .violation)
             }
+            if let anyOutcome { throw Failure(message: anyOutcome.nothingRecorded(child.command, ending), status: .incomplete) }
             throw Failure(message: "no runloop events reached the trace from \(child.command), which \(ending): the program must call LoopEventSink.installFromEnvironment() (module Tracing), or use an adapter, before its loops run",
                           status: .incomplete)
         }
-        let tracerName = useLTTng ? "LTTng" : "embedded recorder"
+        if let anyOutcome, (summary.waits?.loops.isEmpty ?? true) && (summary.waits?.rareWaiters.isEmpty ?? true) {
+            guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending), and no wait was recorded", status: .violation) }
+            throw Failure(message: anyOutcome.nothingRecorded(child.command, ending), status: .incomplete)
+        }
+        let tracerName = (useLTTng ? "LTTng" : "embedded recorder") + (any ? ", any program (wait interposer)" : "")
         let title = "\(command.joined(separator: " ")) — \(tracerName)" + (destination.keep ? ", trace \(destination.path)" : "")
         let report = try format.render(summary, title: format == .json ? nil : title)
         Interruptions.shared.output { print(report) }

@@ -1,0 +1,45 @@
+#!/bin/bash
+# Cost of the wait interposer per wrapped wait (issue 13's goal: <= 100 ns): ns per epoll_wait(ep, ev, 1, 0)
+# plain, preloaded but not recording (the root pid does not match), and recording with the embedded recorder.
+# Medians of RUNS runs of CALLS calls each, side by side.
+#   Benchmarks/wait-interposer-bench.sh [RUNS=7] [CALLS=200000]
+# Builds rlctl (which builds librlctl-wait-interposer.so) unless RLCTL_WAIT_INTERPOSER names the library.
+set -euo pipefail
+runs=${1:-7}
+calls=${2:-200000}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+library=${RLCTL_WAIT_INTERPOSER:-}
+if [ -z "$library" ]; then
+    (cd "$root" && swift build --product rlctl >/dev/null)
+    library=$(cd "$root" && ls "$(swift build --show-bin-path)"/*_CWaitInterposer.resources/librlctl-wait-interposer.so | head -1)
+fi
+cc -O2 -o "$work/bench" "$root/Benchmarks/wait-interposer-bench.c"
+uuid=00112233445566778899aabbccddeeff
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+plain=() idle=() recording=() discarded=0
+for run in $(seq "$runs"); do
+    # Interleaved, so that a slower stretch of the machine hits every variant alike.
+    plain+=("$("$work/bench" "$calls")")
+    idle+=("$(LD_PRELOAD=$library RLCTL_ANY_TRACE_DIR=$work/idle RLCTL_ANY_UUID=$uuid RLCTL_ANY_TRACER=embedded \
+        RLCTL_ANY_ROOT_PID=1 "$work/bench" "$calls")")
+    trace=$work/trace-$run
+    mkdir -p "$trace"
+    # 16 MiB per thread: a run's events (43 bytes per wait) fit without drops between the writer's passes.
+    recording+=("$(LD_PRELOAD=$library RLCTL_ANY_TRACE_DIR=$trace RLCTL_ANY_UUID=$uuid RLCTL_ANY_TRACER=embedded \
+        RLCTL_ANY_SUB_BUFFER_COUNT=64 "$work/bench" "$calls")")
+    discarded=$((discarded + $(sed -n 's/^events_discarded=//p' "$trace"/.proc-*.end)))
+done
+p=$(printf '%s\n' "${plain[@]}" | median)
+i=$(printf '%s\n' "${idle[@]}" | median)
+r=$(printf '%s\n' "${recording[@]}" | median)
+echo "ns per epoll_wait(ep, ev, 1, 0), median of $runs runs of $calls calls ($(nproc) CPUs)"
+printf '%-36s %8s %8s %10s\n' variant ns/call ratio "+ns/call"
+printf '%-36s %8.1f %8s %10s\n' plain "$p" 1.00 -
+printf '%-36s %8.1f %8.2f %+10.1f\n' "preloaded, not recording" "$i" "$(echo "$i / $p" | bc -l)" "$(echo "$i - $p" | bc -l)"
+printf '%-36s %8.1f %8.2f %+10.1f\n' "recording (embedded)" "$r" "$(echo "$r / $p" | bc -l)" "$(echo "$r - $p" | bc -l)"
+echo "events discarded while recording: $discarded"
+echo "runs: plain ${plain[*]} | not recording ${idle[*]} | recording ${recording[*]}"

@@ -1,0 +1,115 @@
+import TraceModel
+
+/// Any program's wait loops (`rlctl record --any`) in `rlctl summarize`'s text and Markdown. What the wait calls
+/// cannot show is said once for all of them, never as zeros per loop.
+extension SummaryReport {
+    /// `node (pid 4242) thread node (tid 4243), epoll fd 5`.
+    private static func heading(_ l: TraceSummary.WaitLoopSummary) -> String {
+        TraceSummary.WaitLoopSummary.threadName(process: l.process, pid: l.pid, thread: l.thread, threadID: l.threadID)
+            + (l.process == nil ? "" : " (tid \(l.threadID))") + ", "
+            + TraceSummary.WaitLoopSummary.targetName(family: l.family, target: l.target)
+    }
+
+    private static func callsText(_ calls: [String: UInt64]) -> String {
+        calls.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+    }
+
+    private static func waitRate(_ perSecond: Double) -> String {
+        perSecond >= 100 ? String(Int(perSecond.rounded())) : threeDigits(perSecond)
+    }
+
+    /// `ready 800 (66.7%), timed out 300 (25.0%), …`: every cause, zeros included (a zero here is measured).
+    static func causesText(_ c: TraceSummary.WakeCauses) -> String {
+        var parts = [("ready", c.ready), ("timed out", c.timedOut), ("interrupted (EINTR)", c.interrupted), ("failed", c.failed)]
+            .map { "\($0.0) \($0.1) (\(formatPercent(c.share($0.1))))" }
+        if c.emptyWithoutTimeout > 0 {
+            parts.append("returned nothing without a timeout \(c.emptyWithoutTimeout) (\(formatPercent(c.share(c.emptyWithoutTimeout))))")
+        }
+        return parts.joined(separator: ", ") + "; non-blocking checks (timeout 0, not sleeps) \(c.nonBlockingChecks) (\(formatPercent(c.share(c.nonBlockingChecks))), \(c.nonBlockingChecksReady) found events)"
+    }
+
+    private static func readyText(_ d: DistributionSummary) -> String {
+        d.count == 0 ? "none (no wait returned events)" : "p50 \(d.p50)  p99 \(d.p99)  max \(d.max)  mean \(threeDigits(d.mean))  (n=\(d.count))"
+    }
+
+    private static func latenessText(_ d: DistributionSummary, late: UInt64, threshold: UInt64) -> String {
+        d.count == 0 ? "none (no wait timed out with a timeout > 0)" : row(d) + "; \(late) woke more than \(formatNanoseconds(threshold)) late"
+    }
+
+    private static func waitStalls(_ stalls: [TraceSummary.WaitStall], health: TraceSummary.Health, named: Bool) -> String {
+        stalls.isEmpty ? "" : "; worst: " + stalls.prefix(3).map {
+            "\(formatNanoseconds($0.busyNanoseconds)) at \(offset($0.atNanoseconds, in: health))" + (named ? " in \($0.loopName)" : "")
+        }.joined(separator: ", ")
+    }
+
+    static func waitText(_ w: TraceSummary.WaitSummary, health: TraceSummary.Health, stallThreshold: UInt64,
+                         lateThreshold: UInt64) -> [String] {
+        var out: [String] = []
+        for l in w.loops {
+            out.append("")
+            let mark = lossMark(affected: l.affectedByLoss, lostEvents: l.lostEventsAffecting)
+            out.append("wait loop: \(heading(l)) — \(callsText(l.calls))\(mark)")
+            out.append("  iterations \(l.iterations) (\(waitRate(l.iterationsPerSecond))/s), busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))")
+            out.append("  busy per iteration (wait end → next wait): " + row(l.busyPerIteration))
+            out += bars(l.busyPerIteration, indent: "    ")
+            out.append("  sleep (one blocking wait): " + row(l.sleep))
+            out.append("  wake causes: " + causesText(l.wakeCauses))
+            out.append("  wake lateness (sleep − timeout of waits that timed out): " + latenessText(l.lateness, late: l.lateWakeUps, threshold: lateThreshold))
+            out.append("  ready events per wake-up: " + readyText(l.readyPerWakeUp))
+            out.append("  stalls (> threshold): \(l.stalls) iterations busier than \(formatNanoseconds(stallThreshold))" + waitStalls(l.worstStalls, health: health, named: false))
+            if l.chainBreaks > 0 {
+                out.append("  iteration chain broken \(l.chainBreaks)× at lost or missing events: no busy or sleep counted across those gaps")
+            }
+            if l.waitingAtEnd { out.append("  still waiting when the trace ended (that wait is not counted)") }
+        }
+        if !w.rareWaiters.isEmpty {
+            out.append("")
+            out.append("threads that waited rarely (fewer than \(TraceSummary.WaitSummary.rareWaitLimit) waits and less than one per second; not loops):")
+            for r in w.rareWaiters {
+                out.append("  \(r.name): \(r.waits) wait\(r.waits == 1 ? "" : "s"), asleep \(formatNanoseconds(r.sleepNanoseconds))" + (r.waitingAtEnd ? ", still waiting at the end" : ""))
+            }
+        }
+        out.append("")
+        let t = w.overall
+        if t.loops == 0 {
+            out.append("all wait loops: none (no thread waited often enough to be a loop)")
+        } else {
+            out.append("all wait loops: \(t.loops) loop(s), \(t.iterations) iterations, utilization mean \(formatPercent(t.utilizationMean)), max \(formatPercent(t.utilizationMax)) (\(t.busiestLoop)), \(t.stalls) stalls" + waitStalls(t.worstStalls, health: health, named: true))
+        }
+        if w.unmatchedEnds > 0 {
+            out.append("  \(w.unmatchedEnds) wait end(s) without their begin left out (a flight-recorder ring overwrote it, or it was lost)")
+        }
+        out.append("  " + notAvailableLine(w.notAvailable))
+        return out
+    }
+
+    static func waitMarkdown(_ w: TraceSummary.WaitSummary, health: TraceSummary.Health, stallThreshold: UInt64,
+                             lateThreshold: UInt64) -> [String] {
+        var out: [String] = ["", "#### Wait loops (any program)", ""]
+        if !w.loops.isEmpty {
+            out.append("| loop | calls | iterations/s | busy p50 | busy p99 | busy max | sleep p50 | utilization | ready / timed out / EINTR / failed / non-blocking | lateness p99 | late > \(formatNanoseconds(lateThreshold)) | ready per wake-up p50 | stalls | worst stall |")
+            out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+            for l in w.loops {
+                let c = l.wakeCauses
+                let lateness = l.lateness.count == 0 ? "–" : formatNanoseconds(l.lateness.p99)
+                let ready = l.readyPerWakeUp.count == 0 ? "–" : "\(l.readyPerWakeUp.p50)"
+                let worst = l.worstStalls.first.map { "\(formatNanoseconds($0.busyNanoseconds)) at \(offset($0.atNanoseconds, in: health))" } ?? "–"
+                out.append("| \(heading(l))\(l.affectedByLoss ? " (!)" : "") | \(callsText(l.calls)) | \(waitRate(l.iterationsPerSecond)) | \(formatNanoseconds(l.busyPerIteration.p50)) | \(formatNanoseconds(l.busyPerIteration.p99)) | \(formatNanoseconds(l.busyPerIteration.max)) | \(formatNanoseconds(l.sleep.p50)) | \(formatPercent(l.utilization)) | \(c.ready) / \(c.timedOut) / \(c.interrupted) / \(c.failed) / \(c.nonBlockingChecks) | \(lateness) | \(l.lateWakeUps) | \(ready) | \(l.stalls) | \(worst) |")
+            }
+            out.append("")
+            let t = w.overall
+            out.append("- all wait loops: \(t.loops) loop(s), \(t.iterations) iterations, utilization mean \(formatPercent(t.utilizationMean)), max \(formatPercent(t.utilizationMax)) (\(t.busiestLoop)), \(t.stalls) stalls (iterations busier than \(formatNanoseconds(stallThreshold)))" + waitStalls(t.worstStalls, health: health, named: true) + ".")
+        } else {
+            out.append("- no thread waited often enough to be a loop.")
+        }
+        if !w.rareWaiters.isEmpty {
+            out.append("- threads that waited rarely (fewer than \(TraceSummary.WaitSummary.rareWaitLimit) waits and less than one per second; not loops): "
+                       + w.rareWaiters.map { "\($0.name) (\($0.waits) wait\($0.waits == 1 ? "" : "s")\($0.waitingAtEnd ? ", still waiting at the end" : ""))" }.joined(separator: "; ") + ".")
+        }
+        if w.unmatchedEnds > 0 {
+            out.append("- \(w.unmatchedEnds) wait end(s) without their begin left out (a flight-recorder ring overwrote it, or it was lost).")
+        }
+        out.append("- " + notAvailableLine(w.notAvailable) + ".")
+        return out
+    }
+}

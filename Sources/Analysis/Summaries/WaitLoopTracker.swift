@@ -1,0 +1,326 @@
+import TraceModel
+
+extension Array {
+    /// Adds `item` while fewer than `limit` are kept, else in place of the smallest by `key` if it is larger: the
+    /// worst few of a stream, in memory that does not grow with it.
+    mutating func keepLargest(_ item: Element, limit: Int, by key: (Element) -> UInt64) {
+        if count < limit {
+            append(item)
+        } else if let index = indices.min(by: { key(self[$0]) < key(self[$1]) }), key(self[index]) < key(item) {
+            self[index] = item
+        }
+    }
+}
+
+/// EINTR on Linux: a wait that a signal interrupted.
+private let interruptedError: Int32 = 4
+
+/// One wait loop's running totals while a trace streams by: a (thread, call family, target) of any program
+/// (`rlctl record --any`), fed each wait call once it ended. See ``TraceSummary/WaitLoopSummary`` for what an
+/// iteration is.
+struct WaitLoopTracker {
+    let threadID: Int32
+    let epoll: Bool
+    let target: Int32
+    private let options: TraceSummarizer.Options
+
+    private(set) var firstTimestamp: UInt64 = .max
+    private(set) var lastTimestamp: UInt64 = 0
+    /// Calls per WaitCall raw value: a fixed array, no dictionary per call.
+    private var calls = [UInt64](repeating: 0, count: WaitCall.allCases.count)
+    private(set) var waits: UInt64 = 0
+    private(set) var iterations: UInt64 = 0
+    private(set) var busy: UInt64 = 0
+    private(set) var slept: UInt64 = 0
+    fileprivate(set) var busyPerIteration = LatencyHistogram()
+    fileprivate(set) var sleeps = LatencyHistogram()
+    fileprivate(set) var lateness = LatencyHistogram()
+    fileprivate(set) var readyPerWakeUp = LatencyHistogram()
+    private(set) var causes = TraceSummary.WakeCauses()
+    private(set) var lateWakeUps: UInt64 = 0
+    private(set) var stalls: UInt64 = 0
+    private var worstStalls: [TraceSummary.WaitStall] = []
+    fileprivate(set) var chainBreaks: UInt64 = 0
+
+    /// The end of the loop's last wait, and the thread's chain epoch then: the next iteration's busy time is counted
+    /// from there only if nothing broke the thread's chain since (see ``WaitTracking``).
+    fileprivate var lastEnd: (at: UInt64, epoch: UInt64)?
+
+    init(threadID: Int32, epoll: Bool, target: Int32, options: TraceSummarizer.Options) {
+        self.threadID = threadID
+        self.epoll = epoll
+        self.target = target
+        self.options = options
+    }
+
+    /// Busy time before a wait that begins at `begin` on a thread at chain epoch `epoch`: nil when the chain is
+    /// broken (no wait of this loop ended before, or one did but events of the thread may be missing since).
+    fileprivate mutating func busyBefore(_ begin: UInt64, epoch: UInt64) -> (from: UInt64, busy: UInt64)? {
+        guard let last = lastEnd else { return nil }
+        guard last.epoch == epoch else {
+            chainBreaks += 1
+            lastEnd = nil
+            return nil
+        }
+        return (last.at, begin >= last.at ? begin - last.at : 0)
+    }
+
+    /// A wait call that ran from `begin` to `end`, with the busy time of the iteration it ends (nil when the
+    /// chain was broken before it).
+    fileprivate mutating func wait(_ call: WaitCall, timeout: Int64, begin: UInt64, end: UInt64, ready: Int32, error: Int32,
+                                   busyBefore: (from: UInt64, busy: UInt64)?, epoch: UInt64) {
+        if begin < firstTimestamp { firstTimestamp = begin }
+        if end > lastTimestamp { lastTimestamp = end }
+        waits += 1
+        calls[Int(call.rawValue)] += 1
+        let duration = end >= begin ? end - begin : 0
+        var iterationBusy = busyBefore?.busy ?? 0
+        if timeout == 0 {
+            // A poll, not a wait: its time is work, and it still ends an iteration.
+            causes.nonBlockingChecks += 1
+            if ready > 0 { causes.nonBlockingChecksReady += 1 }
+            iterationBusy += duration
+            busy += duration
+        } else {
+            slept += duration
+            sleeps.record(duration)
+            if ready < 0 || error != 0 {
+                if error == interruptedError { causes.interrupted += 1 } else { causes.failed += 1 }
+            } else if ready > 0 {
+                causes.ready += 1
+                readyPerWakeUp.record(UInt64(ready))
+            } else if timeout > 0 {
+                causes.timedOut += 1
+                let late = duration > UInt64(timeout) ? duration - UInt64(timeout) : 0
+                lateness.record(late)
+                if late > options.lateThreshold { lateWakeUps += 1 }
+            } else {
+                causes.emptyWithoutTimeout += 1
+            }
+        }
+        if let before = busyBefore {
+            iterations += 1
+            busy += before.busy
+            busyPerIteration.record(iterationBusy)
+            if iterationBusy > options.stallThreshold {
+                stalls += 1
+                worstStalls.keepLargest(TraceSummary.WaitStall(
+                    threadID: threadID, pid: nil, process: nil, thread: nil, family: family, target: target,
+                    iteration: iterations, atNanoseconds: before.from, busyNanoseconds: iterationBusy), limit: options.keep, by: \.busyNanoseconds)
+            }
+        }
+        lastEnd = (end, epoch)
+    }
+
+    var family: String { epoll ? TraceSummary.WaitLoopSummary.epollFamily : TraceSummary.WaitLoopSummary.pollFamily }
+
+    func summary(identity: WaitTracking.ThreadIdentity?, waitingAtEnd: Bool) -> TraceSummary.WaitLoopSummary {
+        let span = busy + slept
+        var callCounts: [String: UInt64] = [:]
+        for call in WaitCall.allCases where calls[Int(call.rawValue)] > 0 { callCounts[call.description] = calls[Int(call.rawValue)] }
+        // Names come with the summary: a thread's wait_thread may come after its loop's first stall (a ring).
+        let stalls = worstStalls.sorted { $0.busyNanoseconds > $1.busyNanoseconds }.map { stall -> TraceSummary.WaitStall in
+            var named = stall
+            (named.pid, named.process, named.thread) = (identity?.pid, identity?.process, identity?.thread)
+            return named
+        }
+        return TraceSummary.WaitLoopSummary(
+            threadID: threadID, pid: identity?.pid, ppid: identity?.ppid, process: identity?.process, thread: identity?.thread,
+            family: family, target: target, calls: callCounts, waits: waits, iterations: iterations,
+            iterationsPerSecond: span > 0 ? Double(iterations) / (Double(span) / 1e9) : 0,
+            spanNanoseconds: lastTimestamp >= firstTimestamp ? lastTimestamp - firstTimestamp : 0,
+            busyNanoseconds: busy, sleepNanoseconds: slept, utilization: span > 0 ? Double(busy) / Double(span) : 0,
+            busyPerIteration: busyPerIteration.summary, sleep: sleeps.summary, wakeCauses: causes,
+            lateness: lateness.summary, lateWakeUps: lateWakeUps, readyPerWakeUp: readyPerWakeUp.summary,
+            stalls: self.stalls, worstStalls: stalls, chainBreaks: chainBreaks, waitingAtEnd: waitingAtEnd,
+            lostEventsAffecting: 0, lossWindowsAffecting: 0)
+    }
+}
+
+/// Every thread's waits while a trace streams by, in memory that grows with threads and loops, not with events.
+///
+/// Each thread's waits form a chain: a wait_begin, its wait_end, the next wait_begin… Busy time is counted only
+/// between two links of an unbroken chain. The chain breaks, by bumping the thread's epoch, when the trace shows or
+/// says that some of the thread's events are missing: a wait_end with no wait_begin before it (a flight-recorder
+/// ring overwrote the begin, or it was lost), a wait_begin while a wait is still open (its end was lost), or a loss
+/// window of the thread's stream (per-CPU streams: any window) between its previous event and this one. A wait
+/// whose begin and end straddle a break is left out: its end may be another wait's.
+struct WaitTracking {
+    /// What a thread's `wait_thread` said.
+    struct ThreadIdentity {
+        var pid: Int32
+        var ppid: Int32
+        var thread: String
+        var process: String
+    }
+
+    private struct ThreadState {
+        var identity: ThreadIdentity?
+        /// The thread's loops, as indexes into `loops` (a thread has one or two).
+        var loopIndexes: [Int] = []
+        var epoch: UInt64 = 0
+        var open: (loop: Int, call: WaitCall, timeout: Int64, begin: UInt64, busyBefore: (from: UInt64, busy: UInt64)?)?
+        var lastEvent: UInt64 = 0
+        /// How many of the thread's loss windows (and of the per-CPU ones) were applied to its chain.
+        var ownLossesApplied = 0
+        var sharedLossesApplied = 0
+    }
+
+    private let options: TraceSummarizer.Options
+    private var threads: [ThreadState] = []
+    private var threadIndexes: [Int32: Int] = [:]
+    private var lastThread: (id: Int32, index: Int)?
+    private(set) var loops: [WaitLoopTracker] = []
+    private var unmatchedEnds: UInt64 = 0
+    /// Loss windows the reader reported so far, per thread (embedded traces) and for per-CPU streams (LTTng).
+    private var threadLosses: [Int32: [(from: UInt64, to: UInt64)]] = [:]
+    private var sharedLosses: [(from: UInt64, to: UInt64)] = []
+
+    init(options: TraceSummarizer.Options) {
+        self.options = options
+    }
+
+    var isEmpty: Bool { threads.isEmpty }
+    var firstTimestamp: UInt64? { loops.map(\.firstTimestamp).filter { $0 != .max }.min() }
+
+    /// A loss window the reader found (it reports each before the thread's first event after it).
+    mutating func loss(_ window: TraceHealth.LossWindow) {
+        if window.stream.hasPrefix("tid ") {
+            guard let tid = Int32(window.stream.dropFirst(4)) else { return }
+            threadLosses[tid, default: []].append((window.from, window.to))
+        } else {
+            sharedLosses.append((window.from, window.to))
+        }
+    }
+
+    @inline(__always)
+    private mutating func thread(_ threadID: Int32) -> Int {
+        TraceSummarizer.index(of: threadID, in: &threads, indexes: &threadIndexes, last: &lastThread) { ThreadState() }
+    }
+
+    /// Breaks the thread's chain if a loss window lies between its previous event and this one at `ts`: a window
+    /// runs from the stream's last good event to its next one, so one that starts before `ts` hides events before it.
+    private mutating func applyLosses(_ index: Int, threadID: Int32, at ts: UInt64) {
+        var broken = false
+        if !threadLosses.isEmpty, let own = threadLosses[threadID] {
+            while threads[index].ownLossesApplied < own.count, own[threads[index].ownLossesApplied].from < ts {
+                threads[index].ownLossesApplied += 1
+                broken = true
+            }
+        }
+        while threads[index].sharedLossesApplied < sharedLosses.count, sharedLosses[threads[index].sharedLossesApplied].from < ts {
+            if sharedLosses[threads[index].sharedLossesApplied].to >= threads[index].lastEvent { broken = true }
+            threads[index].sharedLossesApplied += 1
+        }
+        if broken { breakChain(index) }
+        threads[index].lastEvent = ts
+    }
+
+    private mutating func breakChain(_ index: Int) {
+        threads[index].epoch += 1
+        if let open = threads[index].open {
+            loops[open.loop].chainBreaks += 1
+            loops[open.loop].lastEnd = nil
+            threads[index].open = nil
+        }
+    }
+
+    mutating func threadNamed(_ threadID: Int32, pid: Int32, ppid: Int32, thread name: String, process: String, at ts: UInt64) {
+        let index = thread(threadID)
+        applyLosses(index, threadID: threadID, at: ts)
+        threads[index].identity = ThreadIdentity(pid: pid, ppid: ppid, thread: name, process: process)
+    }
+
+    mutating func begin(_ threadID: Int32, call: WaitCall, target: Int32, timeout: Int64, at ts: UInt64) {
+        let index = thread(threadID)
+        applyLosses(index, threadID: threadID, at: ts)
+        // A wait still open: its end was lost, and what happened since is unknown.
+        if threads[index].open != nil { breakChain(index) }
+        let epoll = call.isEpoll
+        let loopTarget = epoll ? target : -1
+        var loop: Int? = nil
+        for candidate in threads[index].loopIndexes where loops[candidate].epoll == epoll && loops[candidate].target == loopTarget {
+            loop = candidate
+            break
+        }
+        if loop == nil {
+            loops.append(WaitLoopTracker(threadID: threadID, epoll: epoll, target: loopTarget, options: options))
+            loop = loops.count - 1
+            threads[index].loopIndexes.append(loop!)
+        }
+        let busyBefore = loops[loop!].busyBefore(ts, epoch: threads[index].epoch)
+        threads[index].open = (loop!, call, timeout, ts, busyBefore)
+    }
+
+    mutating func end(_ threadID: Int32, ready: Int32, error: Int32, at ts: UInt64) {
+        let index = thread(threadID)
+        applyLosses(index, threadID: threadID, at: ts)
+        guard let open = threads[index].open else {
+            // The begin was overwritten or lost: this end belongs to a wait we cannot place.
+            unmatchedEnds += 1
+            threads[index].epoch += 1
+            return
+        }
+        threads[index].open = nil
+        loops[open.loop].wait(open.call, timeout: open.timeout, begin: open.begin, end: ts, ready: ready, error: error,
+                              busyBefore: open.busyBefore, epoch: threads[index].epoch)
+    }
+
+    /// The summary, loops apart from rare waiters by ``TraceSummary/WaitSummary/rareWaitLimit``: `traceSpan` is the
+    /// whole trace's, first event to last.
+    func summary(health: TraceHealth, traceSpan: UInt64) -> TraceSummary.WaitSummary {
+        var loopSummaries: [TraceSummary.WaitLoopSummary] = []
+        var rare: [TraceSummary.RareWaiter] = []
+        var members: [WaitLoopTracker] = []
+        let traceSeconds = Double(traceSpan) / 1e9
+        for state in threads {
+            for index in state.loopIndexes {
+                let tracker = loops[index]
+                let waitingAtEnd = state.open?.loop == index
+                var summary = tracker.summary(identity: state.identity, waitingAtEnd: waitingAtEnd)
+                if tracker.waits < TraceSummary.WaitSummary.rareWaitLimit && Double(tracker.waits) < traceSeconds
+                    || tracker.waits == 0 {
+                    rare.append(TraceSummary.RareWaiter(threadID: summary.threadID, pid: summary.pid, process: summary.process,
+                                                        thread: summary.thread, family: summary.family, target: summary.target,
+                                                        waits: summary.waits, sleepNanoseconds: summary.sleepNanoseconds,
+                                                        waitingAtEnd: waitingAtEnd))
+                    continue
+                }
+                let loss = TraceSummarizer.losses(in: health, threadID: tracker.threadID, from: tracker.firstTimestamp, to: tracker.lastTimestamp)
+                summary.lostEventsAffecting = loss.events
+                summary.lossWindowsAffecting = loss.windows
+                loopSummaries.append(summary)
+                members.append(tracker)
+            }
+        }
+        // Busiest first: the loop a reader came for is usually the one that works.
+        let order = loopSummaries.indices.sorted {
+            (loopSummaries[$0].utilization, loopSummaries[$0].iterations, -$0) > (loopSummaries[$1].utilization, loopSummaries[$1].iterations, -$1)
+        }
+        return TraceSummary.WaitSummary(loops: order.map { loopSummaries[$0] }, rareWaiters: rare,
+                                        overall: totals(members, loopSummaries), unmatchedEnds: unmatchedEnds,
+                                        notAvailable: TraceSummary.NotAvailable.wait)
+    }
+
+    private func totals(_ trackers: [WaitLoopTracker], _ summaries: [TraceSummary.WaitLoopSummary]) -> TraceSummary.WaitTotals {
+        var busy = LatencyHistogram(), sleeps = LatencyHistogram(), lateness = LatencyHistogram(), ready = LatencyHistogram()
+        var causes = TraceSummary.WakeCauses()
+        for tracker in trackers {
+            busy.merge(tracker.busyPerIteration)
+            sleeps.merge(tracker.sleeps)
+            lateness.merge(tracker.lateness)
+            ready.merge(tracker.readyPerWakeUp)
+            causes.add(tracker.causes)
+        }
+        let iterated = summaries.filter { $0.iterations > 0 }
+        let busiest = iterated.max { $0.utilization < $1.utilization }
+        return TraceSummary.WaitTotals(
+            loops: UInt64(summaries.count), iterations: summaries.reduce(0) { $0 + $1.iterations },
+            busyPerIteration: busy.summary, sleep: sleeps.summary, lateness: lateness.summary,
+            lateWakeUps: summaries.reduce(0) { $0 + $1.lateWakeUps }, readyPerWakeUp: ready.summary, wakeCauses: causes,
+            utilizationMean: iterated.isEmpty ? 0 : iterated.reduce(0) { $0 + $1.utilization } / Double(iterated.count),
+            utilizationMax: busiest?.utilization ?? 0, busiestLoop: busiest?.name ?? "",
+            stalls: summaries.reduce(0) { $0 + $1.stalls },
+            worstStalls: Array(summaries.flatMap(\.worstStalls).sorted { $0.busyNanoseconds > $1.busyNanoseconds }.prefix(options.keep)))
+    }
+}

@@ -1,0 +1,436 @@
+@testable import Analysis
+import Foundation
+import Testing
+import TestSupport
+import TraceModel
+
+/// Any program's wait loops (`rlctl record --any`): the interposer's wait_begin/wait_end/wait_thread events, built by
+/// hand in virtual time, and what the summary, its renderings, the budget metrics and the Chrome export make of them.
+@Suite struct WaitLoopSummaryTests {
+    static let us: UInt64 = 1_000
+    static let ms: UInt64 = 1_000_000
+
+    /// Events with times in microseconds, sorted by time (then by the order added) when summarized.
+    struct Waits {
+        var events: [TraceEvent] = []
+
+        mutating func add(_ at: UInt64, _ thread: Int32, _ payload: TraceEvent.Payload) {
+            events.append(TraceEvent(timestamp: at * WaitLoopSummaryTests.us, threadID: thread, payload: payload))
+        }
+
+        mutating func named(_ thread: Int32, at: UInt64 = 0, pid: Int32, process: String, name: String) {
+            add(at, thread, .waitThread(pid: pid, ppid: 1, thread: name, process: process))
+        }
+
+        /// One wait from `from` to `to` (µs); `timeout` in µs, -1 for none.
+        mutating func wait(_ thread: Int32, _ call: WaitCall = .epollPwait, fd: Int32 = 5, timeout: Int64, from: UInt64, to: UInt64,
+                           ready: Int32, error: Int32 = 0) {
+            add(from, thread, .waitBegin(call: call, target: call.isEpoll ? fd : -1, setSize: 64, timeout: timeout < 0 ? -1 : timeout * 1_000))
+            add(to, thread, .waitEnd(ready: ready, error: error))
+        }
+
+        var sorted: [TraceEvent] {
+            events.enumerated().sorted { ($0.element.timestamp, $0.offset) < ($1.element.timestamp, $1.offset) }.map(\.element)
+        }
+
+        func summarize(stall: UInt64 = 16 * WaitLoopSummaryTests.ms, health: TraceHealth = TraceHealth()) throws -> TraceSummary {
+            var reader = ArrayReader(sorted, health: health)
+            var options = TraceSummarizer.Options()
+            options.stallThreshold = stall
+            return try TraceSummarizer.summarize(&reader, options: options)
+        }
+    }
+
+    /// The distribution a histogram holding exactly `values` gives: the expectation for a list of hand-computed values.
+    static func distribution(_ values: [UInt64]) -> DistributionSummary {
+        var histogram = LatencyHistogram()
+        for value in values { histogram.record(value) }
+        return histogram.summary
+    }
+
+    /// Node's main thread (tid 20, pid 4242) waiting on epoll fd 5: every wake cause, a non-blocking check, two
+    /// stalls (30 ms and 20 ms of work between waits), 110 ms from the first wait's begin to the last one's end.
+    static func nodeLoop() -> Waits {
+        var w = Waits()
+        w.named(20, pid: 4242, process: "node", name: "node")
+        w.wait(20, timeout: 10_000, from: 0, to: 10_500, ready: 0)                // timed out 0.5 ms late
+        w.wait(20, timeout: -1, from: 12_000, to: 20_000, ready: 3)               // ready; busy 1.5 ms
+        w.wait(20, timeout: 0, from: 20_500, to: 20_600, ready: 1)                // non-blocking check; busy 0.5 + 0.1 ms
+        w.wait(20, timeout: 5_000, from: 50_600, to: 57_600, ready: 0)            // stall 30 ms; timed out 2 ms late
+        w.wait(20, timeout: 100_000, from: 58_000, to: 60_000, ready: -1, error: 4)  // EINTR; busy 0.4 ms
+        w.wait(20, timeout: -1, from: 61_000, to: 61_500, ready: -1, error: 9)    // EBADF; busy 1 ms
+        w.wait(20, timeout: -1, from: 62_000, to: 70_000, ready: 1)               // busy 0.5 ms
+        w.wait(20, timeout: 20_000, from: 90_000, to: 110_000, ready: 0)          // stall 20 ms; timed out on time
+        return w
+    }
+
+    @Test func iterationsBusySleepAndUtilizationOfALoop() throws {
+        let s = try Self.nodeLoop().summarize()
+        let waits = try #require(s.waits)
+        #expect(waits.loops.count == 1 && waits.rareWaiters.isEmpty && waits.unmatchedEnds == 0)
+        let l = try #require(waits.loops.first)
+        #expect(l.threadID == 20 && l.pid == 4242 && l.ppid == 1 && l.process == "node" && l.thread == "node")
+        #expect(l.family == "epoll" && l.target == 5 && l.calls == ["epoll_pwait": 8])
+        #expect(l.name == "node (pid 4242) thread node, epoll fd 5")
+        #expect(l.waits == 8 && l.iterations == 7)
+        #expect(l.busyNanoseconds == 54 * Self.ms && l.sleepNanoseconds == 56 * Self.ms && l.spanNanoseconds == 110 * Self.ms)
+        #expect(l.utilization == 54.0 / 110.0)
+        #expect(l.iterationsPerSecond == 7 / 0.110)
+        let us = Self.us
+        #expect(l.busyPerIteration == Self.distribution([1_500 * us, 600 * us, 30_000 * us, 400 * us, 1_000 * us, 500 * us, 20_000 * us]))
+        // The non-blocking check is not a sleep.
+        #expect(l.sleep == Self.distribution([10_500 * us, 8_000 * us, 7_000 * us, 2_000 * us, 500 * us, 8_000 * us, 20_000 * us]))
+        #expect(!l.waitingAtEnd && l.chainBreaks == 0 && !l.affectedByLoss)
+        #expect(s.loops.isEmpty && s.nio == nil && s.overall.iterations == 0)
+        #expect(s.health.firstEventNanoseconds == 0)
+    }
+
+    @Test func everyWakeCauseIsCountedAndNonBlockingChecksApart() throws {
+        let l = try #require(try Self.nodeLoop().summarize().waits?.loops.first)
+        #expect(l.wakeCauses == TraceSummary.WakeCauses(ready: 2, timedOut: 3, interrupted: 1, failed: 1, emptyWithoutTimeout: 0,
+                                                        nonBlockingChecks: 1, nonBlockingChecksReady: 1))
+        #expect(l.wakeCauses.calls == 8 && l.wakeCauses.share(l.wakeCauses.timedOut) == 3.0 / 8.0)
+        // Ready events per wake-up: blocking waits that returned events only (not the check's 1).
+        #expect(l.readyPerWakeUp == Self.distribution([3, 1]))
+    }
+
+    @Test func latenessComesOnlyFromWaitsThatTimedOutWithATimeout() throws {
+        let l = try #require(try Self.nodeLoop().summarize().waits?.loops.first)
+        // 0.5 ms, 2 ms and 0: not the ready, interrupted, failed or non-blocking ones.
+        #expect(l.lateness == Self.distribution([500 * Self.us, 2 * Self.ms, 0]))
+        #expect(l.lateWakeUps == 1)
+    }
+
+    @Test func stallsAreIterationsBusierThanTheThresholdWithTheirStartThreadAndProcess() throws {
+        let s = try Self.nodeLoop().summarize()
+        let l = try #require(s.waits?.loops.first)
+        #expect(l.stalls == 2)
+        #expect(l.worstStalls == [
+            TraceSummary.WaitStall(threadID: 20, pid: 4242, process: "node", thread: "node", family: "epoll", target: 5,
+                                   iteration: 3, atNanoseconds: 20_600 * Self.us, busyNanoseconds: 30 * Self.ms),
+            TraceSummary.WaitStall(threadID: 20, pid: 4242, process: "node", thread: "node", family: "epoll", target: 5,
+                                   iteration: 7, atNanoseconds: 70 * Self.ms, busyNanoseconds: 20 * Self.ms),
+        ])
+        #expect(s.waits?.overall.worstStalls == l.worstStalls && s.waits?.overall.stalls == 2)
+        let relaxed = try Self.nodeLoop().summarize(stall: 25 * Self.ms)
+        #expect(relaxed.waits?.loops.first?.stalls == 1 && relaxed.waits?.loops.first?.worstStalls.first?.iteration == 3)
+    }
+
+    /// Python on one thread with two epoll descriptors, the second checked between waits on the first (a nested
+    /// loop): two loops, each with its own iterations; the other loop's wait counts as busy time. Its poll and
+    /// ppoll calls on another thread are one poll/select loop.
+    @Test func twoEpollDescriptorsOnOneThreadAreTwoLoopsAndPollCallsOneLoop() throws {
+        var w = Waits()
+        w.named(30, pid: 500, process: "python3", name: "python3")
+        w.wait(30, fd: 3, timeout: -1, from: 0, to: 10_000, ready: 1)
+        w.wait(30, fd: 7, timeout: 5_000, from: 10_500, to: 11_500, ready: 1)
+        w.wait(30, fd: 3, timeout: -1, from: 12_000, to: 20_000, ready: 2)
+        w.wait(30, fd: 7, timeout: 5_000, from: 20_500, to: 21_500, ready: 1)
+        w.wait(30, fd: 3, timeout: -1, from: 22_000, to: 30_000, ready: 1)
+        w.named(31, pid: 500, process: "python3", name: "worker")
+        w.wait(31, .poll, timeout: 1_000, from: 1_000, to: 2_000, ready: 0)
+        w.wait(31, .ppoll, timeout: 1_000, from: 3_000, to: 4_000, ready: 0)
+        let waits = try #require(try w.summarize().waits)
+        #expect(waits.loops.count == 3 && waits.rareWaiters.isEmpty)
+        let fd3 = try #require(waits.loops.first { $0.threadID == 30 && $0.target == 3 })
+        #expect(fd3.waits == 3 && fd3.iterations == 2)
+        #expect(fd3.busyNanoseconds == 4 * Self.ms && fd3.sleepNanoseconds == 26 * Self.ms && fd3.utilization == 4.0 / 30.0)
+        #expect(fd3.busyPerIteration == Self.distribution([2 * Self.ms, 2 * Self.ms]))
+        let fd7 = try #require(waits.loops.first { $0.threadID == 30 && $0.target == 7 })
+        #expect(fd7.waits == 2 && fd7.iterations == 1)
+        #expect(fd7.busyNanoseconds == 9 * Self.ms && fd7.sleepNanoseconds == 2 * Self.ms && fd7.utilization == 9.0 / 11.0)
+        let poll = try #require(waits.loops.first { $0.threadID == 31 })
+        #expect(poll.family == "poll/select" && poll.target == -1 && poll.calls == ["poll": 1, "ppoll": 1])
+        #expect(poll.iterations == 1 && poll.busyNanoseconds == 1 * Self.ms && poll.name == "python3 (pid 500) thread worker, poll/select")
+        // Busiest first.
+        #expect(waits.loops.map(\.target) == [7, -1, 3])
+        #expect(waits.overall.loops == 3 && waits.overall.iterations == 4)
+        #expect(waits.overall.utilizationMax == 9.0 / 11.0 && waits.overall.busiestLoop == "python3 (pid 500) thread python3, epoll fd 7")
+        #expect(waits.overall.utilizationMean == (4.0 / 30.0 + 9.0 / 11.0 + 1.0 / 3.0) / 3)
+    }
+
+    /// Redis's main loop (12 waits) beside a thread pool's idle waits over 5 s: 2 waits, then one that lasts to
+    /// the end; and a thread whose only wait never ended.
+    static func withRareWaiters() -> Waits {
+        var w = Waits()
+        w.named(60, pid: 70, process: "redis-server", name: "redis-server")
+        for i in UInt64(0)..<12 { w.wait(60, fd: 4, timeout: 100_000, from: i * 400_000, to: i * 400_000 + 100_000, ready: 0) }
+        w.named(61, at: 10, pid: 70, process: "redis-server", name: "bio_close_file")
+        w.wait(61, .poll, timeout: -1, from: 100, to: 2_000_000, ready: 1)
+        w.wait(61, .poll, timeout: -1, from: 2_000_100, to: 2_500_000, ready: 1)
+        w.add(2_500_100, 61, .waitBegin(call: .poll, target: -1, setSize: 1, timeout: -1))
+        w.named(62, at: 20, pid: 70, process: "redis-server", name: "bio_aof")
+        w.add(30, 62, .waitBegin(call: .epollWait, target: 9, setSize: 1, timeout: -1))
+        w.add(5_000_000, 60, .waitThread(pid: 70, ppid: 1, thread: "redis-server", process: "redis-server"))
+        return w
+    }
+
+    @Test func threadsThatWaitedRarelyAreListedApartNotAsLoops() throws {
+        let waits = try #require(try Self.withRareWaiters().summarize().waits)
+        #expect(waits.loops.map(\.threadID) == [60])
+        #expect(waits.loops.first?.iterations == 11 && waits.loops.first?.stalls == 11)
+        #expect(waits.rareWaiters == [
+            TraceSummary.RareWaiter(threadID: 61, pid: 70, process: "redis-server", thread: "bio_close_file", family: "poll/select",
+                                    target: -1, waits: 2, sleepNanoseconds: 2_499_800 * Self.us, waitingAtEnd: true),
+            TraceSummary.RareWaiter(threadID: 62, pid: 70, process: "redis-server", thread: "bio_aof", family: "epoll",
+                                    target: 9, waits: 0, sleepNanoseconds: 0, waitingAtEnd: true),
+        ])
+        #expect(waits.overall.loops == 1 && waits.overall.iterations == 11)
+        let text = SummaryReport.text(try Self.withRareWaiters().summarize())
+        #expect(text.contains("""
+            threads that waited rarely (fewer than 10 waits and less than one per second; not loops):
+              redis-server (pid 70) thread bio_close_file, poll/select: 2 waits, asleep 2.50s, still waiting at the end
+              redis-server (pid 70) thread bio_aof, epoll fd 9: 0 waits, asleep 0ns, still waiting at the end
+            """), "\(text)")
+        #expect(!text.contains("wait loop: redis-server (pid 70) thread bio"), "\(text)")
+    }
+
+    /// Events lost on a thread (a loss window of its stream), a wait whose end was lost, and a stream that starts
+    /// with a wait's end (a flight-recorder ring overwrote its begin): no busy or sleep across any of those gaps.
+    @Test func lossesAndMissingEventsBreakTheIterationChain() throws {
+        var w = Waits()
+        w.named(20, pid: 4242, process: "node", name: "node")
+        w.wait(20, timeout: -1, from: 0, to: 10_000, ready: 1)
+        w.wait(20, timeout: -1, from: 12_000, to: 20_000, ready: 1)
+        // Lost: 20 ms to 40 ms.
+        w.wait(20, timeout: -1, from: 45_000, to: 50_000, ready: 1)
+        w.wait(20, timeout: -1, from: 52_000, to: 60_000, ready: 1)
+        // A wait whose end was lost, on thread 22.
+        w.wait(22, timeout: -1, from: 0, to: 2_000, ready: 1)
+        w.add(3_000, 22, .waitBegin(call: .epollPwait, target: 5, setSize: 64, timeout: -1))
+        w.wait(22, timeout: -1, from: 6_000, to: 9_000, ready: 1)
+        w.wait(22, timeout: -1, from: 10_000, to: 12_000, ready: 1)
+        // A ring that starts with an end, on thread 21.
+        w.add(1_000, 21, .waitEnd(ready: 1, error: 0))
+        w.wait(21, timeout: -1, from: 2_000, to: 3_000, ready: 1)
+        w.wait(21, timeout: -1, from: 4_000, to: 5_000, ready: 1)
+        var health = TraceHealth()
+        health.eventsLost = 5
+        health.lossWindows = [.init(stream: "tid 20", from: 20 * Self.ms, to: 45 * Self.ms, events: 5)]
+        let s = try w.summarize(health: health)
+        let waits = try #require(s.waits)
+        let lossy = try #require(waits.loops.first { $0.threadID == 20 })
+        #expect(lossy.waits == 4 && lossy.iterations == 2 && lossy.chainBreaks == 1)
+        #expect(lossy.busyNanoseconds == 4 * Self.ms && lossy.sleepNanoseconds == 31 * Self.ms)
+        #expect(lossy.busyPerIteration == Self.distribution([2 * Self.ms, 2 * Self.ms]) && lossy.stalls == 0)
+        #expect(lossy.affectedByLoss && lossy.lostEventsAffecting == 5 && lossy.lossWindowsAffecting == 1)
+        let lostEnd = try #require(waits.loops.first { $0.threadID == 22 })
+        #expect(lostEnd.waits == 3 && lostEnd.iterations == 1 && lostEnd.chainBreaks == 1)
+        #expect(lostEnd.busyNanoseconds == 1 * Self.ms && lostEnd.sleepNanoseconds == 7 * Self.ms && !lostEnd.affectedByLoss)
+        let ring = try #require(waits.loops.first { $0.threadID == 21 })
+        #expect(ring.waits == 2 && ring.iterations == 1 && ring.busyNanoseconds == 1 * Self.ms && ring.process == nil)
+        #expect(ring.name == "thread 21, epoll fd 5")
+        #expect(waits.unmatchedEnds == 1)
+
+        let text = SummaryReport.text(s)
+        #expect(text.contains("wait loop: node (pid 4242) thread node (tid 20), epoll fd 5 — epoll_pwait 4 (!) 5 lost events in its window\n"), "\(text)")
+        #expect(text.contains("wait loop: thread 21, epoll fd 5 — epoll_pwait 2\n"), "\(text)")
+        #expect(text.contains("  iteration chain broken 1× at lost or missing events: no busy or sleep counted across those gaps"), "\(text)")
+        #expect(text.contains("  1 wait end(s) without their begin left out (a flight-recorder ring overwrote it, or it was lost)"), "\(text)")
+    }
+
+    /// A reader reports a loss window while it reads (before the events after it): the chain breaks there too.
+    @Test func aLossWindowReportedWhileReadingBreaksTheChain() throws {
+        struct LateHealthReader: TraceEventReader {
+            var events: [TraceEvent]
+            var window: TraceHealth.LossWindow
+            var index = 0
+            var health = TraceHealth()
+            mutating func next() throws(TraceReadError) -> TraceEvent? {
+                guard index < events.count else { return nil }
+                defer { index += 1 }
+                // As the embedded reader: the window appears as the last event before the gap is delivered.
+                if events[index].timestamp == window.from { health.lossWindows.append(window) }
+                health.eventsRead += 1
+                return events[index]
+            }
+        }
+        var w = Waits()
+        w.wait(20, timeout: -1, from: 0, to: 10_000, ready: 1)
+        w.wait(20, timeout: -1, from: 12_000, to: 20_000, ready: 1)
+        w.wait(20, timeout: -1, from: 45_000, to: 50_000, ready: 1)
+        var reader = LateHealthReader(events: w.sorted, window: .init(stream: "tid 20", from: 20 * Self.ms, to: 45 * Self.ms, events: 2))
+        let s = try TraceSummarizer.summarize(&reader)
+        let l = try #require(s.waits?.loops.first)
+        #expect(l.iterations == 1 && l.chainBreaks == 1 && l.busyNanoseconds == 2 * Self.ms && l.sleepNanoseconds == 23 * Self.ms)
+    }
+
+    @Test func theTextReportHasASectionPerLoopAndSaysWhatIsNotAvailableOnce() throws {
+        var w = Self.nodeLoop()
+        w.named(21, pid: 4242, process: "node", name: "libuv-worker")
+        w.wait(21, timeout: -1, from: 1_000, to: 5_000, ready: 1)
+        w.wait(21, timeout: -1, from: 6_000, to: 9_000, ready: 1)
+        let s = try w.summarize()
+        let text = SummaryReport.text(s)
+        #expect(text == """
+            trace: 22 events, none lost, every run complete
+
+            wait loop: node (pid 4242) thread node (tid 20), epoll fd 5 — epoll_pwait 8
+              iterations 7 (63.6/s), busy 54.0ms, asleep 56.0ms, utilization 49.1%
+              busy per iteration (wait end → next wait): n=7  min 400us  p50 1.00ms  p90 30.0ms  p99 30.0ms  p99.9 30.0ms  max 30.0ms
+                   ≤ 524us ██████████████████████████████ 2
+                  ≤ 1.05ms ██████████████████████████████ 2
+                  ≤ 2.10ms ███████████████ 1
+                  ≤ 33.6ms ██████████████████████████████ 2
+              sleep (one blocking wait): n=7  min 500us  p50 8.00ms  p90 20.0ms  p99 20.0ms  p99.9 20.0ms  max 20.0ms
+              wake causes: ready 2 (25.0%), timed out 3 (37.5%), interrupted (EINTR) 1 (12.5%), failed 1 (12.5%); non-blocking checks (timeout 0, not sleeps) 1 (12.5%, 1 found events)
+              wake lateness (sleep − timeout of waits that timed out): n=3  min 0ns  p50 500us  p90 2.00ms  p99 2.00ms  p99.9 2.00ms  max 2.00ms; 1 woke more than 1.00ms late
+              ready events per wake-up: p50 1  p99 3  max 3  mean 2.00  (n=2)
+              stalls (> threshold): 2 iterations busier than 16.0ms; worst: 30.0ms at +20.6ms, 20.0ms at +70.0ms
+
+            wait loop: node (pid 4242) thread libuv-worker (tid 21), epoll fd 5 — epoll_pwait 2
+              iterations 1 (125/s), busy 1.00ms, asleep 7.00ms, utilization 12.5%
+              busy per iteration (wait end → next wait): n=1  min 1.00ms  p50 1.00ms  p90 1.00ms  p99 1.00ms  p99.9 1.00ms  max 1.00ms
+                  ≤ 1.05ms ██████████████████████████████ 1
+              sleep (one blocking wait): n=2  min 3.00ms  p50 3.00ms  p90 4.00ms  p99 4.00ms  p99.9 4.00ms  max 4.00ms
+              wake causes: ready 2 (100%), timed out 0 (0.00%), interrupted (EINTR) 0 (0.00%), failed 0 (0.00%); non-blocking checks (timeout 0, not sleeps) 0 (0.00%, 0 found events)
+              wake lateness (sleep − timeout of waits that timed out): none (no wait timed out with a timeout > 0)
+              ready events per wake-up: p50 1  p99 1  max 1  mean 1.00  (n=2)
+              stalls (> threshold): 0 iterations busier than 16.0ms
+
+            all wait loops: 2 loop(s), 8 iterations, utilization mean 30.8%, max 49.1% (node (pid 4242) thread node, epoll fd 5), 2 stalls; worst: 30.0ms at +20.6ms in node (pid 4242) thread node, epoll fd 5, 20.0ms at +70.0ms in node (pid 4242) thread node, epoll fd 5
+              not available: callout-level figures for wait loops (which callout ran or stalled, timers, sources, wake-up latency: the interposer sees only the wait calls)
+            """, "\(text)")
+        #expect(text.components(separatedBy: "not available").count == 2, "said once")
+    }
+
+    @Test func markdownAndJSONHaveTheWaitLoopsAndNoEmptyRunLoopFigures() throws {
+        let s = try Self.withRareWaiters().summarize()
+        let markdown = SummaryReport.markdown(s)
+        #expect(markdown.contains("#### Wait loops (any program)"), "\(markdown)")
+        #expect(markdown.contains("| redis-server (pid 70) thread redis-server (tid 60), epoll fd 4 | epoll_pwait 12 | 2.44 |"), "\(markdown)")
+        #expect(markdown.contains("| 0 / 12 / 0 / 0 / 0 |"), "\(markdown)")
+        #expect(markdown.contains("- threads that waited rarely (fewer than 10 waits and less than one per second; not loops): redis-server (pid 70) thread bio_close_file, poll/select (2 waits, still waiting at the end); redis-server (pid 70) thread bio_aof, epoll fd 9 (0 waits, still waiting at the end)."), "\(markdown)")
+        #expect(markdown.components(separatedBy: "not available").count == 2, "\(markdown)")
+        // No RunLoopCore or Foundation loop: no run figures, rather than a 0% utilization of nothing.
+        #expect(!markdown.contains("Utilization **") && !markdown.contains("| metric |"), "\(markdown)")
+        let text = SummaryReport.text(s)
+        #expect(!text.contains("\nloop ") && !text.contains("NIO"), "\(text)")
+
+        let json = try SummaryReport.json(s)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let waits = try #require(object["waits"] as? [String: Any])
+        #expect((waits["notAvailable"] as? [String]) == TraceSummary.NotAvailable.wait)
+        let loops = try #require(waits["loops"] as? [[String: Any]])
+        #expect(loops.first?["iterations"] as? Int == 11 && (loops.first?["wakeCauses"] as? [String: Any])?["timedOut"] as? Int == 12)
+        #expect((waits["rareWaiters"] as? [[String: Any]])?.count == 2)
+        #expect(try JSONDecoder().decode(TraceSummary.self, from: Data(json.utf8)) == s)
+        // A summary written before wait loops existed still loads, with none.
+        var old = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        old["waits"] = nil
+        let decoded = try JSONDecoder().decode(TraceSummary.self, from: try JSONSerialization.data(withJSONObject: old))
+        #expect(decoded.waits == nil)
+    }
+
+    private func check(_ budget: String, _ summary: TraceSummary) throws -> BudgetCheck {
+        BudgetCheck(budget: try Budget(text: budget, file: "test.budget"), report: RunReport(workload: "w", tracer: "embedded", repetitions: [summary]))
+    }
+
+    @Test func metricsReadTheWaitLoops() throws {
+        let s = try Self.nodeLoop().summarize()
+        func value(_ name: String) throws -> Double {
+            let metric = try #require(Metric.named(name), "\(name)")
+            #expect(metric.isMeasured(in: s), "\(name)")
+            return metric.value(in: s)
+        }
+        #expect(try value("wait.iterations") == 7)
+        #expect(try value("wait.utilization.mean") == 54.0 / 110.0 && value("wait.utilization.max") == 54.0 / 110.0)
+        #expect(try value("wait.stalls.count") == 2 && value("wait.stalls.worst") == Double(30 * Self.ms))
+        #expect(try value("wait.late_wakeups") == 1)
+        let us = Self.us
+        #expect(try value("wait.busy.max") == Double(Self.distribution([1_500 * us, 600 * us, 30_000 * us, 400 * us, 1_000 * us, 500 * us, 20_000 * us]).max))
+        #expect(try value("wait.sleep.p50") == Double(Self.distribution([10_500 * us, 8_000 * us, 7_000 * us, 2_000 * us, 500 * us, 8_000 * us, 20_000 * us]).p50))
+        #expect(try value("wait.lateness.max") == Double(Self.distribution([500 * us, 2 * Self.ms, 0]).max))
+        #expect(try value("wait.ready_per_wakeup.max") == 3 && value("wait.ready_per_wakeup.mean") == 2)
+        #expect(Metric.named("wait.ready_per_wakeup.p50")?.unit == .count)
+        // The stall rules judge the wait loops of a trace that has nothing else.
+        #expect(try value("stalls.count") == 2 && value("stalls.worst") == Double(30 * Self.ms))
+        let failing = try check("stalls.count == 0\nwait.stalls.count == 0\n", s)
+        #expect(failing.verdicts.map(\.passed) == [false, false] && !failing.verdicts.contains(where: \.noData) && failing.failed == 2)
+        // `check --stall 50ms`: the same trace summarized with a higher threshold has no stall.
+        let passing = try check("stalls.count == 0\nwait.stalls.count == 0\nwait.utilization.max <= 50%\nwait.lateness.max <= 3ms\n",
+                                try Self.nodeLoop().summarize(stall: 50 * Self.ms))
+        #expect(passing.passed, "\(passing.render(.text))")
+    }
+
+    /// A RunLoopCore run of one iteration on thread 7: `busy` ms of work, then asleep until `end`.
+    static func runLoop(busy: Double, end: Double) -> TraceBuilder {
+        var t = TraceBuilder()
+        t.runBegin(0)
+        t.activity(0, .entry)
+        t.activity(0, .beforeTimers)
+        t.sleep(from: busy, to: end)
+        t.activity(end, .exit)
+        t.runEnd(end)
+        return t
+    }
+
+    @Test func waitMetricsOnATraceWithoutWaitLoopsHaveNoDataAndSaySo() throws {
+        let runLoop = try Self.runLoop(busy: 2, end: 10).summarize()
+        let result = try check("wait.stalls.count == 0\nwait.busy.p99 <= 10ms\n", runLoop)
+        #expect(!result.passed && result.verdicts.allSatisfy(\.noData))
+        #expect(result.incompleteness == ["no data for wait.stalls.count (no wait loop in the trace), wait.busy.p99 (no wait loop in the trace)"])
+        // Rare waiters are no loops: a trace of them alone has no wait-loop figures either.
+        var w = Waits()
+        w.wait(61, .poll, timeout: -1, from: 0, to: 2_000_000, ready: 1)
+        w.add(5_000_000, 61, .waitBegin(call: .poll, target: -1, setSize: 1, timeout: -1))
+        let rare = try w.summarize()
+        #expect(rare.waits?.loops.isEmpty == true && rare.waits?.rareWaiters.count == 1)
+        #expect(try check("wait.iterations >= 1\n", rare).verdicts.first?.noDataReason == "no wait loop in the trace")
+        #expect(try check("stalls.count == 0\n", rare).verdicts.first?.noData == true)
+        #expect(SummaryReport.text(rare).contains("all wait loops: none (no thread waited often enough to be a loop)"))
+    }
+
+    /// A RunLoopCore loop also recorded through its waits (`--any` on a program that traces itself) is one loop:
+    /// stalls.count counts its stalls once, from its own events; a wait loop on another thread counts too.
+    @Test func stallRulesCountALoopTracedBothWaysOnce() throws {
+        var events = Self.runLoop(busy: 20, end: 28).events
+        // The same thread (7) seen through its wait calls: the 20 ms of work is a stall there too.
+        events.append(TraceEvent(timestamp: 0, threadID: 7, payload: .waitBegin(call: .epollWait, target: 3, setSize: 8, timeout: -1)))
+        events.append(TraceEvent(timestamp: 1 * Self.ms, threadID: 7, payload: .waitEnd(ready: 1, error: 0)))
+        events.append(TraceEvent(timestamp: 21 * Self.ms, threadID: 7, payload: .waitBegin(call: .epollWait, target: 3, setSize: 8, timeout: -1)))
+        events.append(TraceEvent(timestamp: 28 * Self.ms, threadID: 7, payload: .waitEnd(ready: 1, error: 0)))
+        // Another program's loop on thread 8 with a 30 ms stall.
+        events.append(TraceEvent(timestamp: 0, threadID: 8, payload: .waitBegin(call: .poll, target: -1, setSize: 8, timeout: -1)))
+        events.append(TraceEvent(timestamp: 2 * Self.ms, threadID: 8, payload: .waitEnd(ready: 1, error: 0)))
+        events.append(TraceEvent(timestamp: 32 * Self.ms, threadID: 8, payload: .waitBegin(call: .poll, target: -1, setSize: 8, timeout: -1)))
+        events.append(TraceEvent(timestamp: 33 * Self.ms, threadID: 8, payload: .waitEnd(ready: 1, error: 0)))
+        let sorted = events.enumerated().sorted { ($0.element.timestamp, $0.offset) < ($1.element.timestamp, $1.offset) }.map(\.element)
+        var reader = ArrayReader(sorted)
+        let s = try TraceSummarizer.summarize(&reader)
+        #expect(s.overall.stalls == 1 && s.waits?.overall.stalls == 2, "\(s.overall.worstStalls)")
+        #expect(Metric.named("stalls.count")?.value(in: s) == Double(s.overall.stalls + 1))
+        #expect(Metric.named("stalls.worst")?.value(in: s) == Double(30 * Self.ms))
+    }
+
+    @Test func theChromeExportHasASlicePerWaitThreadNamesAndAUtilizationCounter() throws {
+        let path = temporaryPath("wait-chrome.json")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var w = Self.nodeLoop()
+        w.add(111_000, 20, .waitBegin(call: .epollPwait, target: 5, setSize: 64, timeout: -1))   // still waiting at the end
+        w.add(112_000, 21, .waitEnd(ready: 1, error: 0))                                            // an end without its begin
+        w.add(113_000, 21, .waitEnd(ready: 1, error: 0))
+        var reader = ArrayReader(w.sorted)
+        try TraceExporter.export(&reader, format: .chrome, to: path)
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
+        let events = try #require(object?["traceEvents"] as? [[String: Any]])
+        let slices = events.filter { ($0["cat"] as? String) == "wait" }
+        #expect(slices.count == 9 && slices.allSatisfy { ($0["ph"] as? String) == "X" && ($0["tid"] as? Int) == 20 })
+        #expect(slices.first?["name"] as? String == "wait epoll_pwait")
+        let first = try #require(slices.first?["args"] as? [String: Any])
+        #expect(first["timeout_ns"] as? Int == 10_000_000 && first["ready"] as? Int == 0 && first["error"] as? Int == 0 && first["target"] as? Int == 5)
+        #expect("\(slices.first?["dur"] ?? "")" == "10500" || slices.first?["dur"] as? Double == 10500)
+        let interrupted = try #require(slices.first { ($0["args"] as? [String: Any])?["error"] as? Int == 4 })
+        #expect((interrupted["args"] as? [String: Any])?["ready"] as? Int == -1)
+        #expect((slices.last?["args"] as? [String: Any])?["did_not_end"] as? String == "trace ended")
+        // Complete slices only: nothing for viewers to pair up wrongly.
+        #expect(!events.contains { ["B", "E"].contains($0["ph"] as? String) })
+        let names = events.filter { ($0["name"] as? String) == "thread_name" }.compactMap { ($0["args"] as? [String: Any])?["name"] as? String }
+        #expect(names.contains("node (4242) node"), "\(names)")
+        let counters = events.filter { ($0["ph"] as? String) == "C" }.map {
+            "\($0["name"] ?? "") \(($0["args"] as? [String: Any])?["busy"] ?? "")"
+        }
+        // The first 100 ms window closes at the last wait's end (110 ms): 54 ms busy of 110.
+        #expect(counters == ["utilization tid 20 epoll fd 5 0.491"], "\(counters)")
+    }
+}

@@ -1,0 +1,291 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+
+/// `rlctl record --any` end to end, on programs nobody here wrote (Node.js, Python's asyncio, redis-server) and on
+/// our own: rlctl's figures against the programs' own meters.
+@Suite(.serialized) struct AnyProgramTests {
+    static let programs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("AnyPrograms").path
+
+    static func requirement(_ tools: [String]) -> TestRequirement {
+        let missing = tools.filter { TestEnvironment.executable($0) == nil }
+        return TestRequirement(missing: missing.isEmpty ? nil : missing.joined(separator: ", "),
+                               problem: "the programs `rlctl record --any` is tested on are not installed")
+    }
+    static let node = requirement(["node", "wrk"])
+    static let python = requirement(["python3"])
+    static let redis = requirement(["redis-server", "redis-benchmark"])
+    static let compiler = requirement(["cc"])
+
+    // ===== Node.js: utilization against performance.eventLoopUtilization(), and every burn a stall =====
+
+    @Test(.enabled(if: node.shouldRun, node.skipComment))
+    func nodesLoopUtilizationAgreesWithNodesOwnMeterAndEveryBurnIsAStall() throws {
+        guard Self.node.requireMet() else { return }
+        let trace = temporaryPath("node-any.rltrace"), report = temporaryPath("node-elu.json")
+        let port = Self.freePort()
+        // A 60 ms burn every 250 ms on the loop, under wrk's load, for 4 s.
+        let rlctl = try CLI.start(["record", "--any", "--tracer", "embedded", "--output", trace, "--",
+                                   "node", "\(Self.programs)/node-server.js", "\(port)", "4", "250", "60", report])
+        try #require(Self.waitForPort(port), "node did not listen on \(port)")
+        let wrk = try runProcess(TestEnvironment.executable("wrk")!, ["-t1", "-c8", "-d2s", "http://127.0.0.1:\(port)/"])
+        #expect(wrk.status == 0, "\(wrk.stderr)")
+        let recorded = rlctl.wait()
+        try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+
+        let own = try Self.json(report)
+        let pid = try #require(own["pid"] as? Int)
+        let loop = try Self.waitLoop(in: try Self.summary(trace, stall: "30ms"), pid: pid, threadID: pid)
+        let ours = try #require(loop["utilization"] as? Double), nodes = try #require(own["utilization"] as? Double)
+        #expect(abs(ours - nodes) <= 0.02, "rlctl: \(ours), Node's eventLoopUtilization: \(nodes)")
+        let burns = try #require(own["burns"] as? Int)
+        #expect(burns >= 10)
+        let stalls = try #require(loop["stalls"] as? Int)
+        #expect(stalls >= burns, "\(burns) burns of 60 ms, \(stalls) stalls over 30 ms")
+        let worst = try #require((loop["worstStalls"] as? [[String: Any]])?.first?["busyNanoseconds"] as? Int)
+        #expect(worst >= 60_000_000)
+    }
+
+    // ===== Python asyncio: iterations and wake lateness against what the program logs =====
+
+    @Test(.enabled(if: python.shouldRun, python.skipComment))
+    func asyncioIterationsAndWakeLatenessMatchWhatTheProgramLogs() throws {
+        guard Self.python.requireMet() else { return }
+        let trace = temporaryPath("asyncio-any.rltrace"), report = temporaryPath("asyncio.json")
+        let recorded = try CLI.run(["record", "--any", "--tracer", "embedded", "--output", trace, "--",
+                                    "python3", "\(Self.programs)/asyncio-timers.py", "40", "20", report])
+        try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+        let own = try Self.json(report)
+        let summary = try Self.summary(trace)
+        let loop = try Self.busiestLoop(in: summary)
+        // Every _run_once is one wait on the selector's epoll descriptor.
+        #expect(loop["waits"] as? Int == own["iterations"] as? Int, "rlctl's waits: \(loop["waits"] ?? "none"), asyncio's _run_once calls: \(own["iterations"] ?? "none")")
+        let causes = try #require(loop["wakeCauses"] as? [String: Any])
+        #expect((causes["timedOut"] as? Int ?? 0) >= 40, "each of the 40 timers wakes the loop by its timeout: \(causes)")
+        // asyncio rounds each timeout up to the next millisecond and runs the timer after the wait: its own
+        // lateness is the loop's wake lateness plus less than 1 ms of rounding.
+        let logged = try #require(own["lateness_ms"] as? [Double]).sorted()
+        let latenessMedian = try #require((loop["lateness"] as? [String: Any]).flatMap(Self.median)) / 1e6
+        let programMedian = logged[logged.count / 2]
+        #expect(latenessMedian >= 0 && latenessMedian <= programMedian + 0.25, "rlctl's median wake lateness \(latenessMedian) ms, asyncio's median timer lateness \(programMedian) ms")
+        #expect(programMedian - latenessMedian <= 1.5, "rlctl's median wake lateness \(latenessMedian) ms, asyncio's median timer lateness \(programMedian) ms")
+    }
+
+    /// The same program recorded through LTTng: the interposer emits through the `runloop` provider, and the
+    /// session (tracking the program's process) holds the same waits.
+    @Test(.enabled(if: python.shouldRun && LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
+    func asyncioRecordedWithLTTngHasTheSameWaits() throws {
+        guard Self.python.requireMet(), LTTngCLIEnvironment.requirement.requireMet() else { return }
+        let trace = temporaryPath("asyncio-lttng.rltrace"), report = temporaryPath("asyncio-lttng.json")
+        let recorded = try CLI.run(["record", "--any", "--tracer", "lttng", "--output", trace, "--",
+                                    "python3", "\(Self.programs)/asyncio-timers.py", "20", "10", report])
+        try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+        #expect(recorded.stdout.contains("LTTng, any program (wait interposer)"), "\(recorded.stdout)")
+        let own = try Self.json(report)
+        let loop = try Self.busiestLoop(in: try Self.summary(trace))
+        #expect(loop["waits"] as? Int == own["iterations"] as? Int, "rlctl's waits: \(loop["waits"] ?? "none"), asyncio's _run_once calls: \(own["iterations"] ?? "none")")
+    }
+
+    // ===== redis-server: iterations, ready events per wake-up and utilization rise with load =====
+
+    @Test(.enabled(if: redis.shouldRun, redis.skipComment))
+    func redisLoopRisesWithLoad() throws {
+        guard Self.redis.requireMet() else { return }
+        func record(load: Bool) throws -> [String: Any] {
+            let trace = temporaryPath(load ? "redis-loaded.rltrace" : "redis-idle.rltrace")
+            let port = Self.freePort()
+            let rlctl = try CLI.start(["record", "--any", "--tracer", "embedded", "--output", trace, "--",
+                                       "redis-server", "--port", "\(port)", "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
+            try #require(Self.waitForPort(port), "redis-server did not listen on \(port)")
+            if load {
+                let bench = try runProcess(TestEnvironment.executable("redis-benchmark")!,
+                                           ["-p", "\(port)", "-n", "20000", "-c", "20", "-q", "-t", "set,get"])
+                #expect(bench.status == 0, "\(bench.stderr)")
+            } else {
+                usleep(1_500_000)
+            }
+            rlctl.send(SIGTERM)   // passed on to redis-server, which shuts down cleanly
+            let recorded = rlctl.wait()
+            try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+            return try Self.busiestLoop(in: try Self.summary(trace))
+        }
+        let idle = try record(load: false), loaded = try record(load: true)
+        let idleIterations = try #require(idle["iterations"] as? Int), loadedIterations = try #require(loaded["iterations"] as? Int)
+        #expect(loadedIterations > 10 * max(idleIterations, 1), "iterations idle \(idleIterations), loaded \(loadedIterations)")
+        let idleReady = (idle["readyPerWakeUp"] as? [String: Any]).flatMap(Self.maximum) ?? 0
+        let loadedReady = try #require((loaded["readyPerWakeUp"] as? [String: Any]).flatMap(Self.maximum))
+        #expect(loadedReady > idleReady, "most ready events per wake-up: idle \(idleReady), loaded \(loadedReady)")
+        let idleUse = try #require(idle["utilization"] as? Double), loadedUse = try #require(loaded["utilization"] as? Double)
+        #expect(loadedUse > idleUse, "utilization idle \(idleUse), loaded \(loadedUse)")
+    }
+
+    // ===== a RunLoopCore program recorded both ways at once =====
+
+    @Test func aRunLoopCoreProgramRecordedBothWaysAgrees() throws {
+        let own = temporaryPath("demo-own.rltrace"), any = temporaryPath("demo-any.rltrace")
+        // env puts the program's own tracer back in its environment (rlctl --any takes it out) and execs it:
+        // the same process, recorded by its own sink and by the interposer, into two traces.
+        let recorded = try CLI.run(["record", "--any", "--tracer", "embedded", "--output", any, "--",
+                                    "env", "RLCTL_TRACER=embedded", "RLCTL_TRACE_DIR=\(own)", CLI.sibling("runloop-demo"), "1"])
+        try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+        let loop = try Self.busiestLoop(in: try Self.summary(any))
+        let ownSummary = try Self.summaryObject(own)
+        let runLoop = try #require((ownSummary["loops"] as? [[String: Any]])?.first)
+        let iterations = try #require(runLoop["iterations"] as? Int)
+        let waits = try #require(loop["waits"] as? Int)
+        // RunLoopCore makes one epoll_wait per iteration (README: "One epoll_wait per iteration").
+        #expect(waits == iterations, "RunLoopCore's iterations \(iterations), waits seen by the interposer \(waits)")
+    }
+
+    // ===== what cannot be recorded, said before or after =====
+
+    @Test func aProgramThatIsNotThereIsAUsageError() throws {
+        try expectUsageError(["record", "--any", "--", "no-such-program-rlctl"], "no-such-program-rlctl: no such program (not a file, and not found in PATH)")
+    }
+
+    @Test func followChildrenNeedsAny() throws {
+        let result = try CLI.run(["record", "--follow-children", "--", "true"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("--follow-children goes with --any"), "\(result.stderr)")
+    }
+
+    @Test func aThirtyTwoBitProgramIsRefusedBeforeItStarts() throws {
+        // The header of a 32-bit x86 ELF executable: all rlctl reads before refusing it.
+        var header = [UInt8](repeating: 0, count: 64)
+        header[0...6] = [0x7F, 0x45, 0x4C, 0x46, 1, 1, 1]
+        header[16] = 2; header[18] = 3
+        let path = temporaryPath("elf32")
+        _ = FileManager.default.createFile(atPath: path, contents: Data(header), attributes: [.posixPermissions: 0o755])
+        let result = try CLI.run(["record", "--any", "--", path])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("is a 32-bit program"), "\(result.stderr)")
+    }
+
+    @Test(.enabled(if: compiler.shouldRun, compiler.skipComment))
+    func aStaticProgramIsRefusedBeforeItStarts() throws {
+        guard Self.compiler.requireMet() else { return }
+        let program = try Self.compile("raw-syscall-waits.c", flags: ["-static"])
+        let result = try CLI.run(["record", "--any", "--", program])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("is statically linked"), "\(result.stderr)")
+    }
+
+    @Test(.enabled(if: compiler.shouldRun, compiler.skipComment))
+    func aProgramThatWaitsWithRawSystemCallsShowsNoLoopAndRlctlSaysWhy() throws {
+        guard Self.compiler.requireMet() else { return }
+        let program = try Self.compile("raw-syscall-waits.c")
+        let result = try CLI.run(["record", "--any", "--", program])
+        #expect(result.status == 3, "\(result.termination): \(result.stderr)")
+        #expect(result.stderr.contains("raw system calls"), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test(.enabled(if: compiler.shouldRun, compiler.skipComment))
+    func aProgramKilledMidRunLeavesAReadableTraceMarkedCutOff() throws {
+        guard Self.compiler.requireMet() else { return }
+        let program = try Self.compile("killed-mid-run.c")
+        let trace = temporaryPath("killed.rltrace")
+        let result = try CLI.run(["record", "--any", "--tracer", "embedded", "--output", trace, "--format", "json", "--", program])
+        #expect(result.status == 1, "\(result.termination): \(result.stderr)")
+        #expect(result.stderr.contains("did not complete its recording"), "\(result.stderr)")
+        let summary = try Self.summaryObject(trace)
+        #expect((summary["health"] as? [String: Any])?["recordingCutOff"] as? Bool == true)
+        // 30 waits of 10 ms, then SIGKILL after 400 ms: the switch interval (100 ms) wrote at least the first ones.
+        let loop = try Self.busiestLoop(in: summary)
+        #expect((loop["waits"] as? Int ?? 0) >= 10, "\(loop)")
+    }
+
+    @Test(.enabled(if: python.shouldRun, python.skipComment))
+    func childrenAreRecordedOnlyWhenFollowed() throws {
+        guard Self.python.requireMet() else { return }
+        let report = temporaryPath("child.json")
+        // `; true` keeps sh from exec'ing python3 in its own process: python3 is sh's child.
+        let script = "python3 \(Self.programs)/asyncio-timers.py 5 10 \(report); true"
+        let unfollowed = try CLI.run(["record", "--any", "--", "sh", "-c", script])
+        #expect(unfollowed.status == 3, "\(unfollowed.termination): \(unfollowed.stderr)")
+        #expect(unfollowed.stderr.contains("without a single wait"), "\(unfollowed.stderr)")
+        let trace = temporaryPath("followed.rltrace")
+        let followed = try CLI.run(["record", "--any", "--follow-children", "--tracer", "embedded", "--output", trace, "--", "sh", "-c", script])
+        try #require(followed.status == 0, "\(followed.termination): \(followed.stderr)")
+        let loop = try Self.busiestLoop(in: try Self.summary(trace))
+        #expect(loop["process"] as? String == "python3", "\(loop)")
+    }
+
+    // ===== helpers =====
+
+    static func compile(_ source: String, flags: [String] = []) throws -> String {
+        let output = temporaryPath((source as NSString).deletingPathExtension)
+        let result = try runProcess(TestEnvironment.executable("cc")!, flags + ["-O1", "-o", output, "\(programs)/\(source)"])
+        try #require(result.status == 0, "cc \(source): \(result.stderr)")
+        return output
+    }
+
+    static func summaryObject(_ trace: String, stall: String = "16ms") throws -> [String: Any] {
+        let result = try CLI.run(["summarize", trace, "--format", "json", "--stall", stall])
+        try #require(result.status == 0, "summarize \(trace): \(result.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+    }
+
+    /// The trace's wait summary.
+    static func summary(_ trace: String, stall: String = "16ms") throws -> [String: Any] {
+        try #require(try summaryObject(trace, stall: stall)["waits"] as? [String: Any], "no wait loop in \(trace)")
+    }
+
+    static func waitLoops(_ waits: [String: Any]) throws -> [[String: Any]] {
+        try #require(waits["loops"] as? [[String: Any]])
+    }
+
+    /// The first (busiest) wait loop, or the summary's own.
+    static func busiestLoop(in summary: [String: Any]) throws -> [String: Any] {
+        let waits = (summary["waits"] as? [String: Any]) ?? summary
+        return try #require(try waitLoops(waits).first, "no wait loop: \(waits)")
+    }
+
+    static func waitLoop(in waits: [String: Any], pid: Int, threadID: Int) throws -> [String: Any] {
+        try #require(try waitLoops(waits).first { $0["pid"] as? Int == pid && $0["threadID"] as? Int == threadID },
+                     "no wait loop on thread \(threadID) of \(pid): \(waits)")
+    }
+
+    static func json(_ path: String) throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    static func median(_ distribution: [String: Any]) -> Double? { number(distribution, ["p50Nanoseconds", "p50", "median"]) }
+    static func maximum(_ distribution: [String: Any]) -> Double? { number(distribution, ["maxNanoseconds", "max", "maximum"]) }
+    private static func number(_ distribution: [String: Any], _ keys: [String]) -> Double? {
+        for key in keys { if let value = distribution[key] as? Double { return value } }
+        return nil
+    }
+
+    /// A TCP port free on loopback right now.
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Waits until something accepts connections on the loopback port.
+    static func waitForPort(_ port: Int, timeout: Duration = .seconds(20)) -> Bool {
+        eventually(timeout: timeout) {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            } == 0
+            if !connected { usleep(20_000) }
+            return connected
+        }
+    }
+}

@@ -1,0 +1,41 @@
+// An HTTP server on Node's own loop, for `rlctl record --any`'s tests and the README: every BURN_EVERY ms a
+// timer burns BURN ms of CPU on the loop (a stall rlctl must find). It runs for SECONDS, then writes what
+// Node's own meter says, performance.eventLoopUtilization() over the loop's whole life, to REPORT (JSON) and exits.
+//
+//     node node-server.js PORT SECONDS BURN_EVERY_MS BURN_MS REPORT
+const http = require('http');
+const fs = require('fs');
+const { performance } = require('perf_hooks');
+
+const [port, seconds, burnEvery, burnMs, report] = process.argv.slice(2);
+if (!report) {
+    console.error('usage: node node-server.js PORT SECONDS BURN_EVERY_MS BURN_MS REPORT');
+    process.exit(2);
+}
+
+let requests = 0;
+const server = http.createServer((request, response) => {
+    requests += 1;
+    response.end('hello\n');
+});
+
+let burns = 0;
+const burner = setInterval(() => {
+    const until = performance.now() + Number(burnMs);
+    while (performance.now() < until) {}
+    burns += 1;
+}, Number(burnEvery));
+
+server.listen(Number(port), '127.0.0.1', () => {
+    console.log(`listening on 127.0.0.1:${port}`);
+});
+
+setTimeout(() => {
+    clearInterval(burner);
+    const elu = performance.eventLoopUtilization();
+    fs.writeFileSync(report, JSON.stringify({
+        utilization: elu.utilization, active_ms: elu.active, idle_ms: elu.idle, burns, requests, pid: process.pid,
+    }) + '\n');
+    server.close();
+    process.exit(0);
+}, Number(seconds) * 1000);
