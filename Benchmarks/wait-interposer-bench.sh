@@ -1,7 +1,8 @@
 #!/bin/bash
 # Cost of the wait interposer per wrapped wait (issue 13's goal: <= 100 ns): ns per epoll_wait(ep, ev, 1, 0)
-# plain, preloaded but not recording (the root pid does not match), and recording with the embedded recorder.
-# Medians of RUNS runs of CALLS calls each, side by side.
+# plain, preloaded but not recording (the root pid does not match), recording with the embedded recorder, and
+# recording through LTTng (where `lttng` and a session daemon answer; a session with the runloop:* events enabled).
+# Medians of RUNS runs of CALLS calls each, side by side; the events each tracer dropped are counted.
 #   Benchmarks/wait-interposer-bench.sh [RUNS=7] [CALLS=200000]
 # Builds rlctl (which builds librlctl-wait-interposer.so) unless RLCTL_WAIT_INTERPOSER names the library.
 set -euo pipefail
@@ -15,12 +16,15 @@ if [ -z "$library" ]; then
     (cd "$root" && swift build --product rlctl >/dev/null)
     library=$(cd "$root" && ls "$(swift build --show-bin-path)"/*_CWaitInterposer.resources/librlctl-wait-interposer.so | head -1)
 fi
+provider=${RLCTL_LTTNG_PROVIDER:-$(ls "$(dirname "$(dirname "$library")")"/*_CRunLoopTracepoints.resources/librunloop-lttng-provider.so 2>/dev/null | head -1)}
+with_lttng=0
+if [ -n "$provider" ] && command -v lttng >/dev/null && lttng list >/dev/null 2>&1; then with_lttng=1; fi
 cc -O2 -o "$work/bench" "$root/Benchmarks/wait-interposer-bench.c"
 uuid=00112233445566778899aabbccddeeff
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-plain=() idle=() recording=() discarded=0
+plain=() idle=() recording=() lttng_runs=() discarded=0 lttng_discarded=0
 for run in $(seq "$runs"); do
     # Interleaved, so that a slower stretch of the machine hits every variant alike.
     plain+=("$("$work/bench" "$calls")")
@@ -32,6 +36,20 @@ for run in $(seq "$runs"); do
     recording+=("$(LD_PRELOAD=$library RLCTL_ANY_TRACE_DIR=$trace RLCTL_ANY_UUID=$uuid RLCTL_ANY_TRACER=embedded \
         RLCTL_ANY_SUB_BUFFER_COUNT=64 "$work/bench" "$calls")")
     discarded=$((discarded + $(sed -n 's/^events_discarded=//p' "$trace"/.proc-*.end)))
+    if [ "$with_lttng" = 1 ]; then
+        session=waitbench-$$-$run
+        mkdir -p "$work/lttng-marks-$run"
+        lttng create "$session" --output="$work/lttng-$run" >/dev/null
+        # Buffers that hold a whole run, as the embedded variant's do.
+        lttng enable-channel -u --subbuf-size=4M --num-subbuf=8 -s "$session" bench >/dev/null
+        lttng enable-event -u 'runloop:*' -c bench -s "$session" >/dev/null
+        lttng start "$session" >/dev/null
+        lttng_runs+=("$(LD_PRELOAD=$library RLCTL_ANY_TRACE_DIR=$work/lttng-marks-$run RLCTL_ANY_UUID=$uuid RLCTL_ANY_TRACER=lttng \
+            RLCTL_ANY_LTTNG_PROVIDER=$provider "$work/bench" "$calls")")
+        stopped=$(lttng stop "$session" 2>&1)
+        lttng destroy "$session" >/dev/null
+        lttng_discarded=$((lttng_discarded + $(sed -n 's/.* \([0-9][0-9]*\) events were discarded.*/\1/p' <<< "$stopped" | head -1 | grep . || echo 0)))
+    fi
 done
 p=$(printf '%s\n' "${plain[@]}" | median)
 i=$(printf '%s\n' "${idle[@]}" | median)
@@ -41,5 +59,10 @@ printf '%-36s %8s %8s %10s\n' variant ns/call ratio "+ns/call"
 printf '%-36s %8.1f %8s %10s\n' plain "$p" 1.00 -
 printf '%-36s %8.1f %8.2f %+10.1f\n' "preloaded, not recording" "$i" "$(echo "$i / $p" | bc -l)" "$(echo "$i - $p" | bc -l)"
 printf '%-36s %8.1f %8.2f %+10.1f\n' "recording (embedded)" "$r" "$(echo "$r / $p" | bc -l)" "$(echo "$r - $p" | bc -l)"
-echo "events discarded while recording: $discarded"
-echo "runs: plain ${plain[*]} | not recording ${idle[*]} | recording ${recording[*]}"
+if [ "$with_lttng" = 1 ]; then
+    l=$(printf '%s\n' "${lttng_runs[@]}" | median)
+    printf '%-36s %8.1f %8.2f %+10.1f\n' "recording (LTTng session)" "$l" "$(echo "$l / $p" | bc -l)" "$(echo "$l - $p" | bc -l)"
+fi
+echo "events discarded while recording: embedded $discarded$([ "$with_lttng" = 1 ] && echo ", LTTng $lttng_discarded")"
+echo "runs: plain ${plain[*]} | not recording ${idle[*]} | recording ${recording[*]}$([ "$with_lttng" = 1 ] && echo " | LTTng ${lttng_runs[*]}")"
+[ "$with_lttng" = 1 ] || echo "(no LTTng variant: lttng-tools, a session daemon or the provider library is missing)"
