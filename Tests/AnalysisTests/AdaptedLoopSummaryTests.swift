@@ -250,6 +250,7 @@ import Tracing
         var reader = ArrayReader(Self.threeLoops().events)
         _ = try TraceExporter.export(&reader, format: .chrome, to: path)
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
+        #expect(try ChromeTraceFile(path: path).violations() == [])
         let events = try #require(object?["traceEvents"] as? [[String: Any]])
         let counters = events.filter { ($0["ph"] as? String) == "C" }.map {
             "\($0["name"] ?? "") \(($0["args"] as? [String: Any])?["busy"] ?? "")"

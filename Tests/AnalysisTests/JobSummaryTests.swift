@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import RunLoopCore
 import Testing
+import TestSupport
 import TraceModel
 import TraceReading
 
@@ -69,6 +70,7 @@ import TraceReading
         var reader = ArrayReader(events)
         try TraceExporter.export(&reader, format: .chrome, to: base + ".json")
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: base + ".json"))) as? [String: Any]
+        #expect(try ChromeTraceFile(path: base + ".json").violations() == [])
         let chrome = try #require(object?["traceEvents"] as? [[String: Any]])
         let jobSlices = chrome.filter { $0["name"] as? String == "job" && $0["ph"] as? String == "B" }
         #expect(jobSlices.count == 2)

@@ -2,6 +2,7 @@
 import Foundation
 import RunLoopCore
 import Testing
+import TestSupport
 import TraceReading
 
 /// Main-queue servicings (rule 38) in the analyses: a callout kind of their own (`main_queue`) with its metrics,
@@ -56,6 +57,7 @@ import TraceReading
         var reader = ArrayReader(events)
         _ = try TraceExporter.export(&reader, format: .chrome, to: path + ".json")
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path + ".json"))) as? [String: Any]
+        #expect(try ChromeTraceFile(path: path + ".json").violations() == [])
         let chrome = try #require(object?["traceEvents"] as? [[String: Any]])
         let slices = chrome.filter { ($0["cat"] as? String) == "callout" }.map { "\($0["ph"] ?? "") \($0["name"] ?? "")" }
         #expect(slices == ["B run kCFRunLoopDefaultMode", "B main queue", "E ", "B main queue", "E ", "E run"])

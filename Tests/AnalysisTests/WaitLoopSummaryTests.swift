@@ -413,6 +413,7 @@ import TraceModel
         var reader = ArrayReader(w.sorted)
         try TraceExporter.export(&reader, format: .chrome, to: path)
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
+        #expect(try ChromeTraceFile(path: path).violations() == [])
         let events = try #require(object?["traceEvents"] as? [[String: Any]])
         let slices = events.filter { ($0["cat"] as? String) == "wait" }
         #expect(slices.count == 9 && slices.allSatisfy { ($0["ph"] as? String) == "X" && ($0["tid"] as? Int) == 20 })

@@ -103,6 +103,14 @@ import TestSupport
         #expect(events.contains { $0["ph"] as? String == "B" })
         #expect(events.contains { $0["ph"] as? String == "i" })
         #expect(events.filter { $0["ph"] as? String == "B" }.count == events.filter { $0["ph"] as? String == "E" }.count)
+        // The format's rules on a real trace (every B has its E on its thread, slices nest, flows bind to slices,
+        // counters are numbers), and the mixed workload's causes drawn: signals to performs, late timers.
+        let file = try ChromeTraceFile(path: chrome)
+        #expect(file.violations() == [])
+        let flows = file.flows.values
+        #expect(flows.contains { $0.out?["cat"] as? String == "signal" && $0.in?["name"] as? String != nil })
+        #expect(file.events("C").contains { ($0["name"] as? String)?.hasPrefix("backlog loop ") == true })
+        #expect(file.events("C").contains { ($0["name"] as? String)?.hasPrefix("lateness timer ") == true })
 
         let csv = temporaryPath("trace.csv")
         #expect(try CLI.run(["export", sharedTrace, "--format", "csv", "-o", csv]).status == 0)

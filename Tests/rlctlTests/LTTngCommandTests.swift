@@ -82,6 +82,25 @@ struct LTTngCommandTests {
         #expect(FileManager.default.fileExists(atPath: trace + "/ust"), "the LTTng trace is kept")
     }
 
+    /// An LTTng trace exports as an embedded one does: the format's rules hold, and signals arrow to performs
+    /// (LTTng's per-CPU streams interleave the signalling threads' events with the loop's).
+    @Test func exportOfAnLTTngTraceKeepsTheTraceEventRules() throws {
+        let trace = temporaryPath("export-lttng")
+        let chrome = temporaryPath("export-lttng.json")
+        defer {
+            try? FileManager.default.removeItem(atPath: trace)
+            try? FileManager.default.removeItem(atPath: chrome)
+        }
+        let run = try CLI.run(["run", "mixed", "--tracer", "lttng", "--duration", "500ms", "--trace", trace, "--format", "json"])
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let export = try CLI.run(["export", trace, "--format", "chrome", "-o", chrome])
+        #expect(export.status == 0, "stderr: \(export.stderr)")
+        let file = try ChromeTraceFile(path: chrome)
+        #expect(file.violations() == [])
+        #expect(file.flows.values.contains { $0.out?["cat"] as? String == "signal" && $0.in != nil })
+        #expect(file.events("M", named: "thread_name").contains { (file.args($0)["name"] as? String)?.hasPrefix("loop ") == true })
+    }
+
     /// The loop announced itself to the first repetition's sink only: from the second on, LTTng traces had its
     /// events but not its name.
     @Test func everyLTTngRepetitionNamesItsLoop() throws {

@@ -1,11 +1,24 @@
 import TraceModel
 
-/// Chrome trace-event JSON (the format Perfetto UI and chrome://tracing open): one track per loop thread, a
-/// slice per callout and per sleep, an instant per activity, and a utilization counter per loop.
+/// Chrome trace-event JSON (the format Perfetto UI and chrome://tracing open): one track per loop thread, named
+/// after its loops; a slice per callout and per sleep, an instant per activity; flow arrows from each cause the
+/// trace holds to its callout (a source's signal to its perform, a late timer's fire date to its firing); counters
+/// per loop (utilization, backlog) and per timer (lateness); every stall and every window of lost events on a
+/// track of its own.
 struct ChromeTraceWriter {
     let out: BufferedFile
     private var first = true
-    private var namedThreads: Set<Int32> = []
+    /// Per thread: the loops it runs, in order of appearance (its track's name), or its wait_thread name.
+    private var threads: [Int32: [String]] = [:]
+    private var threadOrder: [Int32] = []
+    /// Stalls and losses are the summary's own, so the export marks the same ones `summarize` counts.
+    private var summarizer: TraceSummarizer
+    private let lateThreshold: UInt64
+    private var nextFlowID: UInt64 = 1
+    /// Per source: the flow of its first signal since its last perform (a perform answers every signal before it).
+    private var signalFlows: [UInt64: String] = [:]
+    /// Per loop: +1 when an item became due (fire date, signal, enqueue), −1 when its callout began.
+    private var backlogChanges: [UInt64: [(time: UInt64, delta: Int32)]] = [:]
     private var labels: [UInt64: String] = [:]
     /// Per loop: the start of the current utilization window and the sleep inside it.
     private var windows: [UInt64: (start: UInt64, slept: UInt64)] = [:]
@@ -24,9 +37,37 @@ struct ChromeTraceWriter {
     private var lastTimestamp: UInt64 = 0
     private static let window: UInt64 = 100_000_000   // 100 ms utilization samples
 
-    init(out: BufferedFile) {
+    private static let backlogBucket: UInt64 = 1_000_000   // backlog samples: the largest in each millisecond
+
+    init(out: BufferedFile, options: TraceSummarizer.Options) {
         self.out = out
+        var summaryOptions = options
+        summaryOptions.stallsPerLoop = .max
+        summarizer = TraceSummarizer(options: summaryOptions)
+        lateThreshold = options.lateThreshold
         out.write("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")
+    }
+
+    /// A loss window the reader found, before the events after it (as the summary is fed).
+    mutating func noteLoss(_ window: TraceHealth.LossWindow) {
+        summarizer.noteLoss(window)
+    }
+
+    private mutating func flowID() -> String {
+        defer { nextFlowID += 1 }
+        return "\"0x\(String(nextFlowID, radix: 16))\""
+    }
+
+    private mutating func name(thread tid: Int32, _ name: String) {
+        if threads[tid] == nil { threadOrder.append(tid) }
+        if threads[tid, default: []].contains(name) == false { threads[tid, default: []].append(name) }
+    }
+
+    private mutating func backlog(_ loop: UInt64, from due: UInt64, to start: UInt64) {
+        // An item called out the moment it became due never waited: it is no backlog.
+        guard due != 0, due < start else { return }
+        backlogChanges[loop, default: []].append((due, 1))
+        backlogChanges[loop, default: []].append((start, -1))
     }
 
     private mutating func emit(_ json: String) {
@@ -44,12 +85,15 @@ struct ChromeTraceWriter {
 
     mutating func write(_ event: TraceEvent) {
         let tid = event.threadID
-        if namedThreads.insert(tid).inserted {
-            emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":\(tid),\"args\":{\"name\":\"thread \(tid)\"}}")
+        if threads[tid] == nil {
+            threads[tid] = []
+            threadOrder.append(tid)
         }
+        summarizer.consume(event)
         let ts = micros(event.timestamp)
-        func slice(_ phase: String, _ name: String, _ args: String = "") -> String {
-            "{\"ph\":\"\(phase)\",\"name\":\(jsonString(name)),\"cat\":\"callout\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts)\(args.isEmpty ? "" : ",\"args\":{\(args)}")}"
+        func slice(_ phase: String, _ name: String, _ args: String = "", flowIn: String? = nil) -> String {
+            let flow = flowIn.map { ",\"bind_id\":\($0),\"flow_in\":true" } ?? ""
+            return "{\"ph\":\"\(phase)\",\"name\":\(jsonString(name)),\"cat\":\"callout\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts)\(flow)\(args.isEmpty ? "" : ",\"args\":{\(args)}")}"
         }
         lastTimestamp = max(lastTimestamp, event.timestamp)
         var thread = open[tid] ?? (0, event.timestamp)
@@ -74,14 +118,28 @@ struct ChromeTraceWriter {
             emit(slice("B", "run \(mode)", "\"loop\":\(loop),\"timeout_ns\":\(timeout)"))
         case .runEnd(_, _, let result):
             emit(slice("E", "run", "\"result\":\"\(result.description)\""))
-        case .timerFireBegin(_, let id, let scheduled, let tolerance, _, let missed):
-            let late = TimerFiring(scheduled: scheduled, tolerance: tolerance, firedAt: event.timestamp).lateness
-            emit(slice("B", labels[id].map { "timer \($0)" } ?? "timer \(id)", "\"lateness_ns\":\(late),\"tolerance_ns\":\(tolerance),\"missed\":\(missed)"))
-        case .sourcePerformBegin(_, let id, let kind, _, _):
-            emit(slice("B", labels[id].map { "\(kind.description) \($0)" } ?? "\(kind.description) \(id)"))
-        case .blockBegin(_, let id, let enqueued):
+        case .timerFireBegin(let loop, let id, let scheduled, let tolerance, _, let missed):
+            let firing = TimerFiring(scheduled: scheduled, tolerance: tolerance, firedAt: event.timestamp)
+            let name = labels[id].map { "timer \($0)" } ?? "timer \(id)"
+            // A late firing (the summary's definition) gets an arrow from its fire date: what the loop was doing then.
+            var flow: String?
+            if firing.beyondTolerance > lateThreshold, let origin, scheduled >= origin {
+                let arrow = flowID()
+                flow = arrow
+                emit(complete("\(name) due", cat: "due", tid: tid, from: scheduled, to: scheduled,
+                              args: "\"tolerance_ns\":\(tolerance)", flowOut: arrow))
+            }
+            emit(slice("B", name, "\"lateness_ns\":\(firing.lateness),\"tolerance_ns\":\(tolerance),\"missed\":\(missed)", flowIn: flow))
+            emit("{\"ph\":\"C\",\"name\":\(jsonString("lateness \(name)")),\"pid\":1,\"ts\":\(ts),\"args\":{\"ms\":\(milliseconds(firing.lateness))}}")
+            backlog(loop, from: scheduled, to: event.timestamp)
+        case .sourcePerformBegin(let loop, let id, let kind, _, let signaled):
+            emit(slice("B", labels[id].map { "\(kind.description) \($0)" } ?? "\(kind.description) \(id)",
+                       flowIn: signalFlows.removeValue(forKey: id)))
+            backlog(loop, from: signaled, to: event.timestamp)
+        case .blockBegin(let loop, let id, let enqueued):
             let waited = queueWait(enqueued: enqueued, ranAt: event.timestamp) ?? 0
             emit(slice("B", "block", "\"id\":\(id),\"queued_ns\":\(waited)"))
+            backlog(loop, from: enqueued, to: event.timestamp)
         case .observerBegin(_, let id, let activity):
             emit(slice("B", labels[id].map { "observer \($0)" } ?? "observer \(id)", "\"activity\":\"\(activity.description)\""))
         case .mainQueueBegin:
@@ -94,15 +152,26 @@ struct ChromeTraceWriter {
             emit("{\"ph\":\"X\",\"name\":\"sleep\",\"cat\":\"sleep\",\"pid\":1,\"tid\":\(tid),\"ts\":\(startTs),\"dur\":\(slept / 1000).\(String(slept % 1000).leftPadded(to: 3)),\"args\":{\"woken_by\":\"\(reason.description)\"}}")
             sampleUtilization(loop: loop, slept: slept, at: event.timestamp, iterationStart: event.timestamp)
         case .sourceSignal(let id):
-            emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"signal\",\"cat\":\"signal\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"source\":\(id)}}")
+            // A zero-length slice rather than an instant: only slices carry flows. A signal repeated before the
+            // perform is drawn without one (the perform answers the first).
+            var flow: String?
+            if signalFlows[id] == nil {
+                let next = flowID()
+                signalFlows[id] = next
+                flow = next
+            }
+            emit(complete(labels[id].map { "signal \($0)" } ?? "signal \(id)", cat: "signal", tid: tid, from: event.timestamp,
+                          to: event.timestamp, args: "\"source\":\(id)", flowOut: flow))
         case .loopCreate(let loop, let threadID, let name):
-            emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":\(threadID),\"args\":{\"name\":\(jsonString("loop \(loop) \(name)"))}}")
+            self.name(thread: threadID, "loop \(loop) \(name)")
         case .itemLabel(let id, _, let label):
             labels[id] = label
-        case .jobBegin(_, let id, let enqueued, let priority):
+        case .jobBegin(let loop, let id, let enqueued, let priority):
             let waited = queueWait(enqueued: enqueued, ranAt: event.timestamp) ?? 0
             emit(slice("B", "job", "\"id\":\(id),\"queued_ns\":\(waited),\"priority\":\(priority)"))
+            backlog(loop, from: enqueued, to: event.timestamp)
         case .loopAdapted(let loop, let adapter, let group):
+            name(thread: tid, "\(adapter.description) loop \(loop)")
             emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"traced by \(adapter.description)\",\"cat\":\"adapter\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"loop\":\(loop),\"group\":\(group)}}")
         case .nioTick(let loop, let start, let end, let sleep, let tasks):
             // Complete slices with their own times: the tick is reported after it ended.
@@ -131,7 +200,7 @@ struct ChromeTraceWriter {
                               slept: slept, at: event.timestamp)
             waitWindows[key] = window
         case .waitThread(let pid, _, let thread, let process):
-            emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":\(tid),\"args\":{\"name\":\(jsonString("\(process) (\(pid)) \(thread)"))}}")
+            name(thread: tid, "\(process) (\(pid)) \(thread)")
         }
     }
 
@@ -161,9 +230,19 @@ struct ChromeTraceWriter {
     }
 
     /// A slice whose start and end the event carries (an adapter's, reported after it ended).
-    private mutating func complete(_ name: String, cat: String, tid: Int32, from start: UInt64, to end: UInt64, args: String) -> String {
+    private mutating func complete(_ name: String, cat: String, tid: Int32, from start: UInt64, to end: UInt64, args: String,
+                                   flowOut: String? = nil) -> String {
         let duration = end >= start ? end - start : 0
-        return "{\"ph\":\"X\",\"name\":\(jsonString(name)),\"cat\":\"\(cat)\",\"pid\":1,\"tid\":\(tid),\"ts\":\(micros(start)),\"dur\":\(duration / 1000).\(String(duration % 1000).leftPadded(to: 3)),\"args\":{\(args)}}"
+        let flow = flowOut.map { ",\"bind_id\":\($0),\"flow_out\":true" } ?? ""
+        return "{\"ph\":\"X\",\"name\":\(jsonString(name)),\"cat\":\"\(cat)\",\"pid\":1,\"tid\":\(tid),\"ts\":\(micros(start)),\"dur\":\(duration / 1000).\(String(duration % 1000).leftPadded(to: 3))\(flow),\"args\":{\(args)}}"
+    }
+
+    /// A slice on a track of its own (Chrome's async events, one track per `track`): stalls and loss windows
+    /// overlap the thread's own slices without nesting in them.
+    private mutating func trackSlice(_ name: String, cat: String, track: String, from start: UInt64, to end: UInt64, args: String) {
+        let common = "\"name\":\(jsonString(name)),\"cat\":\"\(cat)\",\"id\":\(jsonString(track)),\"pid\":1"
+        emit("{\"ph\":\"b\",\(common),\"ts\":\(micros(start)),\"args\":{\(args)}}")
+        emit("{\"ph\":\"e\",\(common),\"ts\":\(micros(max(start, end)))}")
     }
 
     mutating func finish(health: TraceHealth) {
@@ -178,9 +257,98 @@ struct ChromeTraceWriter {
                 emit("{\"ph\":\"E\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"did_not_end\":\"trace cut off\"}}")
             }
         }
+        let summary = summarizer.finish(health: health)
+        writeStalls(summary)
+        writeLosses(health)
+        writeBacklog()
+        for tid in threadOrder {
+            let names = threads[tid] ?? []
+            let name = names.isEmpty ? "thread \(tid)" : names.joined(separator: " + ")
+            emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":\(tid),\"args\":{\"name\":\(jsonString(name))}}")
+        }
         emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\(jsonString("run loops (events lost: \(health.eventsLost))"))}}")
         out.write("\n]}\n")
     }
+}
+
+extension ChromeTraceWriter {
+    /// Every stall the summary counts (its threshold, its culprit), one track per loop, and a marker on the loop's
+    /// thread where it began.
+    private mutating func writeStalls(_ summary: TraceSummary) {
+        for loop in summary.loops {
+            for stall in loop.worstStalls.sorted(by: { $0.atNanoseconds < $1.atNanoseconds }) {
+                writeStall(track: "stalls of loop \(stall.loopID)", thread: loop.threadID, at: stall.atNanoseconds,
+                           busy: stall.busyNanoseconds, culprit: stall.cause, args: "\"loop\":\(stall.loopID),\"iteration\":\(stall.iteration)")
+            }
+        }
+        for loop in summary.nio?.loops ?? [] {
+            for stall in loop.worstStalls.sorted(by: { $0.atNanoseconds < $1.atNanoseconds }) {
+                writeStall(track: "stalls of NIO loop \(stall.loopID)", thread: loop.threadID, at: stall.atNanoseconds,
+                           busy: stall.busyNanoseconds, culprit: stall.cause, args: "\"loop\":\(stall.loopID),\"tick\":\(stall.iteration)")
+            }
+        }
+        for loop in summary.waits?.loops ?? [] {
+            for stall in loop.worstStalls.sorted(by: { $0.atNanoseconds < $1.atNanoseconds }) {
+                writeStall(track: "stalls of \(loop.name)", thread: stall.threadID, at: stall.atNanoseconds,
+                           busy: stall.busyNanoseconds, culprit: nil, args: "\"iteration\":\(stall.iteration)")
+            }
+        }
+    }
+
+    /// A stall's slice on its loop's stall track, and its marker on the loop's thread. `culprit` nil: the loop's
+    /// callouts are not traced (any program's waits).
+    private mutating func writeStall(track: String, thread: Int32?, at start: UInt64, busy: UInt64, culprit: String?, args: String) {
+        let label = "stall \(milliseconds(busy)) ms" + (culprit.map { ": \($0)" } ?? "")
+        trackSlice(label, cat: "stall", track: track, from: start, to: start &+ busy,
+                   args: args + ",\"busy_ns\":\(busy),\"culprit\":\(jsonString(culprit ?? "not available"))")
+        if let thread {
+            emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\(jsonString(label)),\"cat\":\"stall\",\"pid\":1,\"tid\":\(thread),\"ts\":\(micros(start))}")
+        }
+    }
+
+    /// Each window of lost events or packets: on its thread's own loss track when the stream is a thread's (the
+    /// embedded recorder's), else on the stream's (LTTng's per-CPU buffers).
+    private mutating func writeLosses(_ health: TraceHealth) {
+        for window in health.lossWindows {
+            let what = window.events > 0 ? "\(window.events) events lost" : "events lost (whole packets)"
+            trackSlice(what, cat: "loss", track: "losses of \(window.stream)", from: window.from, to: window.to,
+                       args: "\"stream\":\(jsonString(window.stream)),\"events\":\(window.events)")
+        }
+        if health.recordingCutOff {
+            emit("{\"ph\":\"i\",\"s\":\"g\",\"name\":\"recording cut off (events after each thread's last packet are missing)\",\"cat\":\"loss\",\"pid\":1,\"ts\":\(micros(lastTimestamp))}")
+        }
+    }
+
+    /// Items due and not yet called out, per loop: the largest count in each millisecond, and the count at the
+    /// end of it when that differs (so a burst shows and the line comes back down).
+    private mutating func writeBacklog() {
+        for (loop, changes) in backlogChanges.sorted(by: { $0.key < $1.key }) {
+            // Ends before begins at the same instant: an item called out as another becomes due is not two.
+            let ordered = changes.sorted { $0.time != $1.time ? $0.time < $1.time : $0.delta < $1.delta }
+            let name = jsonString("backlog loop \(loop)")
+            var level: Int64 = 0
+            var index = 0
+            while index < ordered.count {
+                let bucket = ordered[index].time / Self.backlogBucket
+                var highest = level
+                while index < ordered.count, ordered[index].time / Self.backlogBucket == bucket {
+                    level += Int64(ordered[index].delta)
+                    highest = max(highest, level)
+                    index += 1
+                }
+                let start = bucket * Self.backlogBucket
+                emit("{\"ph\":\"C\",\"name\":\(name),\"pid\":1,\"ts\":\(micros(start)),\"args\":{\"items\":\(highest)}}")
+                if level != highest {
+                    emit("{\"ph\":\"C\",\"name\":\(name),\"pid\":1,\"ts\":\(micros(start + Self.backlogBucket - 1)),\"args\":{\"items\":\(level)}}")
+                }
+            }
+        }
+    }
+}
+
+/// Milliseconds with microsecond precision, as a JSON number.
+private func milliseconds(_ nanoseconds: UInt64) -> String {
+    "\(nanoseconds / 1_000_000).\(String(nanoseconds / 1000 % 1000).leftPadded(to: 3))"
 }
 
 private func format2(_ value: Double) -> String {

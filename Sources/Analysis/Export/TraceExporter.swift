@@ -10,15 +10,24 @@ public enum TraceExportFormat: String, CaseIterable, Sendable {
 }
 
 public struct TraceExporter {
-    /// Writes every event of `reader` to `path`; returns how many events were written.
+    /// Writes every event of `reader` to `path`; returns how many events were written. `options` set what the
+    /// Chrome export marks as a stall and as a late timer firing (as `summarize` counts them).
     @discardableResult
-    public static func export(_ reader: inout some TraceEventReader, format: TraceExportFormat, to path: String) throws -> UInt64 {
+    public static func export(_ reader: inout some TraceEventReader, format: TraceExportFormat, to path: String,
+                              options: TraceSummarizer.Options = .init()) throws -> UInt64 {
         let out = try BufferedFile(path: path)
         var count: UInt64 = 0
         switch format {
         case .chrome:
-            var chrome = ChromeTraceWriter(out: out)
+            var chrome = ChromeTraceWriter(out: out, options: options)
+            var lossWindows = 0
             while let event = try reader.next() {
+                // As TraceSummarizer.summarize: a loss window goes in before the first event after it.
+                let windows = reader.health.lossWindows
+                if windows.count > lossWindows {
+                    for window in windows[lossWindows...] { chrome.noteLoss(window) }
+                    lossWindows = windows.count
+                }
                 chrome.write(event)
                 count += 1
             }

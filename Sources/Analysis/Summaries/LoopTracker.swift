@@ -229,7 +229,7 @@ struct LoopTracker {
     }
 
     private mutating func keepWorst(_ stall: TraceSummary.Stall) {
-        if worstStalls.count < options.keep {
+        if worstStalls.count < options.stallsKeptPerLoop {
             worstStalls.append(stall)
         } else if let index = worstStalls.indices.min(by: { worstStalls[$0].busyNanoseconds < worstStalls[$1].busyNanoseconds }),
                   worstStalls[index].busyNanoseconds < stall.busyNanoseconds {

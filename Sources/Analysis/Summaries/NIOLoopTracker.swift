@@ -108,7 +108,7 @@ struct NIOLoopTracker {
                 stall = .init(loopID: loopID, iteration: ticks, atNanoseconds: start, busyNanoseconds: iterationBusy,
                               cause: "tasks (\(taskCount))")
             }
-            worstStalls.keepLargest(stall, limit: options.keep, by: \.busyNanoseconds)
+            worstStalls.keepLargest(stall, limit: options.stallsKeptPerLoop, by: \.busyNanoseconds)
         }
         pendingIO = 0
         longestIO = nil

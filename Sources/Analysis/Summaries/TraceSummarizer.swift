@@ -11,6 +11,10 @@ public struct TraceSummarizer {
         public var lateThreshold: UInt64 = 1_000_000
         /// How many slowest callouts and worst stalls to keep.
         public var keep = 10
+        /// How many worst stalls each loop keeps for its own section (`keep` unless set): a reader that draws every
+        /// stall (the Chrome export) sets it to `.max`; the overall lists still stop at `keep`.
+        public var stallsPerLoop: Int?
+        var stallsKeptPerLoop: Int { stallsPerLoop ?? keep }
         public init() {}
     }
 

@@ -106,7 +106,7 @@ struct WaitLoopTracker {
                 stalls += 1
                 worstStalls.keepLargest(TraceSummary.WaitStall(
                     threadID: threadID, pid: nil, process: nil, thread: nil, family: family, target: target,
-                    iteration: iterations, atNanoseconds: before.from, busyNanoseconds: iterationBusy), limit: options.keep, by: \.busyNanoseconds)
+                    iteration: iterations, atNanoseconds: before.from, busyNanoseconds: iterationBusy), limit: options.stallsKeptPerLoop, by: \.busyNanoseconds)
             }
         }
         lastEnd = (end, epoch)

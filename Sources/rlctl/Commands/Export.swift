@@ -8,7 +8,18 @@ extension TraceExportFormat: ExpressibleByArgument {}
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Export a trace for viewers and scripts.",
-        discussion: "chrome: trace-event JSON for Perfetto UI (ui.perfetto.dev) and chrome://tracing; csv and jsonl: one event per row."
+        discussion: """
+        chrome: trace-event JSON for Perfetto UI (open https://ui.perfetto.dev, then "Open trace file"; nothing is \
+        uploaded, the page reads the file in the browser) and chrome://tracing. One track per loop thread, named after \
+        its loops: a slice per callout, sleep and wait, an instant per activity; arrows from a source's signal to its \
+        perform and from a late timer's fire date to its firing (click a slice, then its flow); counters per loop \
+        (utilization, backlog: items due and not yet called out) and per timer (lateness); every stall (--stall, \
+        as summarize counts them) on a track of its own with its culprit, and a marker on the loop's thread; every \
+        window of lost events on a track per stream. Blocks, jobs and port messages show how long they were queued \
+        (queued_ns) but get no arrow: the trace holds no event for their enqueue or send, only its time.
+
+        csv and jsonl: one event per row.
+        """
     )
 
     @Argument(help: "A trace folder.")
@@ -20,12 +31,15 @@ struct Export: ParsableCommand {
     @Option(name: .shortAndLong, help: "The file to write.")
     var output: String
 
+    @OptionGroup var analysis: AnalysisOptions
+
     func run() throws {
         do {
             var reader = try TraceReaders.open(trace)
-            let count = try TraceExporter.export(&reader, format: format, to: output)
+            let count = try TraceExporter.export(&reader, format: format, to: output, options: analysis.summarizerOptions)
             let health = reader.health
             print("wrote \(count) events to \(output)" + (health.isComplete ? "" : " (the trace lost \(health.eventsLost) events and \(health.packetsLost) packets)"))
+            if format == .chrome { print("open it in Perfetto: https://ui.perfetto.dev, \"Open trace file\" (read in the browser, not uploaded)") }
         } catch let error as TraceReadError {
             throw Failure.input("cannot read trace: \(error)")
         } catch let error as ExportError {
