@@ -52,6 +52,18 @@ import TraceReading
         #expect(file.violations() == [])
     }
 
+    /// A signal whose perform is not in the trace (the trace ended first) is drawn with no arrow: an arrow must
+    /// end on a slice.
+    @Test func aSignalNeverPerformedHasNoArrow() throws {
+        var (events, health) = Self.trace()
+        events.append(TraceEvent(timestamp: 50_500_000, threadID: 8, payload: .sourceSignal(sourceID: 6)))
+        let file = try Self.export(events, health: health)
+        #expect(file.violations() == [])
+        let signal = try #require(file.events("X", named: "signal 6").first)
+        #expect(signal["bind_id"] == nil && file.ts(signal) == 50_500)
+        #expect(file.flows.count == 2)
+    }
+
     @Test func aSignalAndALateTimersFireDateArrowToTheirCallouts() throws {
         let (events, health) = Self.trace()
         let file = try Self.export(events, health: health)

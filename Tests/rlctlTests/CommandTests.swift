@@ -11,7 +11,7 @@ import TestSupport
         }
         // Every command answers `help COMMAND`, --help and -h with the same manual, record included (it used to
         // take them for the program to record); after `--` they are the program's.
-        for command in ["run", "record", "summarize", "export", "check", "compare", "list", "doctor"] {
+        for command in ["run", "record", "summarize", "export", "report", "check", "compare", "list", "doctor"] {
             let manual = try CLI.run(["help", command])
             #expect(manual.termination == .exited(0) && manual.stderr.isEmpty, "rlctl help \(command): \(manual.termination) \(manual.stderr)")
             #expect(manual.stdout.hasPrefix("OVERVIEW: ") && manual.stdout.contains("\nUSAGE: rlctl \(command)"),
@@ -44,6 +44,8 @@ import TestSupport
           summarize               Summarize a trace: latency, timer drift, wake-ups,
                                   callouts, stalls and trace health.
           export                  Export a trace for viewers and scripts.
+          report                  Draw a trace, a run report or a comparison as one
+                                  self-contained HTML page.
           check                   Check a trace or summary against a performance budget
                                   (for CI).
           compare                 Compare two runs and fail only on a regression the

@@ -15,8 +15,9 @@ struct ChromeTraceWriter {
     private var summarizer: TraceSummarizer
     private let lateThreshold: UInt64
     private var nextFlowID: UInt64 = 1
-    /// Per source: the flow of its first signal since its last perform (a perform answers every signal before it).
-    private var signalFlows: [UInt64: String] = [:]
+    /// Per source: its first signal since its last perform (a perform answers every signal before it), written
+    /// when the perform comes, with the arrow to it; one still waiting when the trace ends is written without.
+    private var pendingSignals: [UInt64: (name: String, tid: Int32, at: UInt64)] = [:]
     /// Per loop: +1 when an item became due (fire date, signal, enqueue), −1 when its callout began.
     private var backlogChanges: [UInt64: [(time: UInt64, delta: Int32)]] = [:]
     private var labels: [UInt64: String] = [:]
@@ -133,8 +134,13 @@ struct ChromeTraceWriter {
             emit("{\"ph\":\"C\",\"name\":\(jsonString("lateness \(name)")),\"pid\":1,\"ts\":\(ts),\"args\":{\"ms\":\(milliseconds(firing.lateness))}}")
             backlog(loop, from: scheduled, to: event.timestamp)
         case .sourcePerformBegin(let loop, let id, let kind, _, let signaled):
-            emit(slice("B", labels[id].map { "\(kind.description) \($0)" } ?? "\(kind.description) \(id)",
-                       flowIn: signalFlows.removeValue(forKey: id)))
+            var flow: String?
+            if let signal = pendingSignals.removeValue(forKey: id) {
+                let arrow = flowID()
+                flow = arrow
+                emit(complete(signal.name, cat: "signal", tid: signal.tid, from: signal.at, to: signal.at, args: "\"source\":\(id)", flowOut: arrow))
+            }
+            emit(slice("B", labels[id].map { "\(kind.description) \($0)" } ?? "\(kind.description) \(id)", flowIn: flow))
             backlog(loop, from: signaled, to: event.timestamp)
         case .blockBegin(let loop, let id, let enqueued):
             let waited = queueWait(enqueued: enqueued, ranAt: event.timestamp) ?? 0
@@ -154,14 +160,12 @@ struct ChromeTraceWriter {
         case .sourceSignal(let id):
             // A zero-length slice rather than an instant: only slices carry flows. A signal repeated before the
             // perform is drawn without one (the perform answers the first).
-            var flow: String?
-            if signalFlows[id] == nil {
-                let next = flowID()
-                signalFlows[id] = next
-                flow = next
+            let name = labels[id].map { "signal \($0)" } ?? "signal \(id)"
+            if pendingSignals[id] == nil {
+                pendingSignals[id] = (name, tid, event.timestamp)
+            } else {
+                emit(complete(name, cat: "signal", tid: tid, from: event.timestamp, to: event.timestamp, args: "\"source\":\(id)"))
             }
-            emit(complete(labels[id].map { "signal \($0)" } ?? "signal \(id)", cat: "signal", tid: tid, from: event.timestamp,
-                          to: event.timestamp, args: "\"source\":\(id)", flowOut: flow))
         case .loopCreate(let loop, let threadID, let name):
             self.name(thread: threadID, "loop \(loop) \(name)")
         case .itemLabel(let id, _, let label):
@@ -256,6 +260,10 @@ struct ChromeTraceWriter {
             for _ in 0..<thread.slices {
                 emit("{\"ph\":\"E\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"did_not_end\":\"trace cut off\"}}")
             }
+        }
+        for (id, signal) in pendingSignals.sorted(by: { $0.key < $1.key }) {
+            emit(complete(signal.name, cat: "signal", tid: signal.tid, from: signal.at, to: signal.at,
+                          args: "\"source\":\(id),\"performed\":\"not in the trace\""))
         }
         let summary = summarizer.finish(health: health)
         writeStalls(summary)

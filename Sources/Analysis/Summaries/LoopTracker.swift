@@ -10,6 +10,8 @@ struct LoopTracker {
     let loopID: UInt64
     let threadID: Int32
     private let options: TraceSummarizer.Options
+    /// Where its sleeps go over time, when the summary draws a timeline.
+    var timeline: TimelineRecorder?
     private let modes: ModeTable
     private let labels: LabelTable
     private(set) var firstTimestamp: UInt64 = .max
@@ -88,6 +90,7 @@ struct LoopTracker {
     private mutating func seen(_ ts: UInt64) {
         if ts < firstTimestamp { firstTimestamp = ts }
         if ts > lastTimestamp { lastTimestamp = ts }
+        timeline?.seen(.loop(loopID), at: ts)
     }
 
     private func name(_ kind: CalloutKind, id: UInt64) -> String {
@@ -193,6 +196,7 @@ struct LoopTracker {
             let duration = ts >= since ? ts - since : 0
             slept += duration
             sleeps.record(duration)
+            timeline?.slept(.loop(loopID), from: since, to: ts)
             for index in openIterations.indices { openIterations[index].slept += duration }
             if !runStack.isEmpty {
                 holds.remember(.init(start: since, end: ts, what: .sleep, depth: runStack.count, mode: runStack[runStack.count - 1].mode))
@@ -224,6 +228,7 @@ struct LoopTracker {
                     ?? (activitiesOnly ? Self.causeNotAvailable : "loop overhead")
                 keepWorst(TraceSummary.Stall(loopID: loopID, iteration: iteration.number, atNanoseconds: iteration.start,
                                              busyNanoseconds: busy, cause: cause))
+                timeline?.stall(.loop(loopID), at: iteration.start, busy: busy, cause: cause)
             }
         }
     }
@@ -255,6 +260,7 @@ struct LoopTracker {
         let outerStart = runStack[0].start
         let counted = min(duration, ts >= outerStart ? ts - outerStart : 0)
         slept += counted
+        timeline?.slept(.loop(loopID), from: ts - counted, to: ts)
         sleeps.record(duration)
         wakeReasons[Int(reason.rawValue)] += 1
         for index in openIterations.indices { openIterations[index].slept += duration }

@@ -27,6 +27,8 @@ struct NIOLoopTracker {
     let threadID: Int32
     private(set) var groupID: UInt64 = 0
     private let options: TraceSummarizer.Options
+    /// Where its sleeps go over time, when the summary draws a timeline.
+    var timeline: TimelineRecorder?
     private let labels: LabelTable
     private(set) var firstTimestamp: UInt64 = .max
     private(set) var lastTimestamp: UInt64 = 0
@@ -63,6 +65,7 @@ struct NIOLoopTracker {
     private mutating func seen(_ ts: UInt64) {
         if ts < firstTimestamp { firstTimestamp = ts }
         if ts > lastTimestamp { lastTimestamp = ts }
+        timeline?.seen(.nio(loopID), at: ts)
     }
 
     mutating func adapted(groupID: UInt64, at ts: UInt64) {
@@ -95,6 +98,8 @@ struct NIOLoopTracker {
         io += ioTime
         busy += iterationBusy
         slept += iterationSleep
+        // The wait is the part of the time before the tick that its I/O did not take.
+        timeline?.slept(.nio(loopID), from: start >= iterationSleep ? start - iterationSleep : 0, to: start)
         busyPerIteration.record(iterationBusy)
         sleeps.record(iterationSleep)
         if iterationBusy > options.stallThreshold {
@@ -108,6 +113,7 @@ struct NIOLoopTracker {
                 stall = .init(loopID: loopID, iteration: ticks, atNanoseconds: start, busyNanoseconds: iterationBusy,
                               cause: "tasks (\(taskCount))")
             }
+            timeline?.stall(.nio(loopID), at: stall.atNanoseconds, busy: iterationBusy, cause: stall.cause)
             worstStalls.keepLargest(stall, limit: options.stallsKeptPerLoop, by: \.busyNanoseconds)
         }
         pendingIO = 0

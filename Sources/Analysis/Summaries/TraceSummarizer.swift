@@ -15,6 +15,8 @@ public struct TraceSummarizer {
         /// stall (the Chrome export) sets it to `.max`; the overall lists still stop at `keep`.
         public var stallsPerLoop: Int?
         var stallsKeptPerLoop: Int { stallsPerLoop ?? keep }
+        /// When set, the summary has a ``TraceSummary/timeline`` of at most this many buckets (`rlctl report`).
+        public var timelineBuckets: Int?
         public init() {}
     }
 
@@ -43,9 +45,14 @@ public struct TraceSummarizer {
     private var firstTimestamp: UInt64 = .max
     private var lastTimestamp: UInt64 = 0
 
+    /// Each loop's busy share and each timer's lateness over time, when the options ask for them.
+    private let timeline: TimelineRecorder?
+
     public init(options: Options = Options()) {
         self.options = options
+        timeline = options.timelineBuckets.map { TimelineRecorder(limit: $0) }
         waits = WaitTracking(options: options)
+        waits.timeline = timeline
     }
 
     /// Reads `reader` to the end and summarizes it.
@@ -78,7 +85,9 @@ public struct TraceSummarizer {
         } else if let index = loopIndexes[loopID] {
             return index
         }
-        loops.append(LoopTracker(loopID: loopID, threadID: event.threadID, options: options, modes: modes, labels: labels))
+        var tracker = LoopTracker(loopID: loopID, threadID: event.threadID, options: options, modes: modes, labels: labels)
+        tracker.timeline = timeline
+        loops.append(tracker)
         loopIDs.append(loopID)
         loopIndexes[loopID] = loops.count - 1
         return loops.count - 1
@@ -87,9 +96,11 @@ public struct TraceSummarizer {
     /// The NIO loop `loopID`, created on its first event (its loop_adapted normally, or a tick when that was lost).
     @inline(__always)
     private mutating func nioLoop(_ loopID: UInt64, _ event: TraceEvent) -> Int {
-        let (options, labels) = (options, labels)
+        let (options, labels, timeline) = (options, labels, timeline)
         return Self.index(of: loopID, in: &nioLoops, indexes: &nioIndexes, last: &lastNIO) {
-            NIOLoopTracker(loopID: loopID, threadID: event.threadID, options: options, labels: labels)
+            var tracker = NIOLoopTracker(loopID: loopID, threadID: event.threadID, options: options, labels: labels)
+            tracker.timeline = timeline
+            return tracker
         }
     }
 
@@ -122,6 +133,7 @@ public struct TraceSummarizer {
         let ts = event.timestamp
         if ts < firstTimestamp { firstTimestamp = ts }
         if ts > lastTimestamp { lastTimestamp = ts }
+        timeline?.start(at: ts)
         switch event.payload {
         case .activity(let activity, let place):
             loops[loop(place.loopID, event)].activity(activity, place, at: ts)
@@ -139,6 +151,8 @@ public struct TraceSummarizer {
             let cause = firing.isLate(threshold: options.lateThreshold)
                 ? loops[l].cause(at: scheduled, timerModes: timers[t].modes) : nil
             timers[t].record(firing, interval: interval, missed: missed, lateCause: cause)
+            timeline?.firing(timerID: timerID, loopID: loopID, at: ts, lateness: firing.lateness, tolerance: tolerance,
+                             interval: interval, missed: missed)
             loops[l].timerFired(timerID, scheduled: scheduled, at: ts)
         case .sourcePerformBegin(let loopID, let sourceID, let kind, _, let signaled):
             loops[loop(loopID, event)].sourcePerformed(sourceID, kind: kind, signaled: signaled, at: ts)
@@ -276,10 +290,13 @@ public struct TraceSummarizer {
         let waitSummary = waits.isEmpty ? nil
             : waits.summary(health: health, traceSpan: lastTimestamp >= firstTimestamp ? lastTimestamp - firstTimestamp : 0)
         traceHealth.firstEventNanoseconds = (loops.map(\.firstTimestamp) + [nioFirst, waits.firstTimestamp].compactMap { $0 }).min()
-        return TraceSummary(health: traceHealth,
-                            overall: overallSummary, loops: loopSummaries, timers: timerSummaries,
-                            stallThresholdNanoseconds: options.stallThreshold, lateThresholdNanoseconds: options.lateThreshold,
-                            nio: nio, foundation: foundation, waits: waitSummary)
+        var summary = TraceSummary(health: traceHealth,
+                                   overall: overallSummary, loops: loopSummaries, timers: timerSummaries,
+                                   stallThresholdNanoseconds: options.stallThreshold, lateThresholdNanoseconds: options.lateThreshold,
+                                   nio: nio, foundation: foundation, waits: waitSummary)
+        summary.timeline = timeline?.timeline(lastTimestamp: lastTimestamp, name: { summary.timelineName($0) },
+                                              timerLabel: { id in labels[id] ?? "timer-\(id)" })
+        return summary
     }
 
     /// Losses in windows that may hide events of this thread in [from, to]: windows of its own stream (embedded

@@ -17,6 +17,9 @@ public struct TraceSummary: Codable, Sendable, Equatable {
     /// Any program's wait loops (`rlctl record --any`), when the trace has wait calls (their figures are in no
     /// other section: they have no runs).
     public var waits: WaitSummary? = nil
+    /// Each loop's busy share and each timer's lateness over time, when the summary was asked for them
+    /// (``TraceSummarizer/Options/timelineBuckets``; `rlctl report` draws them).
+    public var timeline: Timeline? = nil
 
     public struct Health: Codable, Sendable, Equatable {
         /// What the reader counted (events read and lost, packets lost, the loss windows), as it counted it.

@@ -22,6 +22,9 @@ struct WaitLoopTracker {
     let threadID: Int32
     let epoll: Bool
     let target: Int32
+    /// Where its sleeps go over time, when the summary draws a timeline.
+    var timeline: TimelineRecorder?
+    var timelineKey: TimelineRecorder.Key { .wait(threadID: threadID, target: target, epoll: epoll) }
     private let options: TraceSummarizer.Options
 
     private(set) var firstTimestamp: UInt64 = .max
@@ -71,6 +74,7 @@ struct WaitLoopTracker {
                                    busyBefore: (from: UInt64, busy: UInt64)?, epoch: UInt64) {
         if begin < firstTimestamp { firstTimestamp = begin }
         if end > lastTimestamp { lastTimestamp = end }
+        timeline?.seen(timelineKey, at: begin)
         waits += 1
         calls[Int(call.rawValue)] += 1
         let duration = end >= begin ? end - begin : 0
@@ -84,6 +88,7 @@ struct WaitLoopTracker {
         } else {
             slept += duration
             sleeps.record(duration)
+            timeline?.slept(timelineKey, from: begin, to: end)
             if ready < 0 || error != 0 {
                 if error == interruptedError { causes.interrupted += 1 } else { causes.failed += 1 }
             } else if ready > 0 {
@@ -104,6 +109,7 @@ struct WaitLoopTracker {
             busyPerIteration.record(iterationBusy)
             if iterationBusy > options.stallThreshold {
                 stalls += 1
+                timeline?.stall(timelineKey, at: before.from, busy: iterationBusy, cause: nil)
                 worstStalls.keepLargest(TraceSummary.WaitStall(
                     threadID: threadID, pid: nil, process: nil, thread: nil, family: family, target: target,
                     iteration: iterations, atNanoseconds: before.from, busyNanoseconds: iterationBusy), limit: options.stallsKeptPerLoop, by: \.busyNanoseconds)
@@ -167,6 +173,7 @@ struct WaitTracking {
     }
 
     private let options: TraceSummarizer.Options
+    var timeline: TimelineRecorder?
     private var threads: [ThreadState] = []
     private var threadIndexes: [Int32: Int] = [:]
     private var lastThread: (id: Int32, index: Int)?
@@ -244,7 +251,9 @@ struct WaitTracking {
             break
         }
         if loop == nil {
-            loops.append(WaitLoopTracker(threadID: threadID, epoll: epoll, target: loopTarget, options: options))
+            var tracker = WaitLoopTracker(threadID: threadID, epoll: epoll, target: loopTarget, options: options)
+            tracker.timeline = timeline
+            loops.append(tracker)
             loop = loops.count - 1
             threads[index].loopIndexes.append(loop!)
         }

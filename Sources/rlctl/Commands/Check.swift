@@ -44,11 +44,7 @@ struct Check: ParsableCommand {
             for metric in Metric.all { print(metric.name.padded(36) + "(\(metric.unit.rawValue)) " + metric.help) }
             return
         }
-        guard let budgetText = FileManager.default.contents(atPath: budget!).map({ String(decoding: $0, as: UTF8.self) }) else {
-            throw Failure.input("\(budget!): no such budget file (or it cannot be read)")
-        }
-        let rules: Budget
-        do { rules = try Budget(text: budgetText, file: budget!) } catch { throw Failure.input(error.description) }
+        let rules = try loadBudget(at: budget!)
         let report = try loadReport(at: input!, options: analysis.summarizerOptions)
         let check = BudgetCheck(budget: rules, report: report)
         print(check.render(format))

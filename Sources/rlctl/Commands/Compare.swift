@@ -18,34 +18,17 @@ struct Compare: ParsableCommand {
     @Argument(help: "The baseline.") var baseline: String
     @Argument(help: "The current run.") var current: String
 
-    @Option(help: "How much worse counts as a regression, e.g. 10%.")
-    var threshold: String = "10%"
-
-    @Option(parsing: .upToNextOption, help: "Metrics to compare (default: the tail latencies and utilization).")
-    var metrics: [String] = []
+    @OptionGroup var comparison: ComparisonOptions
 
     @Option(help: "text, json or markdown.")
     var format: ComparisonReport.Format = .text
 
     @OptionGroup var analysis: AnalysisOptions
 
-    func validate() throws {
-        guard threshold.hasSuffix("%"), let value = Double(threshold.dropLast()), value.isFinite, value > 0, value < 10_000 else {
-            throw ValidationError("--threshold must be a positive percentage, e.g. 10% (got \(threshold))")
-        }
-        for metric in metrics where Metric.named(metric) == nil {
-            throw ValidationError("unknown metric \"\(metric)\" (rlctl check --list-metrics lists them)")
-        }
-    }
-
     func run() throws {
-        let limit = Double(threshold.dropLast())! / 100
         let a = try loadReport(at: baseline, options: analysis.summarizerOptions)
         let b = try loadReport(at: current, options: analysis.summarizerOptions)
-        guard let comparison = ComparisonReport(baseline: a, current: b, metrics: metrics.isEmpty ? Comparison.defaultMetrics : metrics,
-                                                threshold: limit, thresholdText: threshold) else {
-            throw Failure.input("no metric has data in both runs")
-        }
+        let comparison = try self.comparison.compare(a, b)
         if let warning = comparison.warning, format != .markdown { FileHandle.standardError.write(Data((warning + "\n").utf8)) }
         print(comparison.render(format))
         if comparison.regressed { throw ExitCode(Status.violation.rawValue) }

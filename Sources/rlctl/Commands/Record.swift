@@ -1,3 +1,4 @@
+import Analysis
 import ArgumentParser
 import Foundation
 import Glibc
@@ -75,6 +76,9 @@ struct Record: ParsableCommand {
 
     @Option(help: "Output format: text, json or markdown.")
     var format: SummaryFormat = .text
+
+    @Option(help: "Also draw the recording as an HTML page (rlctl report) in this file.")
+    var report: String?
 
     @Flag(help: "Record any program's event loops through the wait interposer, with no change to the program.")
     var any = false
@@ -162,7 +166,7 @@ struct Record: ParsableCommand {
         // No trace at all: LTTng writes none for a program that never registered a runloop tracepoint, and the
         // program writes none that never installed the embedded recorder.
         let summary = TraceReaders.containsTrace(at: destination.path)
-            ? try summarizeTrace(at: destination.path, options: analysis.summarizerOptions) : nil
+            ? try summarizeTrace(at: destination.path, options: summarizerOptions) : nil
         guard let summary, summary.health.eventsRead > 0 else {
             // A program that failed before its loops ran (bad arguments, say) is a failed program first.
             guard ending.succeeded else {
@@ -179,9 +183,22 @@ struct Record: ParsableCommand {
         }
         let tracerName = (useLTTng ? "LTTng" : "embedded recorder") + (any ? ", any program (wait interposer)" : "")
         let title = "\(command.joined(separator: " ")) — \(tracerName)" + (destination.keep ? ", trace \(destination.path)" : "")
-        let report = try format.render(summary, title: format == .json ? nil : title)
-        Interruptions.shared.output { print(report) }
+        let text = try format.render(summary, title: format == .json ? nil : title)
+        Interruptions.shared.output { print(text) }
+        if let report {
+            // Also for a program that failed: the page shows what its loops did until then.
+            try HTMLReportOptions.write(RunReport(workload: command.joined(separator: " "), tracer: tracerName, repetitions: [summary]),
+                                        title: "rlctl report: \(command.joined(separator: " "))",
+                                        about: ["program: \(command.joined(separator: " ")) (\(ending))", "tracer: \(tracerName)"], to: report)
+        }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
+    }
+
+    /// The summary's options: with --report, a timeline for the page's lines over time.
+    private var summarizerOptions: TraceSummarizer.Options {
+        var options = analysis.summarizerOptions
+        if report != nil { options.timelineBuckets = HTMLReportOptions.timelineBuckets }
+        return options
     }
 
     /// Whether to record with LTTng: as asked, or (auto) when it can be used here, saying why not on stderr.

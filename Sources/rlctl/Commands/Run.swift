@@ -60,6 +60,9 @@ struct Run: ParsableCommand {
     @Option(help: "Write every repetition's summary (a run report, JSON) to this file.")
     var output: String?
 
+    @Option(help: "Also draw the run as an HTML page (rlctl report) in this file.")
+    var report: String?
+
     @Flag(help: "Keep only the newest events (flight recorder; LTTng: an overwrite channel) instead of dropping new ones.")
     var flightRecorder = false
 
@@ -91,6 +94,7 @@ struct Run: ParsableCommand {
         guard (1...1000).contains(`repeat`) else { throw ValidationError("--repeat must be 1 to 1000 (got \(`repeat`))") }
         guard (64...1_048_576).contains(bufferKib) else { throw ValidationError("--buffer-kib must be 64 to 1048576 (got \(bufferKib))") }
         if tracer == .none && trace != nil { throw ValidationError("--trace needs a tracer (not --tracer none)") }
+        if tracer == .none && report != nil { throw ValidationError("--report needs a tracer (not --tracer none)") }
     }
 
     func run() throws {
@@ -118,6 +122,17 @@ struct Run: ParsableCommand {
         if let output {
             try write(try RunReport(workload: name, tracer: tracer.rawValue, repetitions: summaries).json(), to: output)
         }
+        if let report, !summaries.isEmpty {
+            try HTMLReportOptions.write(RunReport(workload: name, tracer: tracer.rawValue, repetitions: summaries), title: "rlctl report: run \(name)",
+                                        about: ["workload: \(name) — \(describe(spec))", "\(summaries.count) repetition(s)"], to: report)
+        }
+    }
+
+    /// The summaries' options: with --report, a timeline for the page's lines over time.
+    private var summarizerOptions: TraceSummarizer.Options {
+        var options = analysis.summarizerOptions
+        if report != nil { options.timelineBuckets = HTMLReportOptions.timelineBuckets }
+        return options
     }
 
     private func workloadSpec() throws -> WorkloadSpec {
@@ -153,7 +168,7 @@ struct Run: ParsableCommand {
             if let outcome { Interruptions.shared.output { print(outcome.untracedDescription(of: spec)) } }
             return nil
         }
-        return try summarizeTrace(at: destination.path, options: analysis.summarizerOptions)
+        return try summarizeTrace(at: destination.path, options: summarizerOptions)
     }
 
     /// The tracer with this run's buffer and flight-recorder options.

@@ -44,3 +44,30 @@ extension SummaryFormat {
 }
 
 extension BuiltInWorkload: ExpressibleByArgument {}
+
+/// What a comparison compares and how much worse counts: `compare` and `report --baseline/--current` share them.
+struct ComparisonOptions: ParsableArguments {
+    @Option(help: "How much worse counts as a regression, e.g. 10%.")
+    var threshold: String = "10%"
+
+    @Option(parsing: .upToNextOption, help: "Metrics to compare (default: the tail latencies and utilization).")
+    var metrics: [String] = []
+
+    func validate() throws {
+        guard threshold.hasSuffix("%"), let value = Double(threshold.dropLast()), value.isFinite, value > 0, value < 10_000 else {
+            throw ValidationError("--threshold must be a positive percentage, e.g. 10% (got \(threshold))")
+        }
+        for metric in metrics where Metric.named(metric) == nil {
+            throw ValidationError("unknown metric \"\(metric)\" (rlctl check --list-metrics lists them)")
+        }
+    }
+
+    /// The two reports compared, or a one-line failure when no metric has data in both.
+    func compare(_ baseline: RunReport, _ current: RunReport) throws -> ComparisonReport {
+        guard let comparison = ComparisonReport(baseline: baseline, current: current, metrics: metrics.isEmpty ? Comparison.defaultMetrics : metrics,
+                                                threshold: Double(threshold.dropLast())! / 100, thresholdText: threshold) else {
+            throw Failure.input("no metric has data in both runs")
+        }
+        return comparison
+    }
+}

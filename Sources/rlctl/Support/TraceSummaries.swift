@@ -11,6 +11,14 @@ func loadReport(at path: String, options: TraceSummarizer.Options) throws -> Run
     do { return try RunReport.load(from: path, options: options) } catch { throw Failure.input("\(error)") }
 }
 
+/// A budget file, or a one-line failure saying why it cannot be used.
+func loadBudget(at path: String) throws -> Budget {
+    guard let text = FileManager.default.contents(atPath: path).map({ String(decoding: $0, as: UTF8.self) }) else {
+        throw Failure.input("\(path): no such budget file (or it cannot be read)")
+    }
+    do { return try Budget(text: text, file: path) } catch { throw Failure.input(error.description) }
+}
+
 /// Writes text to a file, or fails with a one-line message.
 func write(_ text: String, to path: String) throws {
     do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {

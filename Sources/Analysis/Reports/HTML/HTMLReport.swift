@@ -1,0 +1,374 @@
+/// `rlctl report`: one self-contained HTML page (inline SVG and stylesheet, no script, no request to any address)
+/// for a trace's summary, a run report or a comparison. Every number on it is read from the same summary
+/// `summarize` prints, rendered a second time; only the lines over time come from the summary's timeline.
+public enum HTMLReport {
+    /// What the page's header says about its input.
+    public struct Context: Sendable {
+        public var title: String
+        /// Lines under the title: what ran, the tracer, how the page was made.
+        public var about: [String]
+        public var budget: BudgetCheck?
+
+        public init(title: String, about: [String] = [], budget: BudgetCheck? = nil) {
+            self.title = title
+            self.about = about
+            self.budget = budget
+        }
+    }
+
+    /// How many timers get a chart of their own (the worst first; the rest are rows of the timer table).
+    static let timerCharts = 12
+
+    // ===== a trace, a run =====
+
+    /// The page of one summary (a trace, or one repetition of a run).
+    public static func summary(_ s: TraceSummary, context: Context) -> String {
+        var body: [Node] = header(context)
+        body.append(healthSection(s.health))
+        if let budget = context.budget { body.append(budgetSection(budget)) }
+        body.append(contentsOf: loopSections(s))
+        return page(title: context.title, body: body)
+    }
+
+    /// A run report: its repetitions side by side, then the first repetition in full (or the one asked for).
+    public static func run(_ report: RunReport, context: Context) -> String {
+        guard let first = report.repetitions.first else {
+            return page(title: context.title, body: header(context) + [.element("p", ["class": "problem"], text: "the run report holds no repetition")])
+        }
+        var body = header(context)
+        if report.repetitions.count > 1 { body.append(repetitionsSection(report)) }
+        body.append(healthSection(first.health))
+        if let budget = context.budget { body.append(budgetSection(budget)) }
+        if report.repetitions.count > 1 {
+            body.append(.element("p", ["class": "note"], text: "Below: repetition 1 of \(report.repetitions.count) in full."))
+        }
+        body.append(contentsOf: loopSections(first))
+        return page(title: context.title, body: body)
+    }
+
+    // ===== a comparison =====
+
+    /// The comparison `rlctl compare` decides, metric by metric in its order: both sides' repetitions, the medians,
+    /// the bootstrap interval of the change against the threshold, and the verdict.
+    public static func comparison(_ c: ComparisonReport, baseline: RunReport, current: RunReport, context: Context) -> String {
+        var body = header(context)
+        let verdict = c.regressed ? "\(c.regressions.count) regression(s) beyond \(c.thresholdText)" : "no regression beyond \(c.thresholdText)"
+        body.append(.element("p", ["class": c.regressed ? "verdict fail" : "verdict pass"], text: verdict))
+        if let mismatch = c.mismatch {
+            body.append(.element("p", ["class": "problem"], text: "These may be different workloads: \(mismatch)."))
+        }
+        body.append(.element("p", ["class": "note"], text:
+            "Baseline: \(c.baselineRepetitions) repetition(s) of \(baseline.workloadName ?? "its workload"); current: \(c.currentRepetitions) of \(current.workloadName ?? "its workload"). "
+            + "A metric regresses only when the whole 95% bootstrap interval of its change is past the threshold (ratios change in points)."))
+        var rows: [Node] = [row(["metric", "baseline (median)", "current (median)", "change", "95% interval", "verdict"], header: true)]
+        for result in c.results {
+            let unit = Metric.named(result.metric)?.unit ?? .count
+            let state = result.regressed ? "regressed" : result.improved ? "improved" : "within noise"
+            rows.append(row([result.metric, formatMetric(result.baseline, unit: unit), formatMetric(result.current, unit: unit),
+                             change(result.change, result.inPoints), change(result.low, result.inPoints) + " … " + change(result.high, result.inPoints), state],
+                            cls: result.regressed ? "fail" : result.improved ? "pass" : nil))
+        }
+        body.append(.element("table", [:], rows))
+        for result in c.results {
+            guard let metric = Metric.named(result.metric) else { continue }
+            let unit = { (value: Double) in formatMetric(value, unit: metric.unit) }
+            body.append(.element("section", ["class": "metric"], [
+                .element("h3", text: result.metric + " — " + (result.regressed ? "regressed" : result.improved ? "improved" : "within noise")),
+                Chart.comparison(metric: result.metric, baseline: baseline.values(of: metric), current: current.values(of: metric), unit: unit),
+                Chart.changeInterval(result, threshold: c.threshold),
+            ]))
+        }
+        return page(title: context.title, body: body)
+    }
+
+    private static func change(_ value: Double, _ inPoints: Bool) -> String {
+        inPoints ? formatPoints(value) : (value >= 0 ? "+" : "") + formatPercent(value)
+    }
+
+    // ===== parts =====
+
+    private static func header(_ context: Context) -> [Node] {
+        [.element("h1", text: context.title)] + context.about.map { .element("p", ["class": "about"], text: $0) }
+    }
+
+    private static func row(_ cells: [String], header: Bool = false, cls: String? = nil) -> Node {
+        let cellNodes = cells.map { Node.element(header ? "th" : "td", text: $0) }
+        return cls.map { .element("tr", ["class": $0], cellNodes) } ?? .element("tr", [:], cellNodes)
+    }
+
+    private static func figures(_ pairs: [(String, String)]) -> Node {
+        .element("div", ["class": "figures"], pairs.map { name, value in
+            .element("div", ["class": "figure"], [.element("span", ["class": "value"], text: value), .element("span", ["class": "name"], text: name)])
+        })
+    }
+
+    private static func healthSection(_ h: TraceSummary.Health) -> Node {
+        let problems = SummaryReport.healthProblems(h)
+        var children: [Node] = [
+            .element("h2", text: "Trace health"),
+            figures([("events read", "\(h.eventsRead)"), ("events lost", "\(h.eventsLost)"), ("packets lost", "\(h.packetsLost)"),
+                     ("loss windows", "\(h.lossWindows.count)")]),
+        ]
+        if problems.isEmpty {
+            children.append(.element("p", ["class": "pass"], text: "Complete: no event lost, every run complete."))
+        } else {
+            children.append(.element("ul", ["class": "problems"], problems.map { .element("li", text: $0) }))
+            children.append(.element("p", ["class": "note"], text: "Windows with lost events are shaded on every time axis; figures over them may undercount."))
+        }
+        if let skipped = SummaryReport.skippedNote(h) { children.append(.element("p", ["class": "note"], text: skipped)) }
+        return .element("section", ["class": h.complete ? "health" : "health incomplete"], children)
+    }
+
+    private static func budgetSection(_ check: BudgetCheck) -> Node {
+        var rows: [Node] = [row(["rule", "value", "verdict"], header: true)]
+        for verdict in check.verdicts {
+            let state = verdict.noData ? "no data" + (verdict.noDataReason.map { ": \($0)" } ?? "") : verdict.passed ? "pass" : "FAIL"
+            rows.append(row([verdict.rule.text, verdict.noData ? "—" : formatMetric(verdict.value, unit: verdict.unit), state],
+                            cls: verdict.passed ? "pass" : "fail"))
+        }
+        var children: [Node] = [
+            .element("h2", text: "Budget"),
+            .element("p", ["class": check.passed ? "verdict pass" : "verdict fail"],
+                     text: check.passed ? "within budget" : "\(check.failed) rule(s) failed" + (check.incompleteForbidden ? "; the data is incomplete and the budget does not allow it" : "")),
+            .element("table", [:], rows),
+        ]
+        if !check.incompleteness.isEmpty {
+            children.append(.element("ul", ["class": "problems"], check.incompleteness.map { .element("li", text: $0) }))
+        }
+        return .element("section", ["class": "budget"], children)
+    }
+
+    private static func repetitionsSection(_ report: RunReport) -> Node {
+        let metrics = ["loop.utilization", "loop.busy_per_iteration.p99", "timer.lateness.p99", "stalls.count"].compactMap(Metric.named)
+        var rows: [Node] = [row(["repetition"] + metrics.map(\.name), header: true)]
+        for (index, summary) in report.repetitions.enumerated() {
+            rows.append(row(["\(index + 1)"] + metrics.map { formatMetric($0.value(in: summary), unit: $0.unit) }))
+        }
+        return .element("section", ["class": "repetitions"], [.element("h2", text: "\(report.repetitions.count) repetitions"), .element("table", [:], rows)])
+    }
+
+    /// Time spans of the trace's loss windows, in seconds from the timeline's origin.
+    private static func lossSpans(_ s: TraceSummary) -> [Chart.Span] {
+        guard let timeline = s.timeline else { return [] }
+        let origin = Double(timeline.originNanoseconds)
+        return s.health.lossWindows.map {
+            Chart.Span(from: max(0, (Double($0.from) - origin) / 1e9), to: max(0, (Double(max($0.to, $0.from)) - origin) / 1e9))
+        }
+    }
+
+    private static func seconds(_ ns: UInt64, from s: TraceSummary) -> Double {
+        let origin = s.timeline?.originNanoseconds ?? s.health.firstEventNanoseconds ?? ns
+        return ns >= origin ? Double(ns - origin) / 1e9 : 0
+    }
+
+    /// A loop's utilization over time, every stall marked where it began (per bucket: how many, and the worst,
+    /// linked to its row when the stall table lists it).
+    private static func timelineChart(_ s: TraceSummary, name: String, tableRows: [UInt64: String], title: String) -> Node {
+        guard let timeline = s.timeline else {
+            return .element("p", ["class": "na"], text: "Utilization over time: not in this input (a summary or run report saved without a timeline; rlctl report TRACE draws it).")
+        }
+        guard let line = timeline.loops.first(where: { $0.name == name }) else {
+            return .element("p", ["class": "na"], text: "Utilization over time: no sleep or event of this loop in the timeline.")
+        }
+        let marks = line.stalls.map { bucket in
+            Chart.StallMark(at: seconds(bucket.worstAtNanoseconds, from: s), busyNanoseconds: bucket.worstBusyNanoseconds,
+                            anchor: tableRows[bucket.worstAtNanoseconds],
+                            label: (bucket.count > 1 ? "\(bucket.count) stalls here, the worst " : "stall ")
+                                + formatNanoseconds(bucket.worstBusyNanoseconds) + (bucket.worstCause.map { ": \($0)" } ?? ""))
+        }
+        return Chart.utilization(line.utilization, bucketSeconds: Double(timeline.bucketNanoseconds) / 1e9, losses: lossSpans(s), stalls: marks, title: title)
+    }
+
+    private static func distributions(_ items: [(String, DistributionSummary, Bool)]) -> Node {
+        .element("div", ["class": "distributions"], items.compactMap { title, d, isCount in
+            guard d.count > 0 else { return nil }
+            return .element("figure", [:], [
+                .element("figcaption", text: title),
+                isCount ? Chart.histogram(d, title: title, unit: { "\(Int($0.rounded()))" }) : Chart.histogram(d, title: title),
+            ])
+        })
+    }
+
+    private static func stallTable(_ rows: [(anchor: String, at: String, busy: UInt64, culprit: String, iteration: UInt64)], total: UInt64, threshold: UInt64) -> Node {
+        guard !rows.isEmpty else {
+            return .element("p", ["class": "pass"], text: "No stall (no iteration busier than \(formatNanoseconds(threshold))).")
+        }
+        var table: [Node] = [row(["at", "busy", "culprit (longest callout of the iteration)", "iteration"], header: true)]
+        for stall in rows {
+            table.append(.element("tr", ["id": stall.anchor], [
+                .element("td", text: stall.at), .element("td", text: formatNanoseconds(stall.busy)),
+                .element("td", text: stall.culprit), .element("td", text: "\(stall.iteration)"),
+            ]))
+        }
+        let shown = rows.count < total ? " (the \(rows.count) worst)" : ""
+        return .element("div", [:], [.element("h3", text: "\(total) stall(s) over \(formatNanoseconds(threshold))\(shown)"), .element("table", ["class": "stalls"], table)])
+    }
+
+    private static func notAvailable(_ list: [String]?) -> [Node] {
+        guard let list, !list.isEmpty else { return [] }
+        return [.element("p", ["class": "na"], text: "Not available for this loop (its tracer cannot see them): " + list.joined(separator: ", ") + ".")]
+    }
+
+    private static func loopSections(_ s: TraceSummary) -> [Node] {
+        var sections: [Node] = []
+        let anyLoop = !s.loops.isEmpty || !(s.nio?.loops.isEmpty ?? true) || !(s.waits?.loops.isEmpty ?? true)
+        if !anyLoop {
+            sections.append(.element("p", ["class": "problem"], text: "No loop in this input: nothing traced ran (or every event of it was lost)."))
+        }
+        for loop in s.loops {
+            let id = loop.loopID ?? 0
+            let name = "loop \(id)" + (loop.name.map { " \($0)" } ?? "")
+            let stalls = loop.worstStalls.sorted { $0.atNanoseconds < $1.atNanoseconds }.enumerated().map { index, stall in
+                (anchor: "stall-\(id)-\(index)", at: SummaryReport.offset(stall.atNanoseconds, in: s.health), busy: stall.busyNanoseconds,
+                 culprit: stall.cause, iteration: stall.iteration, ns: stall.atNanoseconds)
+            }
+            var children: [Node] = [
+                .element("h2", text: name + (loop.adapter.map { " (\($0))" } ?? "") + (loop.affectedByLoss ? " — events lost in its window" : "")),
+                figures([("utilization", formatPercent(loop.utilization)), ("iterations", "\(loop.iterations)"), ("runs", "\(loop.runs)"),
+                         ("busy", formatNanoseconds(loop.busyNanoseconds)), ("asleep", formatNanoseconds(loop.sleepNanoseconds)),
+                         ("stalls", "\(loop.stalls)"), ("worst stall", loop.worstStalls.map(\.busyNanoseconds).max().map(formatNanoseconds) ?? "—")]),
+                timelineChart(s, name: name, tableRows: Dictionary(stalls.map { ($0.ns, $0.anchor) }, uniquingKeysWith: { a, _ in a }),
+                              title: "\(name): utilization over time"),
+            ]
+            children += notAvailable(loop.notAvailable)
+            var items: [(String, DistributionSummary, Bool)] = [("busy per iteration", loop.busyPerIteration, false), ("sleep", loop.sleep, false),
+                                                                ("wake-up latency: timer due → callout", loop.wakeLatency.timer, false),
+                                                                ("wake-up latency: source signal → perform", loop.wakeLatency.source, false),
+                                                                ("wake-up latency: block enqueue → run", loop.wakeLatency.block, false),
+                                                                ("wake-up latency: port send → handler", loop.wakeLatency.port, false),
+                                                                ("wake-up latency: job enqueue → run", loop.wakeLatency.jobOrEmpty, false)]
+            for kind in loop.calloutDurations.keys.sorted() {
+                items.append(("callout: \(kind)", loop.calloutDurations[kind]!, false))
+            }
+            children.append(distributions(items))
+            children.append(stallTable(stalls.map { ($0.anchor, $0.at, $0.busy, $0.culprit, $0.iteration) }, total: loop.stalls, threshold: s.stallThresholdNanoseconds))
+            if !loop.slowestCallouts.isEmpty {
+                var table: [Node] = [row(["callout", "kind", "duration", "at"], header: true)]
+                for callout in loop.slowestCallouts.sorted(by: { $0.durationNanoseconds > $1.durationNanoseconds }) {
+                    table.append(row([callout.label, callout.kind, formatNanoseconds(callout.durationNanoseconds), SummaryReport.offset(callout.atNanoseconds, in: s.health)]))
+                }
+                children.append(.element("h3", text: "Slowest callouts"))
+                children.append(.element("table", [:], table))
+            }
+            sections.append(.element("section", ["class": "loop", "id": "loop-\(id)"], children))
+        }
+        for loop in s.nio?.loops ?? [] {
+            let name = "NIO loop \(loop.loopID)" + (loop.name.map { " \($0)" } ?? "")
+            let stalls = loop.worstStalls.sorted { $0.atNanoseconds < $1.atNanoseconds }.enumerated().map { index, stall in
+                (anchor: "stall-nio-\(loop.loopID)-\(index)", at: SummaryReport.offset(stall.atNanoseconds, in: s.health), busy: stall.busyNanoseconds,
+                 culprit: stall.cause, iteration: stall.iteration, ns: stall.atNanoseconds)
+            }
+            var children: [Node] = [
+                .element("h2", text: name + (loop.affectedByLoss ? " — events lost in its window" : "")),
+                figures([("utilization", formatPercent(loop.utilization)), ("ticks", "\(loop.ticks)"), ("ticks/s", threeDigits(loop.ticksPerSecond)),
+                         ("tasks", "\(loop.tasks)"), ("stalls", "\(loop.stalls)")]),
+                timelineChart(s, name: name, tableRows: Dictionary(stalls.map { ($0.ns, $0.anchor) }, uniquingKeysWith: { a, _ in a }),
+                              title: "\(name): utilization over time"),
+            ]
+            children += notAvailable(loop.notAvailable)
+            children.append(distributions([("busy per iteration", loop.busyPerIteration, false), ("sleep", loop.sleep, false),
+                                           ("tick (task phase)", loop.tickDuration, false), ("tasks per tick", loop.tasksPerTick, true)]
+                                          + (loop.ioDuration.map { [("I/O event", $0, false)] } ?? [])))
+            children.append(stallTable(stalls.map { ($0.anchor, $0.at, $0.busy, $0.culprit, $0.iteration) }, total: loop.stalls, threshold: s.stallThresholdNanoseconds))
+            sections.append(.element("section", ["class": "loop", "id": "nio-\(loop.loopID)"], children))
+        }
+        if let waits = s.waits {
+            for (position, loop) in waits.loops.enumerated() {
+                let stalls = loop.worstStalls.sorted { $0.atNanoseconds < $1.atNanoseconds }.enumerated().map { index, stall in
+                    (anchor: "stall-wait-\(position)-\(index)", at: SummaryReport.offset(stall.atNanoseconds, in: s.health), busy: stall.busyNanoseconds,
+                     culprit: "not available", iteration: stall.iteration, ns: stall.atNanoseconds)
+                }
+                var children: [Node] = [
+                    .element("h2", text: loop.name + (loop.affectedByLoss ? " — events lost in its window" : "")),
+                    figures([("utilization", formatPercent(loop.utilization)), ("iterations", "\(loop.iterations)"),
+                             ("iterations/s", threeDigits(loop.iterationsPerSecond)), ("late wake-ups", "\(loop.lateWakeUps)"), ("stalls", "\(loop.stalls)")]),
+                    timelineChart(s, name: loop.name, tableRows: Dictionary(stalls.map { ($0.ns, $0.anchor) }, uniquingKeysWith: { a, _ in a }),
+                                  title: "\(loop.name): utilization over time"),
+                ]
+                children += notAvailable(waits.notAvailable)
+                children.append(distributions([("busy per iteration", loop.busyPerIteration, false), ("sleep (one blocking wait)", loop.sleep, false),
+                                               ("wake lateness (timed-out waits)", loop.lateness, false), ("ready per wake-up", loop.readyPerWakeUp, true)]))
+                children.append(stallTable(stalls.map { ($0.anchor, $0.at, $0.busy, $0.culprit, $0.iteration) }, total: loop.stalls, threshold: s.stallThresholdNanoseconds))
+                sections.append(.element("section", ["class": "loop", "id": "wait-\(position)"], children))
+            }
+        }
+        if !s.timers.isEmpty { sections.append(timerSection(s)) }
+        return sections
+    }
+
+    private static func timerSection(_ s: TraceSummary) -> Node {
+        var children: [Node] = [.element("h2", text: "Timers (worst p99 lateness first)")]
+        var table: [Node] = [row(["timer", "firings", "missed", "tolerance", "lateness p50", "p99", "max", "drift", "late firings: what held the loop"], header: true)]
+        for timer in s.timers {
+            let causes = SummaryReport.sortedCauses(timer.lateFiringCauses).prefix(3).map { "\($0.1)× \($0.0)" }.joined(separator: "; ")
+            table.append(row([timer.label + (timer.affectedByLoss ? " (!)" : ""), "\(timer.firings)", "\(timer.missed)", SummaryReport.toleranceText(timer),
+                              formatNanoseconds(timer.lateness.p50), formatNanoseconds(timer.lateness.p99), formatNanoseconds(timer.lateness.max),
+                              formatNanoseconds(timer.driftNanosecondsPerSecond) + "/s", causes.isEmpty ? "—" : causes]))
+        }
+        children.append(.element("table", [:], table))
+        if let timeline = s.timeline {
+            for timer in s.timers.prefix(timerCharts) {
+                guard let line = timeline.timers.first(where: { $0.timerID == timer.timerID }) else { continue }
+                children.append(.element("figure", [:], [
+                    .element("figcaption", text: "\(timer.label): lateness over time (each point the most late firing of its \(formatNanoseconds(timeline.bucketNanoseconds)), red when later than its tolerance by over \(formatNanoseconds(s.lateThresholdNanoseconds)); the line down to the least late; × a missed grid slot; the band is the tolerance)"),
+                    Chart.timerLateness(line, bucketSeconds: Double(timeline.bucketNanoseconds) / 1e9, buckets: timeline.buckets,
+                                        lateThreshold: s.lateThresholdNanoseconds, losses: lossSpans(s)),
+                ]))
+            }
+            if s.timers.count > timerCharts {
+                children.append(.element("p", ["class": "note"], text: "\(s.timers.count - timerCharts) more timers are in the table only."))
+            }
+        }
+        return .element("section", ["class": "timers", "id": "timers"], children)
+    }
+
+    // ===== the page =====
+
+    private static func page(title: String, body: [Node]) -> String {
+        var out = "<!doctype html>\n"
+        Node.element("html", ["lang": "en"], [
+            .element("head", [:], [
+                .element("meta", ["charset": "utf-8"]),
+                .element("meta", ["name": "viewport", "content": "width=device-width, initial-scale=1"]),
+                .element("meta", ["name": "color-scheme", "content": "light dark"]),
+                .element("title", text: title),
+                .element("style", [:], [.constant(stylesheet)]),
+            ]),
+            .element("body", [:], [.element("main", [:], body), .element("footer", [:], [.text(
+                "Made by rlctl report. Self-contained: this file loads nothing from any address. Hover a mark for its value; a stall's ▼ links to its row. "
+                + "For the timeline of every callout: rlctl export TRACE --format chrome -o trace.json, then open it at https://ui.perfetto.dev (\"Open trace file\"; read in the browser, not uploaded).")])]),
+        ]).render(into: &out)
+        return out + "\n"
+    }
+
+    static let stylesheet: StaticString = """
+    :root{--fg:#1b1e23;--bg:#fff;--muted:#5f6b7a;--grid:#e3e6ea;--accent:#2563eb;--accent2:#d97706;--bad:#c81e1e;--good:#15803d;--loss:rgba(217,119,6,.16);--band:rgba(21,128,61,.12);--card:#f6f7f9}
+    @media (prefers-color-scheme:dark){:root{--fg:#e5e7eb;--bg:#121417;--muted:#9aa4b2;--grid:#2a2f36;--accent:#60a5fa;--accent2:#fbbf24;--bad:#f87171;--good:#4ade80;--loss:rgba(251,191,36,.16);--band:rgba(74,222,128,.12);--card:#1a1d22}}
+    body{margin:0;background:var(--bg);color:var(--fg);font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif}
+    main,footer{max-width:1000px;margin:0 auto;padding:16px 20px}
+    footer{color:var(--muted);font-size:12px;border-top:1px solid var(--grid)}
+    h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid var(--grid);padding-bottom:4px}h3{font-size:15px;margin:16px 0 6px}
+    .about,.note,.na{color:var(--muted);margin:4px 0}.problem,.fail{color:var(--bad)}.pass{color:var(--good)}
+    .verdict{font-weight:600;font-size:16px}
+    ul.problems{color:var(--bad);margin:6px 0;padding-left:20px}
+    .figures{display:flex;flex-wrap:wrap;gap:10px;margin:8px 0}.figure{background:var(--card);border-radius:6px;padding:6px 12px;min-width:90px}
+    .figure .value{display:block;font-size:18px;font-weight:600}.figure .name{color:var(--muted);font-size:12px}
+    table{border-collapse:collapse;margin:6px 0;font-size:13px}th,td{text-align:left;padding:3px 10px 3px 0;border-bottom:1px solid var(--grid);vertical-align:top}
+    tr.fail td{color:var(--bad)}tr.pass td{color:var(--fg)}tr:target td{background:var(--loss)}
+    .distributions{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:6px 18px}
+    figure{margin:8px 0}figcaption{font-size:13px;color:var(--muted)}
+    svg.chart{width:100%;height:auto;display:block}
+    svg .axis{fill:var(--muted);font-size:10px}svg .marklabel{fill:var(--accent2);font-size:10px}
+    svg .axisline{stroke:var(--muted);stroke-width:1}svg .grid{stroke:var(--grid);stroke-width:1}
+    svg .series{fill:none;stroke:var(--accent);stroke-width:1.6}
+    svg .hover{fill:transparent}svg .hover:hover{fill:var(--grid);opacity:.5}
+    svg .bar{fill:var(--accent);opacity:.75}svg .bar:hover{opacity:1}
+    svg .mark{stroke:var(--accent2);stroke-width:1;stroke-dasharray:3 2}
+    svg .loss{fill:var(--loss)}svg .tolerance{fill:var(--band)}
+    svg .stall{fill:var(--bad)}svg .missed{stroke:var(--bad);stroke-width:1.5}
+    svg .range{stroke:var(--muted);stroke-width:1}svg .point{fill:var(--accent)}svg .point.late{fill:var(--bad)}
+    svg .dot.base{fill:var(--muted)}svg .dot.current{fill:var(--accent)}svg .median{stroke-width:2}svg .median.base{stroke:var(--muted)}svg .median.current{stroke:var(--accent)}
+    svg .interval{stroke:var(--accent);stroke-width:4}svg .interval.fail{stroke:var(--bad)}svg .threshold{stroke:var(--bad);stroke-dasharray:4 3}svg .zero{stroke:var(--muted)}
+    @media print{body{font-size:11px}main,footer{max-width:none}section{break-inside:avoid}svg .hover{display:none}}
+    """
+}

@@ -1,0 +1,72 @@
+@testable import Analysis
+import Foundation
+import RunLoopCore
+import Testing
+import TraceModel
+
+/// The report page and the timeline it draws, on traces built in virtual time (ChromeExportTests' trace: a loop
+/// that sleeps 3.5–10 ms and 41–50 ms, a 31 ms stall from 10 ms, 3 events lost at 45–46 ms).
+@Suite struct HTMLReportTests {
+    static func summary(timelineBuckets: Int = 600) throws -> TraceSummary {
+        let (events, health) = ChromeExportTests.trace()
+        var reader = ArrayReader(events, health: health)
+        var options = TraceSummarizer.Options()
+        options.timelineBuckets = timelineBuckets
+        return try TraceSummarizer.summarize(&reader, options: options)
+    }
+
+    @Test func theTimelineIsTheLoopsBusyShareInEachMillisecond() throws {
+        let timeline = try #require(try Self.summary().timeline)
+        #expect(timeline.originNanoseconds == 0 && timeline.bucketNanoseconds == 1_000_000 && timeline.buckets == 52)
+        let line = try #require(timeline.loops.first)
+        #expect(line.name == "loop 1 main" && line.kind == "runloop")
+        // Busy 0–3.5 ms, asleep to 10, busy to 41, asleep to 50, busy to 51 (its last event).
+        let expected: [Double?] = [1, 1, 1, 0.5] + Array(repeating: 0, count: 6) + Array(repeating: 1, count: 31)
+            + Array(repeating: 0, count: 9) + [1, nil]
+        #expect(line.utilization == expected)
+        // The stall, in the bucket where its iteration began.
+        #expect(line.stalls.map { [$0.index, Int($0.count), Int($0.worstBusyNanoseconds)] } == [[10, 1, 31_000_000]])
+        #expect(line.stalls.first?.worstCause?.isEmpty == false)
+    }
+
+    @Test func theTimelineKeepsEachTimersFiringsAndWidensByMergingBuckets() throws {
+        let timeline = try #require(try Self.summary().timeline)
+        let late = try #require(timeline.timers.first { $0.timerID == 2 })
+        #expect(late.buckets == [.init(index: 40, firings: 1, lowest: 28_500_000, highest: 28_500_000, missed: 0)])
+        // With at most 20 buckets, 51 ms takes 4 ms buckets (1 → 2 → 4): timer 2's firing is in bucket 10, and the
+        // loop's sleep is summed exactly (bucket 2 = 8–12 ms: asleep 8–10 of it).
+        let wide = try #require(try Self.summary(timelineBuckets: 20).timeline)
+        #expect(wide.bucketNanoseconds == 4_000_000 && wide.buckets == 13)
+        #expect(wide.timers.first { $0.timerID == 2 }?.buckets.map(\.index) == [10])
+        #expect(wide.loops.first?.utilization[2] == 0.5)
+        #expect(wide.loops.first?.utilization[0] == 0.875, "0–4 ms: asleep 3.5–4 of it")
+    }
+
+    @Test func thePageShowsTheSummarysNumbersAndLoadsNothing() throws {
+        let summary = try Self.summary()
+        let page = HTMLReport.summary(summary, context: .init(title: "a <test> & \"page\"", about: ["trace: t"]))
+        let loop = try #require(summary.loops.first)
+        #expect(page.contains(">\(formatPercent(loop.utilization))</span>"), "the loop's utilization, as summarize prints it")
+        #expect(page.contains("<title>a &lt;test&gt; &amp; &quot;page&quot;</title>"), "text is escaped")
+        // The stall: a mark on the utilization line that links to its table row, with its culprit.
+        #expect(page.contains("href=\"#stall-1-0\"") && page.contains("<tr id=\"stall-1-0\">"))
+        #expect(page.contains("<td>31.0ms</td>"))
+        // The loss window, shaded on the time axis, and said in the health section.
+        #expect(page.contains("class=\"loss\""))
+        #expect(page.contains("3 events and 0 packets lost in 1 window(s)"))
+        // Self-contained: no address is loaded (the only URL is the Perfetto instruction's text).
+        #expect(!page.contains("src=") && !page.contains("url(") && !page.contains("@import") && !page.contains("<link"))
+        let hrefs = page.components(separatedBy: "href=\"").dropFirst().map { $0.prefix(1) }
+        #expect(hrefs.allSatisfy { $0 == "#" })
+    }
+
+    @Test func anEmptyTraceGivesAPageThatSaysSo() throws {
+        var reader = ArrayReader([])
+        var options = TraceSummarizer.Options()
+        options.timelineBuckets = 600
+        let summary = try TraceSummarizer.summarize(&reader, options: options)
+        let page = HTMLReport.summary(summary, context: .init(title: "empty"))
+        #expect(page.contains("the trace holds no events"))
+        #expect(page.contains("No loop in this input"))
+    }
+}
