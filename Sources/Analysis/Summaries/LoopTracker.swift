@@ -90,7 +90,6 @@ struct LoopTracker {
     private mutating func seen(_ ts: UInt64) {
         if ts < firstTimestamp { firstTimestamp = ts }
         if ts > lastTimestamp { lastTimestamp = ts }
-        timeline?.seen(.loop(loopID), at: ts)
     }
 
     private func name(_ kind: CalloutKind, id: UInt64) -> String {

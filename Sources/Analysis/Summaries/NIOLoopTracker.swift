@@ -65,7 +65,6 @@ struct NIOLoopTracker {
     private mutating func seen(_ ts: UInt64) {
         if ts < firstTimestamp { firstTimestamp = ts }
         if ts > lastTimestamp { lastTimestamp = ts }
-        timeline?.seen(.nio(loopID), at: ts)
     }
 
     mutating func adapted(groupID: UInt64, at ts: UInt64) {

@@ -13,8 +13,6 @@ final class TimelineRecorder {
     }
 
     struct LoopSeries {
-        var first = UInt64.max
-        var last: UInt64 = 0
         /// ns asleep in each bucket.
         var slept: [UInt64] = []
         /// Per bucket with stalls: how many, and the worst.
@@ -80,19 +78,19 @@ final class TimelineRecorder {
         }
     }
 
-    func seen(_ key: Key, at ts: UInt64) {
+    /// A loop's series, made on its first sleep or stall (per iteration, not per event: its tracker keeps its
+    /// first and last events, asked for at the end).
+    private func series(_ key: Key) {
         if loops[key] == nil {
             loops[key] = LoopSeries()
             loopOrder.append(key)
         }
-        if ts < loops[key]!.first { loops[key]!.first = ts }
-        if ts > loops[key]!.last { loops[key]!.last = ts }
     }
 
     /// The loop slept from `from` to `to`: spread over the buckets it covers.
     func slept(_ key: Key, from: UInt64, to: UInt64) {
         guard let origin, to > from else { return }
-        seen(key, at: to)
+        series(key)
         var start = max(from, origin)
         guard let last = bucket(to) else { return }
         if loops[key]!.slept.count <= last { loops[key]!.slept += repeatElement(0, count: last + 1 - loops[key]!.slept.count) }
@@ -108,7 +106,7 @@ final class TimelineRecorder {
     /// which keeps the worst.
     func stall(_ key: Key, at ts: UInt64, busy: UInt64, cause: String?) {
         guard let index = bucket(max(ts, origin ?? ts)) else { return }
-        seen(key, at: ts)
+        series(key)
         if loops[key]!.stalls.count <= index { loops[key]!.stalls += repeatElement(nil, count: index + 1 - loops[key]!.stalls.count) }
         let stall = TraceSummary.Timeline.StallBucket(index: index, count: 1, worstAtNanoseconds: ts, worstBusyNanoseconds: busy, worstCause: cause)
         loops[key]!.stalls[index] = loops[key]!.stalls[index].map { $0.merged(with: stall) } ?? stall
@@ -129,18 +127,20 @@ final class TimelineRecorder {
         timers[timerID]!.buckets[index] = timers[timerID]!.buckets[index].map { $0.merged(with: point) } ?? point
     }
 
-    /// The recorded lines, named by `name` (nil: a loop the summary left out, such as a rare waiter).
-    func timeline(lastTimestamp: UInt64, name: (Key) -> (name: String, kind: String)?, timerLabel: (UInt64) -> String) -> TraceSummary.Timeline? {
+    /// The recorded lines, named by `name` (nil: a loop the summary left out, such as a rare waiter); `span` is
+    /// each loop's first and last event, the part of the time where its line is drawn.
+    func timeline(lastTimestamp: UInt64, name: (Key) -> (name: String, kind: String)?, span: (Key) -> (first: UInt64, last: UInt64)?,
+                  timerLabel: (UInt64) -> String) -> TraceSummary.Timeline? {
         guard let origin else { return nil }
         let buckets = lastTimestamp >= origin ? Int((lastTimestamp - origin) / width) + 1 : 1
         var lines: [TraceSummary.Timeline.LoopLine] = []
         for key in loopOrder {
-            guard let series = loops[key], let named = name(key) else { continue }
+            guard let series = loops[key], let named = name(key), let span = span(key) else { continue }
             var utilization: [Double?] = []
             utilization.reserveCapacity(buckets)
             for index in 0..<buckets {
-                let from = max(origin + UInt64(index) * width, series.first)
-                let to = min(origin + UInt64(index + 1) * width, series.last)
+                let from = max(origin + UInt64(index) * width, span.first)
+                let to = min(origin + UInt64(index + 1) * width, span.last)
                 guard to > from else {
                     utilization.append(nil)
                     continue

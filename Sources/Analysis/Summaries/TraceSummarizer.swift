@@ -294,8 +294,13 @@ public struct TraceSummarizer {
                                    overall: overallSummary, loops: loopSummaries, timers: timerSummaries,
                                    stallThresholdNanoseconds: options.stallThreshold, lateThresholdNanoseconds: options.lateThreshold,
                                    nio: nio, foundation: foundation, waits: waitSummary)
-        summary.timeline = timeline?.timeline(lastTimestamp: lastTimestamp, name: { summary.timelineName($0) },
-                                              timerLabel: { id in labels[id] ?? "timer-\(id)" })
+        summary.timeline = timeline?.timeline(lastTimestamp: lastTimestamp, name: { summary.timelineName($0) }, span: { key in
+            switch key {
+            case .loop(let id): return loopIndexes[id].map { (loops[$0].firstTimestamp, loops[$0].lastTimestamp) }
+            case .nio(let id): return nioIndexes[id].map { (nioLoops[$0].firstTimestamp, nioLoops[$0].lastTimestamp) }
+            case .wait: return waits.span(of: key)
+            }
+        }, timerLabel: { id in labels[id] ?? "timer-\(id)" })
         return summary
     }
 

@@ -74,7 +74,6 @@ struct WaitLoopTracker {
                                    busyBefore: (from: UInt64, busy: UInt64)?, epoch: UInt64) {
         if begin < firstTimestamp { firstTimestamp = begin }
         if end > lastTimestamp { lastTimestamp = end }
-        timeline?.seen(timelineKey, at: begin)
         waits += 1
         calls[Int(call.rawValue)] += 1
         let duration = end >= begin ? end - begin : 0
@@ -188,6 +187,11 @@ struct WaitTracking {
     }
 
     var isEmpty: Bool { threads.isEmpty }
+
+    /// A wait loop's first wait's begin and last wait's end (the part of the time its timeline line covers).
+    func span(of key: TimelineRecorder.Key) -> (first: UInt64, last: UInt64)? {
+        loops.first { $0.timelineKey == key }.map { ($0.firstTimestamp, $0.lastTimestamp) }
+    }
     var firstTimestamp: UInt64? { loops.map(\.firstTimestamp).filter { $0 != .max }.min() }
 
     /// A loss window the reader found (it reports each before the thread's first event after it).
