@@ -124,6 +124,19 @@ import TestSupport
         #expect(sections == metrics)
     }
 
+    /// Runs of different workloads: the page says so above the verdict, as compare warns.
+    @Test func aComparisonOfDifferentWorkloadsSaysSo() throws {
+        let a = temporaryPath("timers.json"), b = temporaryPath("jank.json"), page = temporaryPath("mismatch.html")
+        defer { for path in [a, b, page] { try? FileManager.default.removeItem(atPath: path) } }
+        try #require(try CLI.run(["run", "timers", "--duration", "200ms", "--output", a, "--format", "json"]).status == 0)
+        try #require(try CLI.run(["run", "jank", "--duration", "200ms", "--output", b, "--format", "json"]).status == 0)
+        try #require(try CLI.run(["report", "--baseline", a, "--current", b, "-o", page]).status == 0)
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(html.contains("These may be different workloads: the baseline ran workload &quot;timers&quot; and the current run &quot;jank&quot;."))
+        // Distribution metrics are drawn whole, both sides overlaid.
+        #expect(html.contains("timer.lateness: the whole distribution of each side"))
+    }
+
     // ===== in a browser =====
 
     /// Loads the page in headless Chromium (every network request sent to a closed port), returns its DOM, and

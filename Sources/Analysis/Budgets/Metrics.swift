@@ -25,6 +25,9 @@ public enum Metric {
         var hasData: @Sendable (TraceSummary) -> Bool = { _ in true }
         /// Why a trace lacks the figure, when that is simpler than "no data" (no NIO loop in it at all).
         var noDataReason: String? = nil
+        /// The distribution a statistic is read from (`timer.lateness.p99`: the timer lateness), for pages that draw
+        /// it; nil for other metrics.
+        public var distribution: (@Sendable (TraceSummary) -> DistributionSummary)? = nil
         let read: @Sendable (TraceSummary) -> Double
     }
 
@@ -33,7 +36,7 @@ public enum Metric {
     private static func distribution(_ prefix: String, _ help: String, _ path: @escaping @Sendable (TraceSummary) -> DistributionSummary) -> [Definition] {
         statistics.map { stat in
             Definition(name: "\(prefix).\(stat)", unit: .duration, help: "\(help) (\(stat))", higherIsWorse: true,
-                       hasData: { path($0).count > 0 }) {
+                       hasData: { path($0).count > 0 }, distribution: path) {
                 path($0).value(of: stat) ?? 0
             }
         }
@@ -52,7 +55,7 @@ public enum Metric {
     private static func wait(_ definitions: [Definition]) -> [Definition] {
         definitions.map { d in
             Definition(name: d.name, unit: d.unit, help: d.help, higherIsWorse: d.higherIsWorse,
-                       hasData: { ($0.waits?.overall.loops ?? 0) > 0 && d.hasData($0) }, noDataReason: noWaitLoop, read: d.read)
+                       hasData: { ($0.waits?.overall.loops ?? 0) > 0 && d.hasData($0) }, noDataReason: noWaitLoop, distribution: d.distribution, read: d.read)
         }
     }
 
@@ -88,7 +91,7 @@ public enum Metric {
         list += wait(distribution("wait.ready_per_wakeup", "events a blocking wait returned (a count, not a duration)") {
             totals($0)?.readyPerWakeUp ?? DistributionSummary()
         }.map {
-            Definition(name: $0.name, unit: .count, help: $0.help, higherIsWorse: false, hasData: $0.hasData, read: $0.read)
+            Definition(name: $0.name, unit: .count, help: $0.help, higherIsWorse: false, hasData: $0.hasData, distribution: $0.distribution, read: $0.read)
         })
         return list
     }
@@ -97,14 +100,14 @@ public enum Metric {
     private static func nio(_ definitions: [Definition], extra: @escaping @Sendable (TraceSummary.NIOSummary) -> Bool = { _ in true }) -> [Definition] {
         definitions.map { d in
             Definition(name: d.name, unit: d.unit, help: d.help, higherIsWorse: d.higherIsWorse,
-                       hasData: { $0.nio.map(extra) ?? false && d.hasData($0) }, noDataReason: noNIOLoop, read: d.read)
+                       hasData: { $0.nio.map(extra) ?? false && d.hasData($0) }, noDataReason: noNIOLoop, distribution: d.distribution, read: d.read)
         }
     }
 
     private static func foundation(_ definitions: [Definition]) -> [Definition] {
         definitions.map { d in
             Definition(name: d.name, unit: d.unit, help: d.help, higherIsWorse: d.higherIsWorse,
-                       hasData: { $0.foundation != nil && d.hasData($0) }, noDataReason: noFoundationLoop, read: d.read)
+                       hasData: { $0.foundation != nil && d.hasData($0) }, noDataReason: noFoundationLoop, distribution: d.distribution, read: d.read)
         }
     }
 
@@ -133,7 +136,7 @@ public enum Metric {
         list += nio(distribution("nio.busy", "busy time of one NIO iteration (traced I/O + task phase)") { totals($0).busyPerIteration })
         list += nio(distribution("nio.sleep", "sleep of one NIO iteration (NIO's sleep − traced I/O)") { totals($0).sleep })
         list += nio(distribution("nio.tasks_per_tick", "tasks run by one NIO tick (a count, not a duration)") { totals($0).tasksPerTick }.map {
-            Definition(name: $0.name, unit: .count, help: $0.help, higherIsWorse: true, hasData: $0.hasData, read: $0.read)
+            Definition(name: $0.name, unit: .count, help: $0.help, higherIsWorse: true, hasData: $0.hasData, distribution: $0.distribution, read: $0.read)
         })
         list += nio(distribution("nio.probe.lateness", "lateness of the lateness probe's task (a probe: off unless enabled)") {
             totals($0).probeLateness ?? DistributionSummary()
@@ -191,7 +194,7 @@ public enum Metric {
             },
         ]
         list += distribution("backlog", "work pending at a wake-up (a count, not a duration)") { $0.overall.backlogAtWakeUp }.map {
-            Definition(name: $0.name, unit: .count, help: $0.help, higherIsWorse: true, hasData: $0.hasData, read: $0.read)
+            Definition(name: $0.name, unit: .count, help: $0.help, higherIsWorse: true, hasData: $0.hasData, distribution: $0.distribution, read: $0.read)
         }
         for kind in CalloutKind.allCases {
             list += distribution("callout.\(kind.name)", "duration of one \(kind.name) callout") { $0.overall.calloutDuration(of: kind) }

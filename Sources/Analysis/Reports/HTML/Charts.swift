@@ -258,4 +258,45 @@ enum Chart {
         return svg("\(result.metric): change \(text(result.change)), interval \(text(result.low)) … \(text(result.high)), threshold ±\(text(threshold)) (\(worse))",
                    height: chartHeight, nodes)
     }
+
+    /// Two distributions overlaid on one log axis, each as its share of its own count (the sides may have run
+    /// different numbers of repetitions): the baseline filled, the current outlined.
+    static func overlaid(baseline: [DistributionSummary.Bucket], current: [DistributionSummary.Bucket], title: String,
+                         unit: (Double) -> String) -> Node {
+        func lower(_ upTo: UInt64) -> Double { upTo == 0 ? 0 : Double((upTo + 1) / 2) }
+        let all = (baseline + current).filter { $0.count > 0 }
+        guard let smallest = all.map(\.upTo).min(), let largest = all.map(\.upTo).max() else {
+            return .element("p", ["class": "na"], text: "\(title): no values on either side")
+        }
+        let low = max(1, lower(smallest)), high = max(Double(largest) + 1, low * 10)
+        let x = { (v: Double) in left + (log10(max(v, low)) - log10(low)) / (log10(high) - log10(low)) * plotWidth }
+        func shares(_ buckets: [DistributionSummary.Bucket]) -> [(from: Double, to: Double, share: Double)] {
+            let total = Double(buckets.reduce(0) { $0 + $1.count })
+            return total == 0 ? [] : buckets.filter { $0.count > 0 }.map { (max(lower($0.upTo), low), Double($0.upTo) + 1, Double($0.count) / total) }
+        }
+        let a = shares(baseline), b = shares(current)
+        let tallest = max((a + b).map(\.share).max() ?? 1, 0.0001)
+        let y = { (share: Double) in top + plotHeight - share / tallest * plotHeight }
+        var nodes: [Node] = []
+        for bar in a {
+            nodes.append(rect(x(bar.from), y(bar.share), x(bar.to) - x(bar.from), top + plotHeight - y(bar.share), "bar base",
+                              title: "baseline \(unit(bar.from))–\(unit(bar.to - 1)): \(formatPercent(bar.share))"))
+        }
+        for bar in b {
+            nodes.append(rect(x(bar.from), y(bar.share), x(bar.to) - x(bar.from), top + plotHeight - y(bar.share), "bar current",
+                              title: "current \(unit(bar.from))–\(unit(bar.to - 1)): \(formatPercent(bar.share))"))
+        }
+        nodes.append(line(left, top + plotHeight, left + plotWidth, top + plotHeight, "axisline"))
+        var decade = pow(10, floor(log10(low)))
+        while decade <= high * 1.0001 {
+            if decade >= low * 0.999 {
+                nodes.append(line(x(decade), top + plotHeight, x(decade), top + plotHeight + 4, "axisline"))
+                nodes.append(label(x(decade), top + plotHeight + 16, unit(decade)))
+            }
+            decade *= 10
+        }
+        nodes.append(label(left - 6, top + 10, formatPercent(tallest), anchor: "end"))
+        nodes.append(label(left + plotWidth, top + 10, "■ baseline  □ current", anchor: "end"))
+        return svg(title, nodes)
+    }
 }

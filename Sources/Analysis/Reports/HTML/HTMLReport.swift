@@ -76,9 +76,28 @@ public enum HTMLReport {
                 .element("h3", text: result.metric + " — " + (result.regressed ? "regressed" : result.improved ? "improved" : "within noise")),
                 Chart.comparison(metric: result.metric, baseline: baseline.values(of: metric), current: current.values(of: metric), unit: unit),
                 Chart.changeInterval(result, threshold: c.threshold),
-            ]))
+            ] + overlaidDistributions(metric, baseline: baseline, current: current, unit: unit)))
         }
         return page(title: context.title, body: body)
+    }
+
+    /// For a statistic of a distribution (`timer.lateness.p99`): both sides' whole distributions, every repetition's
+    /// values together.
+    private static func overlaidDistributions(_ metric: Metric.Definition, baseline: RunReport, current: RunReport,
+                                              unit: @escaping (Double) -> String) -> [Node] {
+        guard let distribution = metric.distribution else { return [] }
+        func merged(_ report: RunReport) -> [DistributionSummary.Bucket] {
+            var counts: [UInt64: UInt64] = [:]
+            for summary in report.repetitions {
+                for bucket in distribution(summary).buckets { counts[bucket.upTo, default: 0] += bucket.count }
+            }
+            return counts.sorted { $0.key < $1.key }.map { DistributionSummary.Bucket(upTo: $0.key, count: $0.value) }
+        }
+        let name = metric.name.split(separator: ".").dropLast().joined(separator: ".")
+        return [.element("figure", [:], [
+            .element("figcaption", text: "\(name): the whole distribution of each side (all its repetitions), as shares"),
+            Chart.overlaid(baseline: merged(baseline), current: merged(current), title: "\(name): baseline and current distributions", unit: unit),
+        ])]
     }
 
     private static func change(_ value: Double, _ inPoints: Bool) -> String {
@@ -362,7 +381,7 @@ public enum HTMLReport {
     svg .axisline{stroke:var(--muted);stroke-width:1}svg .grid{stroke:var(--grid);stroke-width:1}
     svg .series{fill:none;stroke:var(--accent);stroke-width:1.6}
     svg .hover{fill:transparent}svg .hover:hover{fill:var(--grid);opacity:.5}
-    svg .bar{fill:var(--accent);opacity:.75}svg .bar:hover{opacity:1}
+    svg .bar{fill:var(--accent);opacity:.75}svg .bar:hover{opacity:1}svg .bar.base{fill:var(--muted);opacity:.45}svg .bar.current{fill:none;stroke:var(--accent);stroke-width:1.5;opacity:1}
     svg .mark{stroke:var(--accent2);stroke-width:1;stroke-dasharray:3 2}
     svg .loss{fill:var(--loss)}svg .tolerance{fill:var(--band)}
     svg .stall{fill:var(--bad)}svg .missed{stroke:var(--bad);stroke-width:1.5}
