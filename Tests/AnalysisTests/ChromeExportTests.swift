@@ -61,19 +61,23 @@ import TraceReading
         #expect(file.violations() == [])
         let signal = try #require(file.events("X", named: "signal 6").first)
         #expect(signal["bind_id"] == nil && file.ts(signal) == 50_500)
-        #expect(file.flows.count == 2)
+        #expect(file.flows.count == 3)
     }
 
-    @Test func aSignalAndALateTimersFireDateArrowToTheirCallouts() throws {
+    @Test func aSignalABlocksEnqueueAndALateTimersFireDateArrowToTheirCallouts() throws {
         let (events, health) = Self.trace()
         let file = try Self.export(events, health: health)
         let flows = file.flows.values.sorted { file.ts($0.out ?? [:]) ?? 0 < file.ts($1.out ?? [:]) ?? 0 }
         // The on-time timer and the repeated signal get none.
-        try #require(flows.count == 2, "\(file.flows)")
+        try #require(flows.count == 3, "\(file.flows)")
         let signal = try #require(flows[0].out), perform = try #require(flows[0].in)
         #expect(signal["name"] as? String == "signal 5" && signal["tid"] as? Int == 8 && file.ts(signal) == 2000)
         #expect(perform["name"] as? String == "custom 5" && perform["tid"] as? Int == 7 && file.ts(perform) == 3000)
-        let due = try #require(flows[1].out), firing = try #require(flows[1].in)
+        // The block's enqueue: its thread is not in the trace, so the arrow starts on the loop's queue track.
+        let queued = try #require(flows[1].out), block = try #require(flows[1].in)
+        #expect(queued["ph"] as? String == "n" && queued["id"] as? String == "queued on loop 1" && file.ts(queued) == 9000)
+        #expect(block["name"] as? String == "block" && block["tid"] as? Int == 7 && file.ts(block) == 10_000)
+        let due = try #require(flows[2].out), firing = try #require(flows[2].in)
         #expect(due["name"] as? String == "timer 2 due" && due["tid"] as? Int == 7 && file.ts(due) == 12_000)
         #expect(firing["name"] as? String == "timer 2" && file.ts(firing) == 40_500)
     }

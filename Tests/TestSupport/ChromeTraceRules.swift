@@ -98,11 +98,14 @@ public struct ChromeTraceFile {
                 }
             case "i", "I":
                 break
+            case "n":
+                if event["id"] == nil || event["cat"] == nil { problems.append("an async instant with no id or category: \(event)") }
             default:
                 problems.append("unknown phase \(ph): \(event)")
             }
             if let id = event["bind_id"] as? String {
-                guard ph == "X" || ph == "B" else {
+                // Perfetto binds flows to thread slices (X, B) and to async slices and instants (b, n).
+                guard ["X", "B", "b", "n"].contains(ph) else {
                     problems.append("flow \(id) is bound to a \(ph) event, not a slice")
                     continue
                 }

@@ -21,6 +21,8 @@ import TestSupport
             {"ph":"E","pid":1,"tid":1,"ts":3},
             {"ph":"E","pid":1,"tid":1,"ts":4},
             {"ph":"C","name":"backlog","pid":1,"ts":4,"args":{"items":2}},
+            {"ph":"n","name":"block queued","cat":"queue","id":"queued on loop 1","pid":1,"ts":4,"bind_id":"0x2","flow_out":true},
+            {"ph":"X","name":"block","pid":1,"tid":1,"ts":5,"dur":1,"bind_id":"0x2","flow_in":true},
             {"ph":"b","name":"stall","cat":"stall","id":"loop 1","pid":1,"ts":0},
             {"ph":"e","name":"stall","cat":"stall","id":"loop 1","pid":1,"ts":4}
             """) == [])

@@ -59,6 +59,16 @@ struct ChromeTraceWriter {
         return "\"0x\(String(nextFlowID, radix: 16))\""
     }
 
+    /// Work queued for a loop at `time` from a thread the trace does not name (a block's enqueue, an actor job's, a
+    /// port message's send): a mark on the loop's `queued on loop N` track, where its arrow to the callout starts.
+    /// Returns the arrow, nil when the time is unknown (0).
+    private mutating func queued(_ name: String, loop: UInt64, at time: UInt64, args: String) -> String? {
+        guard time != 0 else { return nil }
+        let arrow = flowID()
+        emit("{\"ph\":\"n\",\"name\":\(jsonString(name)),\"cat\":\"queue\",\"id\":\(jsonString("queued on loop \(loop)")),\"pid\":1,\"ts\":\(micros(time)),\"bind_id\":\(arrow),\"flow_out\":true,\"args\":{\(args)}}")
+        return arrow
+    }
+
     private mutating func name(thread tid: Int32, _ name: String) {
         if threads[tid] == nil { threadOrder.append(tid) }
         if threads[tid, default: []].contains(name) == false { threads[tid, default: []].append(name) }
@@ -139,12 +149,15 @@ struct ChromeTraceWriter {
                 let arrow = flowID()
                 flow = arrow
                 emit(complete(signal.name, cat: "signal", tid: signal.tid, from: signal.at, to: signal.at, args: "\"source\":\(id)", flowOut: arrow))
+            } else if kind == .port {
+                flow = queued("message sent to \(labels[id] ?? "port \(id)")", loop: loop, at: signaled, args: "\"port\":\(id)")
             }
             emit(slice("B", labels[id].map { "\(kind.description) \($0)" } ?? "\(kind.description) \(id)", flowIn: flow))
             backlog(loop, from: signaled, to: event.timestamp)
         case .blockBegin(let loop, let id, let enqueued):
             let waited = queueWait(enqueued: enqueued, ranAt: event.timestamp) ?? 0
-            emit(slice("B", "block", "\"id\":\(id),\"queued_ns\":\(waited)"))
+            emit(slice("B", "block", "\"id\":\(id),\"queued_ns\":\(waited)",
+                       flowIn: queued("block queued", loop: loop, at: enqueued, args: "\"id\":\(id)")))
             backlog(loop, from: enqueued, to: event.timestamp)
         case .observerBegin(_, let id, let activity):
             emit(slice("B", labels[id].map { "observer \($0)" } ?? "observer \(id)", "\"activity\":\"\(activity.description)\""))
@@ -172,7 +185,8 @@ struct ChromeTraceWriter {
             labels[id] = label
         case .jobBegin(let loop, let id, let enqueued, let priority):
             let waited = queueWait(enqueued: enqueued, ranAt: event.timestamp) ?? 0
-            emit(slice("B", "job", "\"id\":\(id),\"queued_ns\":\(waited),\"priority\":\(priority)"))
+            emit(slice("B", "job", "\"id\":\(id),\"queued_ns\":\(waited),\"priority\":\(priority)",
+                       flowIn: queued("job queued", loop: loop, at: enqueued, args: "\"id\":\(id),\"priority\":\(priority)")))
             backlog(loop, from: enqueued, to: event.timestamp)
         case .loopAdapted(let loop, let adapter, let group):
             name(thread: tid, "\(adapter.description) loop \(loop)")

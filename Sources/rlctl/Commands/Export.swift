@@ -11,12 +11,13 @@ struct Export: ParsableCommand {
         discussion: """
         chrome: trace-event JSON for Perfetto UI (open https://ui.perfetto.dev, then "Open trace file"; nothing is \
         uploaded, the page reads the file in the browser) and chrome://tracing. One track per loop thread, named after \
-        its loops: a slice per callout, sleep and wait, an instant per activity; arrows from a source's signal to its \
-        perform and from a late timer's fire date to its firing (click a slice, then its flow); counters per loop \
+        its loops: a slice per callout, sleep and wait, an instant per activity; arrows from each cause to its callout \
+        (click a slice, then its flow): a source's signal to its perform, a late timer's fire date to its firing, and \
+        a block's or job's enqueue and a port message's send to its run, from a mark on the loop's `queued on loop N` \
+        track (the trace records when they were queued, not on which thread); counters per loop \
         (utilization, backlog: items due and not yet called out) and per timer (lateness); every stall (--stall, \
         as summarize counts them) on a track of its own with its culprit, and a marker on the loop's thread; every \
-        window of lost events on a track per stream. Blocks, jobs and port messages show how long they were queued \
-        (queued_ns) but get no arrow: the trace holds no event for their enqueue or send, only its time.
+        window of lost events on a track per stream.
 
         csv and jsonl: one event per row.
         """
