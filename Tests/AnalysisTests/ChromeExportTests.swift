@@ -116,6 +116,8 @@ import TraceReading
         #expect(losses[0]["name"] as? String == "3 events lost" && losses[0]["id"] as? String == "losses of tid 7")
         #expect(file.ts(losses[0]) == 45_000)
         #expect(file.events("e").contains { $0["cat"] as? String == "loss" && file.ts($0) == 46_000 })
+        #expect(file.events("i").contains { $0["cat"] as? String == "loss" && $0["tid"] as? Int == 7 && file.ts($0) == 45_000
+            && $0["name"] as? String == "3 events lost in the next 1.00ms" }, "a marker on the thread that lost them")
 
         let names = Dictionary(file.events("M", named: "thread_name").map { ($0["tid"] as? Int ?? -1, file.args($0)["name"] as? String ?? "") },
                                uniquingKeysWith: { $1 })

@@ -69,4 +69,30 @@ import TraceModel
         #expect(page.contains("the trace holds no events"))
         #expect(page.contains("No loop in this input"))
     }
+
+    /// NIO and wait loops get their lines too, named as their sections head them, with their stalls.
+    @Test func nioAndWaitLoopsHaveTheirLinesAndStalls() throws {
+        var options = TraceSummarizer.Options()
+        options.timelineBuckets = 600
+        var nioReader = ArrayReader(AdaptedLoopSummaryTests.threeLoops().events)
+        let nio = try TraceSummarizer.summarize(&nioReader, options: options)
+        let nioLines = try #require(nio.timeline).loops
+        #expect(Set(nioLines.map(\.kind)) == ["nio"])
+        #expect(nioLines.map(\.name).sorted() == (nio.nio?.loops ?? []).map { "NIO loop \($0.loopID)" + ($0.name.map { " \($0)" } ?? "") }.sorted())
+        #expect((nio.nio?.overall.stalls ?? 0) > 0)
+        #expect(nioLines.reduce(0) { $0 + $1.stalls.reduce(0) { $0 + $1.count } } == nio.nio?.overall.stalls)
+        let nioPage = HTMLReport.summary(nio, context: .init(title: "nio"))
+        #expect(!nioPage.contains("no sleep or event of this loop in the timeline"))
+
+        var waitReader = ArrayReader(WaitLoopSummaryTests.nodeLoop().sorted)
+        let waits = try TraceSummarizer.summarize(&waitReader, options: options)
+        let waitLine = try #require(waits.timeline?.loops.first)
+        #expect(waitLine.kind == "wait" && waitLine.name == waits.waits?.loops.first?.name)
+        // The node loop's two stalls: 30 ms from 20.6 ms and 20 ms later on, each in its bucket.
+        #expect(waits.waits?.loops.first?.stalls == 2)
+        #expect(waitLine.stalls.reduce(0) { $0 + $1.count } == 2)
+        let waitPage = HTMLReport.summary(waits, context: .init(title: "node"))
+        #expect(!waitPage.contains("no sleep or event of this loop in the timeline"))
+        #expect(waitPage.contains("Not available for this loop"))
+    }
 }

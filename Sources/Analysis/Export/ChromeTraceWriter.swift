@@ -328,13 +328,18 @@ extension ChromeTraceWriter {
         }
     }
 
-    /// Each window of lost events or packets: on its thread's own loss track when the stream is a thread's (the
-    /// embedded recorder's), else on the stream's (LTTng's per-CPU buffers).
+    /// Each window of lost events or packets as a slice on its stream's loss track (`losses of tid N` for the
+    /// embedded recorder's per-thread streams, of the per-CPU buffer for LTTng's), and, when the stream is a
+    /// thread's, a marker on that thread where the window begins.
     private mutating func writeLosses(_ health: TraceHealth) {
         for window in health.lossWindows {
             let what = window.events > 0 ? "\(window.events) events lost" : "events lost (whole packets)"
             trackSlice(what, cat: "loss", track: "losses of \(window.stream)", from: window.from, to: window.to,
                        args: "\"stream\":\(jsonString(window.stream)),\"events\":\(window.events)")
+            if window.stream.hasPrefix("tid "), let tid = Int32(window.stream.dropFirst(4)) {
+                let until = window.to >= window.from ? window.to - window.from : 0
+                emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\(jsonString(what + " in the next " + formatNanoseconds(until))),\"cat\":\"loss\",\"pid\":1,\"tid\":\(tid),\"ts\":\(micros(window.from))}")
+            }
         }
         if health.recordingCutOff {
             emit("{\"ph\":\"i\",\"s\":\"g\",\"name\":\"recording cut off (events after each thread's last packet are missing)\",\"cat\":\"loss\",\"pid\":1,\"ts\":\(micros(lastTimestamp))}")

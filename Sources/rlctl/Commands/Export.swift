@@ -17,7 +17,7 @@ struct Export: ParsableCommand {
         track (the trace records when they were queued, not on which thread); counters per loop \
         (utilization, backlog: items due and not yet called out) and per timer (lateness); every stall (--stall, \
         as summarize counts them) on a track of its own with its culprit, and a marker on the loop's thread; every \
-        window of lost events on a track per stream.
+        window of lost events on a track per stream, and a marker on the thread that lost them (embedded traces).
 
         csv and jsonl: one event per row.
         """
