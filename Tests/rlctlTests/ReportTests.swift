@@ -68,6 +68,20 @@ import TestSupport
         #expect(html.contains("utilization over time") && html.contains("Timers (worst p99 lateness first)"))
     }
 
+    @Test func aBudgetsVerdictIsOnThePageRuleByRule() throws {
+        let page = temporaryPath("budget.html")
+        defer { try? FileManager.default.removeItem(atPath: page) }
+        let budget = try CLI.file("mixed.budget", "trace.lost == 0\nloop.iterations <= 1\n")
+        let result = try CLI.run(["report", sharedTrace, "-o", page, "--budget", budget])
+        #expect(result.status == 0, "the page is made whatever the verdict: \(result.stderr)")
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(html.contains("1 rule(s) failed"))
+        #expect(html.contains("<tr class=\"pass\"><td>trace.lost == 0</td><td>0</td><td>pass</td></tr>"))
+        #expect(html.contains("<tr class=\"fail\"><td>loop.iterations &lt;= 1</td>"))
+        let missing = try CLI.run(["report", sharedTrace, "-o", page, "--budget", "/nonexistent.budget"])
+        #expect(missing.status == 2 && missing.stderr == "rlctl: /nonexistent.budget: no such budget file (or it cannot be read)\n", "\(missing.stderr)")
+    }
+
     @Test func runAndRecordDrawTheirPageToo() throws {
         let page = temporaryPath("run.html"), recorded = temporaryPath("record.html")
         defer {
