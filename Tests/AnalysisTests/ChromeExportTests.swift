@@ -1,4 +1,4 @@
-import Analysis
+@testable import Analysis
 import Foundation
 import RunLoopCore
 import Testing
@@ -90,11 +90,11 @@ import TraceReading
         }
         #expect(series("lateness timer 1", "ms") == ["1000.0=0.0"])
         #expect(series("lateness timer 2", "ms") == ["40500.0=28.5"])
-        // Items due and not yet called out, the largest in each millisecond: the source (2–3 ms), the block (9–10)
-        // and timer 2 (12–40.5); timer 1 fired the moment it was due and never waited.
+        // Items due and not yet called out, the mean number waiting in each millisecond: the source (2–3 ms), the
+        // block (9–10) and timer 2 (12–40.5: half of its last millisecond); timer 1 fired the moment it was due
+        // and never waited. Written where the level changes.
         #expect(series("backlog loop 1", "items") == [
-            "2000.0=1.0", "3000.0=1.0", "3999.999=0.0", "9000.0=1.0", "10000.0=1.0", "10999.999=0.0",
-            "12000.0=1.0", "40000.0=1.0", "40999.999=0.0",
+            "0.0=0.0", "2000.0=1.0", "3000.0=0.0", "9000.0=1.0", "10000.0=0.0", "12000.0=1.0", "40000.0=0.5", "41000.0=0.0",
         ])
     }
 
@@ -134,5 +134,35 @@ import TraceReading
         try TraceExporter.export(&reader, format: .chrome, to: path, options: options)
         let file = try ChromeTraceFile(path: path)
         #expect(file.events("b").filter { $0["cat"] as? String == "stall" }.isEmpty)
+    }
+
+    /// The backlog's buckets widen on long traces without losing any item-time: 2 ms of waiting in 1 ms buckets,
+    /// then an item that needs 4 ms buckets, each bucket's mean exact.
+    @Test func theBacklogKeepsEveryItemsWaitAsItsBucketsWiden() {
+        let ms: UInt64 = 1_000_000
+        var series = BacklogSeries(origin: 0, limit: 4)
+        series.add(due: ms / 2, start: 5 * ms / 2)
+        #expect(series.width == ms)
+        series.add(due: 3 * ms, start: 9 * ms)
+        #expect(series.width == 4 * ms)
+        let levels = series.levels(end: 9 * ms)
+        #expect(levels.map(\.start) == [0, 4 * ms, 8 * ms])
+        // 0–4 ms: 2 ms of the first item, 1 ms of the second; 4–8 ms: the second throughout; 8–9 ms: the second.
+        #expect(levels.map(\.items) == [0.75, 1, 1])
+    }
+
+    /// A NIO stall begins at its longest I/O but lasts its iteration's busy time: two stalls close together must
+    /// still not overlap on their track (a viewer would swap their ends).
+    @Test func nioStallsOnOneTrackDoNotOverlap() throws {
+        var e = AdaptedLoopSummaryTests.Events()
+        e.add(0, .loopAdapted(loopID: 5, adapter: .nio, groupID: 1))
+        e.io(5, channel: 1, .read, start: 2, end: 42)
+        e.io(5, channel: 1, .read, start: 43, end: 103)
+        e.tick(5, start: 103, end: 104, sleep: 102, tasks: 1)
+        e.io(5, channel: 1, .read, start: 105, end: 205)
+        e.tick(5, start: 205, end: 206, sleep: 101, tasks: 1)
+        let file = try Self.export(e.events, health: TraceHealth())
+        #expect(file.violations() == [])
+        #expect(file.events("b").filter { $0["cat"] as? String == "stall" }.count == 2)
     }
 }

@@ -95,4 +95,48 @@ import TraceModel
         #expect(!waitPage.contains("no sleep or event of this loop in the timeline"))
         #expect(waitPage.contains("Not available for this loop"))
     }
+
+    /// The line is busy ÷ time in runs, as the summary's utilization: outside runs there is no value, and a trace
+    /// that ends long after its last sleep still fits the bucket limit.
+    @Test func theLineCountsOnlyTimeInRunsAndFitsTheLimitToTheEnd() throws {
+        var t = TraceBuilder()
+        t.runBegin(0)
+        t.activity(0, .beforeTimers)
+        t.sleep(from: 1, to: 9)
+        t.activity(10, .exit)
+        t.runEnd(10)
+        t.runBegin(90)
+        t.activity(90, .beforeTimers)
+        t.sleep(from: 91, to: 99)
+        t.activity(100, .exit)
+        t.runEnd(100)
+        var reader = ArrayReader(t.events)
+        var options = TraceSummarizer.Options()
+        options.timelineBuckets = 600
+        let summary = try TraceSummarizer.summarize(&reader, options: options)
+        let line = try #require(summary.timeline?.loops.first)
+        #expect(summary.loops.first?.utilization == 0.2)
+        let values = line.utilization.compactMap { $0 }
+        #expect(values.count == 20 && line.utilization[10..<90].allSatisfy { $0 == nil })
+        #expect(abs(values.reduce(0, +) / Double(values.count) - 0.2) < 1e-9, "the mean of equal buckets is the summary's figure")
+
+        var long = TraceBuilder()
+        long.runBegin(0)
+        long.activity(0, .beforeTimers)
+        long.sleep(from: 1, to: 2)
+        long.block(1, enqueued: 2, at: 2, until: 10_000)
+        long.runEnd(10_000)
+        var longReader = ArrayReader(long.events)
+        let timeline = try #require(try TraceSummarizer.summarize(&longReader, options: options).timeline)
+        #expect(timeline.buckets <= 600 && timeline.bucketNanoseconds == 32_000_000)
+    }
+
+    /// A count distribution's first bucket holds 0 (a NIO tick that ran no task): the page says 0, not 1.
+    @Test func aBucketOfZerosIsLabelledZero() {
+        var histogram = LatencyHistogram()
+        for value: UInt64 in [0, 0, 3] { histogram.record(value) }
+        let page = Chart.histogram(histogram.summary, title: "tasks per tick", unit: { "\(Int($0.rounded()))" }).rendered
+        #expect(page.contains("<title>0: 2 (66.7%)</title>"), "\(page)")
+        #expect(page.contains("<title>2–3: 1 (33.3%)</title>"))
+    }
 }

@@ -37,14 +37,19 @@ import TestSupport
             {"ph":"X","name":"across","pid":1,"tid":2,"ts":4,"dur":3},
             {"ph":"X","name":"lonely start","pid":1,"tid":2,"ts":8,"dur":0,"bind_id":"0x9","flow_out":true},
             {"ph":"C","name":"flag","pid":1,"ts":2,"args":{"on":true}},
-            {"ph":"e","name":"stall","cat":"stall","id":"loop 1","pid":1,"ts":4}
+            {"ph":"e","name":"stall","cat":"stall","id":"loop 1","pid":1,"ts":4},
+            {"ph":"b","name":"stall","cat":"stall","id":"loop 2","pid":1,"ts":10},
+            {"ph":"e","name":"stall","cat":"stall","id":"loop 2","pid":1,"ts":20},
+            {"ph":"b","name":"stall","cat":"stall","id":"loop 2","pid":1,"ts":15},
+            {"ph":"e","name":"stall","cat":"stall","id":"loop 2","pid":1,"ts":25}
             """)
         #expect(found.contains { $0.hasPrefix("an E with no B on thread 1/1") }, "\(found)")
+        #expect(found.contains { $0.hasPrefix("async slices on stall/loop 2 overlap") }, "\(found)")
         #expect(found.contains { $0.contains("slices on thread 1/3 never end") }, "\(found)")
         #expect(found.contains { $0.contains("across") && $0.contains("without nesting") }, "\(found)")
         #expect(found.contains { $0.hasPrefix("flow 0x9 has 1 starts and 0 ends") }, "\(found)")
         #expect(found.contains { $0.hasPrefix("counter flag on is not numeric") }, "\(found)")
         #expect(found.contains { $0.hasPrefix("an async end with no begin") }, "\(found)")
-        #expect(found.count == 6, "\(found)")
+        #expect(found.count == 7, "\(found)")
     }
 }

@@ -18,8 +18,8 @@ struct ChromeTraceWriter {
     /// Per source: its first signal since its last perform (a perform answers every signal before it), written
     /// when the perform comes, with the arrow to it; one still waiting when the trace ends is written without.
     private var pendingSignals: [UInt64: (name: String, tid: Int32, at: UInt64)] = [:]
-    /// Per loop: +1 when an item became due (fire date, signal, enqueue), −1 when its callout began.
-    private var backlogChanges: [UInt64: [(time: UInt64, delta: Int32)]] = [:]
+    /// Per loop: its items' waits, from when each became due (fire date, signal, enqueue) to its callout.
+    private var backlogs: [UInt64: BacklogSeries] = [:]
     private var labels: [UInt64: String] = [:]
     /// Per loop: the start of the current utilization window and the sleep inside it.
     private var windows: [UInt64: (start: UInt64, slept: UInt64)] = [:]
@@ -37,8 +37,6 @@ struct ChromeTraceWriter {
     private var waitWindows: [WaitLoopKey: (start: UInt64, slept: UInt64)] = [:]
     private var lastTimestamp: UInt64 = 0
     private static let window: UInt64 = 100_000_000   // 100 ms utilization samples
-
-    private static let backlogBucket: UInt64 = 1_000_000   // backlog samples: the largest in each millisecond
 
     init(out: BufferedFile, options: TraceSummarizer.Options) {
         self.out = out
@@ -76,9 +74,8 @@ struct ChromeTraceWriter {
 
     private mutating func backlog(_ loop: UInt64, from due: UInt64, to start: UInt64) {
         // An item called out the moment it became due never waited: it is no backlog.
-        guard due != 0, due < start else { return }
-        backlogChanges[loop, default: []].append((due, 1))
-        backlogChanges[loop, default: []].append((start, -1))
+        guard due != 0, due < start, let origin else { return }
+        backlogs[loop, default: BacklogSeries(origin: origin)].add(due: due, start: start)
     }
 
     private mutating func emit(_ json: String) {
@@ -298,33 +295,33 @@ extension ChromeTraceWriter {
     /// thread where it began.
     private mutating func writeStalls(_ summary: TraceSummary) {
         for loop in summary.loops {
-            for stall in loop.worstStalls.sorted(by: { $0.atNanoseconds < $1.atNanoseconds }) {
-                writeStall(track: "stalls of loop \(stall.loopID)", thread: loop.threadID, at: stall.atNanoseconds,
-                           busy: stall.busyNanoseconds, culprit: stall.cause, args: "\"loop\":\(stall.loopID),\"iteration\":\(stall.iteration)")
-            }
+            writeStalls(loop.worstStalls.map { ($0.atNanoseconds, $0.busyNanoseconds, $0.cause, "\"loop\":\($0.loopID),\"iteration\":\($0.iteration)") },
+                        track: "stalls of loop \(loop.loopID ?? 0)", thread: loop.threadID)
         }
         for loop in summary.nio?.loops ?? [] {
-            for stall in loop.worstStalls.sorted(by: { $0.atNanoseconds < $1.atNanoseconds }) {
-                writeStall(track: "stalls of NIO loop \(stall.loopID)", thread: loop.threadID, at: stall.atNanoseconds,
-                           busy: stall.busyNanoseconds, culprit: stall.cause, args: "\"loop\":\(stall.loopID),\"tick\":\(stall.iteration)")
-            }
+            writeStalls(loop.worstStalls.map { ($0.atNanoseconds, $0.busyNanoseconds, $0.cause, "\"loop\":\($0.loopID),\"tick\":\($0.iteration)") },
+                        track: "stalls of NIO loop \(loop.loopID)", thread: loop.threadID)
         }
         for loop in summary.waits?.loops ?? [] {
-            for stall in loop.worstStalls.sorted(by: { $0.atNanoseconds < $1.atNanoseconds }) {
-                writeStall(track: "stalls of \(loop.name)", thread: stall.threadID, at: stall.atNanoseconds,
-                           busy: stall.busyNanoseconds, culprit: nil, args: "\"iteration\":\(stall.iteration)")
-            }
+            // The thread and descriptor in the track's id: two waiting threads can share a name.
+            writeStalls(loop.worstStalls.map { ($0.atNanoseconds, $0.busyNanoseconds, nil, "\"iteration\":\($0.iteration)") },
+                        track: "stalls of \(loop.name) (tid \(loop.threadID), \(loop.family) \(loop.target))", thread: loop.threadID)
         }
     }
 
-    /// A stall's slice on its loop's stall track, and its marker on the loop's thread. `culprit` nil: the loop's
-    /// callouts are not traced (any program's waits).
-    private mutating func writeStall(track: String, thread: Int32?, at start: UInt64, busy: UInt64, culprit: String?, args: String) {
-        let label = "stall \(milliseconds(busy)) ms" + (culprit.map { ": \($0)" } ?? "")
-        trackSlice(label, cat: "stall", track: track, from: start, to: start &+ busy,
-                   args: args + ",\"busy_ns\":\(busy),\"culprit\":\(jsonString(culprit ?? "not available"))")
-        if let thread {
-            emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\(jsonString(label)),\"cat\":\"stall\",\"pid\":1,\"tid\":\(thread),\"ts\":\(micros(start))}")
+    /// One loop's stalls on its track, in time order, and a marker on its thread where each began. A slice ends
+    /// where the next begins at the latest: a NIO stall begins at its longest I/O but lasts its whole iteration's
+    /// busy time, and slices of one track must not overlap. `culprit` nil: the loop's callouts are not traced.
+    private mutating func writeStalls(_ stalls: [(at: UInt64, busy: UInt64, culprit: String?, args: String)], track: String, thread: Int32?) {
+        let ordered = stalls.sorted { $0.at < $1.at }
+        for (index, stall) in ordered.enumerated() {
+            let label = "stall \(milliseconds(stall.busy)) ms" + (stall.culprit.map { ": \($0)" } ?? "")
+            let next = index + 1 < ordered.count ? ordered[index + 1].at : .max
+            trackSlice(label, cat: "stall", track: track, from: stall.at, to: min(stall.at &+ stall.busy, next),
+                       args: stall.args + ",\"busy_ns\":\(stall.busy),\"culprit\":\(jsonString(stall.culprit ?? "not available"))")
+            if let thread {
+                emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\(jsonString(label)),\"cat\":\"stall\",\"pid\":1,\"tid\":\(thread),\"ts\":\(micros(stall.at))}")
+            }
         }
     }
 
@@ -346,28 +343,20 @@ extension ChromeTraceWriter {
         }
     }
 
-    /// Items due and not yet called out, per loop: the largest count in each millisecond, and the count at the
-    /// end of it when that differs (so a burst shows and the line comes back down).
+    /// Items due and not yet called out, per loop: the mean number waiting in each bucket (1 ms, wider on long
+    /// traces), written where it changes.
     private mutating func writeBacklog() {
-        for (loop, changes) in backlogChanges.sorted(by: { $0.key < $1.key }) {
-            // Ends before begins at the same instant: an item called out as another becomes due is not two.
-            let ordered = changes.sorted { $0.time != $1.time ? $0.time < $1.time : $0.delta < $1.delta }
+        for loop in backlogs.keys.sorted() {
             let name = jsonString("backlog loop \(loop)")
-            var level: Int64 = 0
-            var index = 0
-            while index < ordered.count {
-                let bucket = ordered[index].time / Self.backlogBucket
-                var highest = level
-                while index < ordered.count, ordered[index].time / Self.backlogBucket == bucket {
-                    level += Int64(ordered[index].delta)
-                    highest = max(highest, level)
-                    index += 1
-                }
-                let start = bucket * Self.backlogBucket
-                emit("{\"ph\":\"C\",\"name\":\(name),\"pid\":1,\"ts\":\(micros(start)),\"args\":{\"items\":\(highest)}}")
-                if level != highest {
-                    emit("{\"ph\":\"C\",\"name\":\(name),\"pid\":1,\"ts\":\(micros(start + Self.backlogBucket - 1)),\"args\":{\"items\":\(level)}}")
-                }
+            var previous: String?
+            let levels = backlogs[loop]!.levels(end: lastTimestamp)
+            // After the last item's bucket nothing waits: the line comes back to 0 there.
+            let closing = (levels.last.map { $0.start + backlogs[loop]!.width } ?? 0, 0.0)
+            for level in levels + [closing] {
+                let items = String(format2(level.1))
+                guard items != previous else { continue }
+                previous = items
+                emit("{\"ph\":\"C\",\"name\":\(name),\"pid\":1,\"ts\":\(micros(level.0)),\"args\":{\"items\":\(items)}}")
             }
         }
     }

@@ -90,6 +90,8 @@ struct LoopTracker {
     private mutating func seen(_ ts: UInt64) {
         if ts < firstTimestamp { firstTimestamp = ts }
         if ts > lastTimestamp { lastTimestamp = ts }
+        // The timeline's origin is the first loop event, where the summary's times count from.
+        timeline?.start(at: ts)
     }
 
     private func name(_ kind: CalloutKind, id: UInt64) -> String {
@@ -135,6 +137,7 @@ struct LoopTracker {
             let duration = ts >= run.start ? ts - run.start : 0
             if runStack.isEmpty {
                 wall += duration
+                timeline?.ran(.loop(loopID), from: run.start, to: ts)
                 // Ends lost with the trace's losses must not leave stale callouts to blame.
                 calloutStack.removeAll(keepingCapacity: true)
                 closeIterations(deeperThanOrAt: 1, at: ts)

@@ -65,6 +65,7 @@ struct NIOLoopTracker {
     private mutating func seen(_ ts: UInt64) {
         if ts < firstTimestamp { firstTimestamp = ts }
         if ts > lastTimestamp { lastTimestamp = ts }
+        timeline?.start(at: ts)
     }
 
     mutating func adapted(groupID: UInt64, at ts: UInt64) {

@@ -15,6 +15,9 @@ final class TimelineRecorder {
     struct LoopSeries {
         /// ns asleep in each bucket.
         var slept: [UInt64] = []
+        /// ns inside outermost runs in each bucket (RunLoopCore and Foundation loops: their utilization is busy ÷
+        /// time in runs); empty for loops without runs.
+        var ran: [UInt64] = []
         /// Per bucket with stalls: how many, and the worst.
         var stalls: [TraceSummary.Timeline.StallBucket?] = []
     }
@@ -54,6 +57,7 @@ final class TimelineRecorder {
         width *= 2
         for key in loopOrder {
             loops[key]!.slept = Self.halve(loops[key]!.slept, merge: +)
+            loops[key]!.ran = Self.halve(loops[key]!.ran, merge: +)
             loops[key]!.stalls = Self.halve(loops[key]!.stalls)
         }
         for id in timerOrder {
@@ -89,15 +93,26 @@ final class TimelineRecorder {
 
     /// The loop slept from `from` to `to`: spread over the buckets it covers.
     func slept(_ key: Key, from: UInt64, to: UInt64) {
+        spread(key, \.slept, from: from, to: to)
+    }
+
+    /// An outermost run of the loop lasted from `from` to `to`.
+    func ran(_ key: Key, from: UInt64, to: UInt64) {
+        spread(key, \.ran, from: from, to: to)
+    }
+
+    private func spread(_ key: Key, _ field: WritableKeyPath<LoopSeries, [UInt64]>, from: UInt64, to: UInt64) {
         guard let origin, to > from else { return }
         series(key)
         var start = max(from, origin)
         guard let last = bucket(to) else { return }
-        if loops[key]!.slept.count <= last { loops[key]!.slept += repeatElement(0, count: last + 1 - loops[key]!.slept.count) }
+        if loops[key]![keyPath: field].count <= last {
+            loops[key]![keyPath: field] += repeatElement(0, count: last + 1 - loops[key]![keyPath: field].count)
+        }
         while start < to {
             let index = Int((start - origin) / width)
             let end = min(to, origin + UInt64(index + 1) * width)
-            loops[key]!.slept[index] += end - start
+            loops[key]![keyPath: field][index] += end - start
             start = end
         }
     }
@@ -132,6 +147,7 @@ final class TimelineRecorder {
     func timeline(lastTimestamp: UInt64, name: (Key) -> (name: String, kind: String)?, span: (Key) -> (first: UInt64, last: UInt64)?,
                   timerLabel: (UInt64) -> String) -> TraceSummary.Timeline? {
         guard let origin else { return nil }
+        _ = bucket(lastTimestamp)   // the last event may lie past the buckets any sleep or firing needed
         let buckets = lastTimestamp >= origin ? Int((lastTimestamp - origin) / width) + 1 : 1
         var lines: [TraceSummary.Timeline.LoopLine] = []
         for key in loopOrder {
@@ -139,16 +155,25 @@ final class TimelineRecorder {
             var utilization: [Double?] = []
             utilization.reserveCapacity(buckets)
             for index in 0..<buckets {
-                let from = max(origin + UInt64(index) * width, span.first)
-                let to = min(origin + UInt64(index + 1) * width, span.last)
-                guard to > from else {
+                // The time the loop was there to be busy: inside its runs when it has runs, else its first event to
+                // its last (NIO and wait loops, whose utilization is busy ÷ (busy + sleep) over that span).
+                let active: UInt64
+                if !series.ran.isEmpty {
+                    active = index < series.ran.count ? series.ran[index] : 0
+                } else {
+                    let from = max(origin + UInt64(index) * width, span.first)
+                    let to = min(origin + UInt64(index + 1) * width, span.last)
+                    active = to > from ? to - from : 0
+                }
+                guard active > 0 else {
                     utilization.append(nil)
                     continue
                 }
-                let slept = min(index < series.slept.count ? series.slept[index] : 0, to - from)
-                utilization.append(Double(to - from - slept) / Double(to - from))
+                let slept = min(index < series.slept.count ? series.slept[index] : 0, active)
+                utilization.append(Double(active - slept) / Double(active))
             }
-            lines.append(.init(name: named.name, kind: named.kind, utilization: utilization, stalls: series.stalls.compactMap { $0 }))
+            lines.append(.init(key: TraceSummary.Timeline.key(for: key), name: named.name, kind: named.kind, utilization: utilization,
+                               stalls: series.stalls.compactMap { $0 }))
         }
         let timerLines = timerOrder.map { id in
             let series = timers[id]!
@@ -181,6 +206,9 @@ extension TraceSummary {
         public var timers: [TimerLine]
 
         public struct LoopLine: Codable, Sendable, Equatable {
+            /// Which loop: `loop:ID`, `nio:ID`, `wait:THREAD:TARGET:FAMILY` (names can repeat: threads of one name
+            /// waiting on one shared epoll descriptor).
+            public var key: String
             /// As the summary's section heads it.
             public var name: String
             /// runloop, foundation, nio or wait.
@@ -229,6 +257,17 @@ extension TraceSummary {
                 TimerBucket(index: index, firings: firings + other.firings,
                             lowest: min(lowest, other.lowest), highest: max(highest, other.highest), missed: missed + other.missed)
             }
+        }
+    }
+}
+
+extension TraceSummary.Timeline {
+    /// A loop's line key (``LoopLine/key``).
+    static func key(for key: TimelineRecorder.Key) -> String {
+        switch key {
+        case .loop(let id): return "loop:\(id)"
+        case .nio(let id): return "nio:\(id)"
+        case .wait(let threadID, let target, let epoll): return "wait:\(threadID):\(target):\(epoll ? "epoll" : "poll")"
         }
     }
 }

@@ -133,7 +133,6 @@ public struct TraceSummarizer {
         let ts = event.timestamp
         if ts < firstTimestamp { firstTimestamp = ts }
         if ts > lastTimestamp { lastTimestamp = ts }
-        timeline?.start(at: ts)
         switch event.payload {
         case .activity(let activity, let place):
             loops[loop(place.loopID, event)].activity(activity, place, at: ts)
@@ -151,6 +150,7 @@ public struct TraceSummarizer {
             let cause = firing.isLate(threshold: options.lateThreshold)
                 ? loops[l].cause(at: scheduled, timerModes: timers[t].modes) : nil
             timers[t].record(firing, interval: interval, missed: missed, lateCause: cause)
+            timeline?.start(at: ts)
             timeline?.firing(timerID: timerID, loopID: loopID, at: ts, lateness: firing.lateness, tolerance: tolerance,
                              interval: interval, missed: missed)
             loops[l].timerFired(timerID, scheduled: scheduled, at: ts)
@@ -267,6 +267,7 @@ public struct TraceSummarizer {
             var totals = LoopTracker(loopID: 0, threadID: 0, options: options, modes: modes, labels: labels)
             for index in foundationIndexes {
                 var tracker = loops[index]
+                tracker.timeline = nil   // its runs went to the timeline when its own summary finished them
                 tracker.finishTrace()
                 totals.absorb(tracker)
             }

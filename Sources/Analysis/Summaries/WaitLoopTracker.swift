@@ -74,6 +74,7 @@ struct WaitLoopTracker {
                                    busyBefore: (from: UInt64, busy: UInt64)?, epoch: UInt64) {
         if begin < firstTimestamp { firstTimestamp = begin }
         if end > lastTimestamp { lastTimestamp = end }
+        timeline?.start(at: begin)
         waits += 1
         calls[Int(call.rawValue)] += 1
         let duration = end >= begin ? end - begin : 0
@@ -243,6 +244,7 @@ struct WaitTracking {
     }
 
     mutating func begin(_ threadID: Int32, call: WaitCall, target: Int32, timeout: Int64, at ts: UInt64) {
+        timeline?.start(at: ts)
         let index = thread(threadID)
         applyLosses(index, threadID: threadID, at: ts)
         // A wait still open: its end was lost, and what happened since is unknown.

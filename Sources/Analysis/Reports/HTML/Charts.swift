@@ -119,10 +119,10 @@ enum Chart {
         guard d.count > 0, let highest = buckets.last?.upTo else {
             return .element("p", ["class": "na"], text: "\(title): no values")
         }
-        // Power-of-two buckets [2^k, 2^(k+1) − 1] (DistributionSummary): each names its own lower bound.
-        func lower(_ bucket: DistributionSummary.Bucket) -> Double { bucket.upTo == 0 ? 0 : Double((bucket.upTo + 1) / 2) }
+        // Power-of-two buckets: `upTo` U holds U/2 … U − 1, and U = 1 holds 0 (DistributionSummary).
+        func lower(_ bucket: DistributionSummary.Bucket) -> Double { bucket.upTo <= 1 ? 0 : Double(bucket.upTo / 2) }
         let low = max(1.0, lower(buckets[0]))
-        let high = max(Double(highest) + 1, low * 10)
+        let high = max(Double(highest), low * 10)
         let logLow = log10(low), logHigh = log10(high)
         // Half the page's width: distributions sit two to a row, and their labels must stay readable there.
         let chartWidth = 460.0, plotWidth = chartWidth - left - right
@@ -131,9 +131,10 @@ enum Chart {
         let y = { (c: Double) in top + plotHeight - c / tallest * plotHeight }
         var nodes: [Node] = []
         for bucket in buckets {
-            let from = max(lower(bucket), low), to = max(Double(bucket.upTo) + 1, from)
+            let from = max(lower(bucket), low), to = max(Double(bucket.upTo), from)
+            let range = bucket.upTo <= 1 ? unit(0) : "\(unit(lower(bucket)))–\(unit(Double(bucket.upTo - 1)))"
             nodes.append(rect(x(from), y(Double(bucket.count)), x(to) - x(from), top + plotHeight - y(Double(bucket.count)), "bar",
-                              title: "\(unit(lower(bucket)))–\(unit(Double(bucket.upTo))): \(bucket.count) (\(formatPercent(Double(bucket.count) / Double(d.count))))"))
+                              title: "\(range): \(bucket.count) (\(formatPercent(Double(bucket.count) / Double(d.count))))"))
         }
         for (name, value) in [("p50", d.p50), ("p99", d.p99), ("p99.9", d.p999), ("max", d.max)] {
             let at = x(Double(value))
@@ -263,16 +264,16 @@ enum Chart {
     /// different numbers of repetitions): the baseline filled, the current outlined.
     static func overlaid(baseline: [DistributionSummary.Bucket], current: [DistributionSummary.Bucket], title: String,
                          unit: (Double) -> String) -> Node {
-        func lower(_ upTo: UInt64) -> Double { upTo == 0 ? 0 : Double((upTo + 1) / 2) }
+        func lower(_ upTo: UInt64) -> Double { upTo <= 1 ? 0 : Double(upTo / 2) }
         let all = (baseline + current).filter { $0.count > 0 }
         guard let smallest = all.map(\.upTo).min(), let largest = all.map(\.upTo).max() else {
             return .element("p", ["class": "na"], text: "\(title): no values on either side")
         }
-        let low = max(1, lower(smallest)), high = max(Double(largest) + 1, low * 10)
+        let low = max(1, lower(smallest)), high = max(Double(largest), low * 10)
         let x = { (v: Double) in left + (log10(max(v, low)) - log10(low)) / (log10(high) - log10(low)) * plotWidth }
         func shares(_ buckets: [DistributionSummary.Bucket]) -> [(from: Double, to: Double, share: Double)] {
             let total = Double(buckets.reduce(0) { $0 + $1.count })
-            return total == 0 ? [] : buckets.filter { $0.count > 0 }.map { (max(lower($0.upTo), low), Double($0.upTo) + 1, Double($0.count) / total) }
+            return total == 0 ? [] : buckets.filter { $0.count > 0 }.map { (max(lower($0.upTo), low), max(Double($0.upTo), low), Double($0.count) / total) }
         }
         let a = shares(baseline), b = shares(current)
         let tallest = max((a + b).map(\.share).max() ?? 1, 0.0001)

@@ -175,18 +175,27 @@ public enum HTMLReport {
         }
     }
 
+    /// Where the page's times count from: the timeline's origin (the first loop event, as the summary's times),
+    /// so that a table's "+1.20s" and a chart's axis agree.
+    private static func origin(_ s: TraceSummary) -> UInt64? { s.timeline?.originNanoseconds ?? s.health.firstEventNanoseconds }
+
     private static func seconds(_ ns: UInt64, from s: TraceSummary) -> Double {
-        let origin = s.timeline?.originNanoseconds ?? s.health.firstEventNanoseconds ?? ns
+        let origin = origin(s) ?? ns
         return ns >= origin ? Double(ns - origin) / 1e9 : 0
+    }
+
+    private static func offset(_ ns: UInt64, in s: TraceSummary) -> String {
+        let origin = origin(s) ?? ns
+        return "+" + formatNanoseconds(ns >= origin ? ns - origin : 0)
     }
 
     /// A loop's utilization over time, every stall marked where it began (per bucket: how many, and the worst,
     /// linked to its row when the stall table lists it).
-    private static func timelineChart(_ s: TraceSummary, name: String, tableRows: [UInt64: String], title: String) -> Node {
+    private static func timelineChart(_ s: TraceSummary, key: String, tableRows: [UInt64: String], title: String) -> Node {
         guard let timeline = s.timeline else {
             return .element("p", ["class": "na"], text: "Utilization over time: not in this input (a summary or run report saved without a timeline; rlctl report TRACE draws it).")
         }
-        guard let line = timeline.loops.first(where: { $0.name == name }) else {
+        guard let line = timeline.loops.first(where: { $0.key == key }) else {
             return .element("p", ["class": "na"], text: "Utilization over time: no sleep or event of this loop in the timeline.")
         }
         let marks = line.stalls.map { bucket in
@@ -238,7 +247,7 @@ public enum HTMLReport {
             let id = loop.loopID ?? 0
             let name = "loop \(id)" + (loop.name.map { " \($0)" } ?? "")
             let stalls = loop.worstStalls.sorted { $0.atNanoseconds < $1.atNanoseconds }.enumerated().map { index, stall in
-                (anchor: "stall-\(id)-\(index)", at: SummaryReport.offset(stall.atNanoseconds, in: s.health), busy: stall.busyNanoseconds,
+                (anchor: "stall-\(id)-\(index)", at: offset(stall.atNanoseconds, in: s), busy: stall.busyNanoseconds,
                  culprit: stall.cause, iteration: stall.iteration, ns: stall.atNanoseconds)
             }
             var children: [Node] = [
@@ -246,7 +255,7 @@ public enum HTMLReport {
                 figures([("utilization", formatPercent(loop.utilization)), ("iterations", "\(loop.iterations)"), ("runs", "\(loop.runs)"),
                          ("busy", formatNanoseconds(loop.busyNanoseconds)), ("asleep", formatNanoseconds(loop.sleepNanoseconds)),
                          ("stalls", "\(loop.stalls)"), ("worst stall", loop.worstStalls.map(\.busyNanoseconds).max().map(formatNanoseconds) ?? "—")]),
-                timelineChart(s, name: name, tableRows: Dictionary(stalls.map { ($0.ns, $0.anchor) }, uniquingKeysWith: { a, _ in a }),
+                timelineChart(s, key: TraceSummary.Timeline.key(for: .loop(id)), tableRows: Dictionary(stalls.map { ($0.ns, $0.anchor) }, uniquingKeysWith: { a, _ in a }),
                               title: "\(name): utilization over time"),
             ]
             children += notAvailable(loop.notAvailable)
@@ -264,7 +273,7 @@ public enum HTMLReport {
             if !loop.slowestCallouts.isEmpty {
                 var table: [Node] = [row(["callout", "kind", "duration", "at"], header: true)]
                 for callout in loop.slowestCallouts.sorted(by: { $0.durationNanoseconds > $1.durationNanoseconds }) {
-                    table.append(row([callout.label, callout.kind, formatNanoseconds(callout.durationNanoseconds), SummaryReport.offset(callout.atNanoseconds, in: s.health)]))
+                    table.append(row([callout.label, callout.kind, formatNanoseconds(callout.durationNanoseconds), offset(callout.atNanoseconds, in: s)]))
                 }
                 children.append(.element("h3", text: "Slowest callouts"))
                 children.append(.element("table", [:], table))
@@ -274,14 +283,14 @@ public enum HTMLReport {
         for loop in s.nio?.loops ?? [] {
             let name = "NIO loop \(loop.loopID)" + (loop.name.map { " \($0)" } ?? "")
             let stalls = loop.worstStalls.sorted { $0.atNanoseconds < $1.atNanoseconds }.enumerated().map { index, stall in
-                (anchor: "stall-nio-\(loop.loopID)-\(index)", at: SummaryReport.offset(stall.atNanoseconds, in: s.health), busy: stall.busyNanoseconds,
+                (anchor: "stall-nio-\(loop.loopID)-\(index)", at: offset(stall.atNanoseconds, in: s), busy: stall.busyNanoseconds,
                  culprit: stall.cause, iteration: stall.iteration, ns: stall.atNanoseconds)
             }
             var children: [Node] = [
                 .element("h2", text: name + (loop.affectedByLoss ? " — events lost in its window" : "")),
                 figures([("utilization", formatPercent(loop.utilization)), ("ticks", "\(loop.ticks)"), ("ticks/s", threeDigits(loop.ticksPerSecond)),
                          ("tasks", "\(loop.tasks)"), ("stalls", "\(loop.stalls)")]),
-                timelineChart(s, name: name, tableRows: Dictionary(stalls.map { ($0.ns, $0.anchor) }, uniquingKeysWith: { a, _ in a }),
+                timelineChart(s, key: TraceSummary.Timeline.key(for: .nio(loop.loopID)), tableRows: Dictionary(stalls.map { ($0.ns, $0.anchor) }, uniquingKeysWith: { a, _ in a }),
                               title: "\(name): utilization over time"),
             ]
             children += notAvailable(loop.notAvailable)
@@ -294,14 +303,16 @@ public enum HTMLReport {
         if let waits = s.waits {
             for (position, loop) in waits.loops.enumerated() {
                 let stalls = loop.worstStalls.sorted { $0.atNanoseconds < $1.atNanoseconds }.enumerated().map { index, stall in
-                    (anchor: "stall-wait-\(position)-\(index)", at: SummaryReport.offset(stall.atNanoseconds, in: s.health), busy: stall.busyNanoseconds,
+                    (anchor: "stall-wait-\(position)-\(index)", at: offset(stall.atNanoseconds, in: s), busy: stall.busyNanoseconds,
                      culprit: "not available", iteration: stall.iteration, ns: stall.atNanoseconds)
                 }
                 var children: [Node] = [
                     .element("h2", text: loop.name + (loop.affectedByLoss ? " — events lost in its window" : "")),
                     figures([("utilization", formatPercent(loop.utilization)), ("iterations", "\(loop.iterations)"),
                              ("iterations/s", threeDigits(loop.iterationsPerSecond)), ("late wake-ups", "\(loop.lateWakeUps)"), ("stalls", "\(loop.stalls)")]),
-                    timelineChart(s, name: loop.name, tableRows: Dictionary(stalls.map { ($0.ns, $0.anchor) }, uniquingKeysWith: { a, _ in a }),
+                    timelineChart(s, key: TraceSummary.Timeline.key(for: .wait(threadID: loop.threadID, target: loop.target,
+                                                                               epoll: loop.family == TraceSummary.WaitLoopSummary.epollFamily)),
+                                  tableRows: Dictionary(stalls.map { ($0.ns, $0.anchor) }, uniquingKeysWith: { a, _ in a }),
                                   title: "\(loop.name): utilization over time"),
                 ]
                 children += notAvailable(waits.notAvailable)
