@@ -46,10 +46,25 @@ import Testing
         var dependencies: [String]
     }
 
+    /// What the SwiftNIO adapter's package (Adapters/NIO, kept apart so that the core build never fetches
+    /// SwiftNIO) may import from this repository's modules. The example server's twin without tracing must not
+    /// reach the tracing seam, or the benchmark's "adapter absent" row would not be.
+    static let adapterAllowed: [String: Set<String>] = [
+        "CRunLoopNIO": [],
+        "RunLoopNIO": ["CRunLoopNIO", "RunLoopCore", "Tracing", "TraceModel"],
+        "NIOHTTPExample": [],
+        "nio-http-server": ["RunLoopNIO", "NIOHTTPExample"],
+        "nio-http-server-untraced": ["NIOHTTPExample"],
+    ]
+
     /// The package's targets with their declared dependencies on other targets, read from Package.swift (not from
     /// `swift package dump-package`, which would wait for the build lock the running `swift test` holds).
-    static func targets() throws -> [Target] {
-        let manifest = try String(contentsOf: repository.appendingPathComponent("Package.swift"), encoding: .utf8)
+    /// `folder` is a package's folder in the repository (the adapter's), whose products of this package
+    /// (`.product(name: "Tracing", package: "rlctl")`) count as dependencies on those modules.
+    static func targets(in folder: String = "") throws -> [Target] {
+        let root = folder.isEmpty ? repository : repository.appendingPathComponent(folder)
+        let prefix = folder.isEmpty ? "" : folder + "/"
+        let manifest = try String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
         let declaration = try Regex(#"\.(target|executableTarget|testTarget|plugin)\(\s*name:\s*"([^"]+)""#)
         var targets: [Target] = []
         for match in manifest.matches(of: declaration) {
@@ -59,14 +74,18 @@ import Testing
             var dependencies: [String] = []
             if let list = body.firstRange(of: "dependencies:") {
                 let inside = balancedList(body, from: list.upperBound)
-                // Bare strings are targets; `.product(name:package:)` entries name other packages' products.
+                // Bare strings are targets; `.product(name:package:)` entries name other packages' products, this
+                // repository's main package's ("rlctl") among them.
+                let ours = inside.matches(of: try Regex(#"\.product\(\s*name:\s*"([^"]+)",\s*package:\s*"rlctl"\s*\)"#))
+                    .map { String($0.output[1].substring ?? "") }
                 let withoutProducts = inside.replacing(try Regex(#"\.product\([^)]*\)"#), with: "")
-                dependencies = withoutProducts.matches(of: try Regex(#""([^"]+)""#)).map { String($0.output[1].substring ?? "") }
+                dependencies = withoutProducts.matches(of: try Regex(#""([^"]+)""#)).map { String($0.output[1].substring ?? "") } + ours
             }
             var path = kind == "testTarget" ? "Tests/\(name)" : kind == "plugin" ? "Plugins/\(name)" : "Sources/\(name)"
             if let pathArgument = body.firstMatch(of: try Regex(#"path:\s*"([^"]+)""#)) {
                 path = String(pathArgument.output[1].substring ?? "")
             }
+            path = prefix + path
             targets.append(Target(name: name, path: path, dependencies: dependencies))
         }
         return targets
@@ -139,6 +158,29 @@ import Testing
             }
         }
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    }
+
+    @Test func theSwiftNIOAdapterImportsOnlyWhatItMayAndTheCoreNeverNamesSwiftNIO() throws {
+        let targets = try Self.targets(in: "Adapters/NIO")
+        #expect(Set(targets.filter { !$0.path.contains("/Tests/") }.map(\.name)) == Set(Self.adapterAllowed.keys),
+                "Adapters/NIO's targets and this test's list differ")
+        let modules = Set(try Self.targets().map(\.name)).union(targets.map(\.name))
+        var problems: [String] = []
+        for target in targets where !target.path.contains("/Tests/") {
+            let allowed = Self.adapterAllowed[target.name] ?? []
+            for dependency in target.dependencies where !allowed.contains(dependency) {
+                problems.append("Adapters/NIO/Package.swift: \(target.name) depends on \(dependency)")
+            }
+            for (file, module) in try Self.imports(of: target, among: modules) where module != target.name && !allowed.contains(module) {
+                problems.append("\(file): imports \(module)")
+            }
+        }
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+        // SwiftNIO stays out of the core products' build graph: a cold core build must not fetch it.
+        let manifest = try String(contentsOf: Self.repository.appendingPathComponent("Package.swift"), encoding: .utf8)
+        #expect(!manifest.contains("swift-nio"), "Package.swift names swift-nio")
+        // The reader sees the adapter's edges, products of this package included.
+        #expect(Set(targets.first { $0.name == "RunLoopNIO" }?.dependencies ?? []) == ["CRunLoopNIO", "RunLoopCore", "Tracing"])
     }
 
     @Test func theReadersAndTheAnalysesNeverReachTheLoopNorTheLTTngProvider() throws {
