@@ -114,6 +114,18 @@ import TestSupport
         let unwritable = try CLI.run(["report", sharedTrace, "-o", "/nonexistent/folder/x.html"])
         #expect(unwritable.status == 2, "\(unwritable.stderr)")
         #expect(unwritable.stderr.hasPrefix("rlctl: cannot write /nonexistent/folder/x.html") && unwritable.stderr.split(separator: "\n").count == 1)
+        // A run report from a newer rlctl is refused by name; an older one (its newer fields absent) loads.
+        let report = temporaryPath("r.json")
+        defer { try? FileManager.default.removeItem(atPath: report) }
+        try #require(try CLI.run(["run", "timers", "--count", "1", "--duration", "100ms", "--output", report, "--format", "json"]).status == 0)
+        // JSONEncoder writes the slash escaped.
+        let original = try String(contentsOfFile: report, encoding: .utf8).replacingOccurrences(of: "\\/", with: "/")
+        try #require(original.contains("\"rlctl-run-report/1\""))
+        try original.replacingOccurrences(of: "rlctl-run-report/1", with: "rlctl-run-report/2").write(toFile: report, atomically: true, encoding: .utf8)
+        let newer = try CLI.run(["report", report, "-o", temporaryPath("x.html")])
+        #expect(newer.status == 2 && newer.stderr == "rlctl: \(report): a run report of format \"rlctl-run-report/2\", which this rlctl cannot read (it reads up to rlctl-run-report/1): use the rlctl that wrote it, or a newer one\n", "\(newer.stderr)")
+        try original.replacingOccurrences(of: "rlctl-run-report/1", with: "rlctl-run-report/0").write(toFile: report, atomically: true, encoding: .utf8)
+        #expect(try CLI.run(["report", report, "-o", temporaryPath("x.html")]).status == 0)
         let noTracer = try CLI.run(["run", "timers", "--tracer", "none", "--report", temporaryPath("x.html")])
         #expect(noTracer.status == 2 && noTracer.stderr == "rlctl: --report needs a tracer (not --tracer none)\n", "\(noTracer.stderr)")
     }

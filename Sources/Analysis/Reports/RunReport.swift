@@ -4,7 +4,9 @@ import TraceReading
 
 /// What `rlctl run --output` writes: every repetition's summary, so `compare` can judge noise.
 public struct RunReport: Codable, Sendable {
-    public var format = "rlctl-run-report/1"
+    public var format = RunReport.formatPrefix + String(RunReport.formatVersion)
+    static let formatPrefix = "rlctl-run-report/"
+    static let formatVersion = 1
     public var workload: String
     public var tracer: String
     public var repetitions: [TraceSummary]
@@ -56,7 +58,14 @@ extension RunReport {
         }
         guard let data = FileManager.default.contents(atPath: path) else { throw ReportInputError("\(path): cannot read the file") }
         let decoder = JSONDecoder()
-        if let report = try? decoder.decode(RunReport.self, from: data), !report.repetitions.isEmpty { return report }
+        if let report = try? decoder.decode(RunReport.self, from: data), !report.repetitions.isEmpty {
+            // Older reports load (fields added since are optional); a newer one may mean what this rlctl cannot read.
+            let version = report.format.hasPrefix(formatPrefix) ? Int(report.format.dropFirst(formatPrefix.count)) : nil
+            guard let version, version <= formatVersion else {
+                throw ReportInputError("\(path): a run report of format \"\(report.format)\", which this rlctl cannot read (it reads up to \(formatPrefix)\(formatVersion)): use the rlctl that wrote it, or a newer one")
+            }
+            return report
+        }
         if let summary = try? decoder.decode(TraceSummary.self, from: data) {
             return RunReport(workload: path, tracer: "summary", repetitions: [summary])
         }
