@@ -67,9 +67,13 @@ struct ChromeTraceWriter {
         return arrow
     }
 
-    private mutating func name(thread tid: Int32, _ name: String) {
-        if threads[tid] == nil { threadOrder.append(tid) }
-        if threads[tid, default: []].contains(name) == false { threads[tid, default: []].append(name) }
+    /// A thread's track, in order of first appearance; `name` one of the loops it runs (or its wait_thread name).
+    private mutating func track(thread tid: Int32, name: String? = nil) {
+        if threads[tid] == nil {
+            threads[tid] = []
+            threadOrder.append(tid)
+        }
+        if let name, !threads[tid]!.contains(name) { threads[tid]!.append(name) }
     }
 
     private mutating func backlog(_ loop: UInt64, from due: UInt64, to start: UInt64) {
@@ -93,10 +97,7 @@ struct ChromeTraceWriter {
 
     mutating func write(_ event: TraceEvent) {
         let tid = event.threadID
-        if threads[tid] == nil {
-            threads[tid] = []
-            threadOrder.append(tid)
-        }
+        track(thread: tid)
         summarizer.consume(event)
         let ts = micros(event.timestamp)
         func slice(_ phase: String, _ name: String, _ args: String = "", flowIn: String? = nil) -> String {
@@ -131,7 +132,7 @@ struct ChromeTraceWriter {
             let name = labels[id].map { "timer \($0)" } ?? "timer \(id)"
             // A late firing (the summary's definition) gets an arrow from its fire date: what the loop was doing then.
             var flow: String?
-            if firing.beyondTolerance > lateThreshold, let origin, scheduled >= origin {
+            if firing.isLate(threshold: lateThreshold), let origin, scheduled >= origin {
                 let arrow = flowID()
                 flow = arrow
                 emit(complete("\(name) due", cat: "due", tid: tid, from: scheduled, to: scheduled,
@@ -177,7 +178,7 @@ struct ChromeTraceWriter {
                 emit(complete(name, cat: "signal", tid: tid, from: event.timestamp, to: event.timestamp, args: "\"source\":\(id)"))
             }
         case .loopCreate(let loop, let threadID, let name):
-            self.name(thread: threadID, "loop \(loop) \(name)")
+            track(thread: threadID, name: "loop \(loop) \(name)")
         case .itemLabel(let id, _, let label):
             labels[id] = label
         case .jobBegin(let loop, let id, let enqueued, let priority):
@@ -186,7 +187,7 @@ struct ChromeTraceWriter {
                        flowIn: queued("job queued", loop: loop, at: enqueued, args: "\"id\":\(id),\"priority\":\(priority)")))
             backlog(loop, from: enqueued, to: event.timestamp)
         case .loopAdapted(let loop, let adapter, let group):
-            name(thread: tid, "\(adapter.description) loop \(loop)")
+            track(thread: tid, name: "\(adapter.description) loop \(loop)")
             emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\"traced by \(adapter.description)\",\"cat\":\"adapter\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"loop\":\(loop),\"group\":\(group)}}")
         case .nioTick(let loop, let start, let end, let sleep, let tasks):
             // Complete slices with their own times: the tick is reported after it ended.
@@ -215,7 +216,7 @@ struct ChromeTraceWriter {
                               slept: slept, at: event.timestamp)
             waitWindows[key] = window
         case .waitThread(let pid, _, let thread, let process):
-            name(thread: tid, "\(process) (\(pid)) \(thread)")
+            track(thread: tid, name: "\(process) (\(pid)) \(thread)")
         }
     }
 

@@ -20,14 +20,9 @@ public struct TraceExporter {
         switch format {
         case .chrome:
             var chrome = ChromeTraceWriter(out: out, options: options)
-            var lossWindows = 0
+            var losses = NewLossWindows()
             while let event = try reader.next() {
-                // As TraceSummarizer.summarize: a loss window goes in before the first event after it.
-                let windows = reader.health.lossWindows
-                if windows.count > lossWindows {
-                    for window in windows[lossWindows...] { chrome.noteLoss(window) }
-                    lossWindows = windows.count
-                }
+                for window in losses.since(reader.health) { chrome.noteLoss(window) }
                 chrome.write(event)
                 count += 1
             }

@@ -152,12 +152,18 @@ public struct DistributionSummary: Codable, Sendable, Equatable {
     public var p999: UInt64 = 0
     public var max: UInt64 = 0
     public var mean: Double = 0
-    /// Counts per bucket `(previous upTo, upTo]` in ns, empty buckets left out.
+    /// Counts per power-of-two bucket (``Bucket/lowest`` … ``Bucket/highest``), empty buckets left out.
     public var buckets: [Bucket] = []
 
     public struct Bucket: Codable, Sendable, Equatable {
+        /// The bucket's end, not in it: values from `upTo / 2` to `upTo − 1` (0 alone when `upTo` is 1).
         public var upTo: UInt64
         public var count: UInt64
+
+        /// The least value the bucket holds.
+        public var lowest: UInt64 { upTo <= 1 ? 0 : upTo / 2 }
+        /// The greatest value the bucket holds.
+        public var highest: UInt64 { upTo == 0 ? 0 : upTo - 1 }
     }
 
     /// The named statistic, for budgets: min, p50, p90, p99, p99.9, max, mean, count.

@@ -1,6 +1,19 @@
 import TraceModel
 import TraceReading
 
+/// The loss windows a reader reported since the last call. Wait loops must not count busy or sleep time across
+/// lost events: readers report a loss window before the first event after it, so passing new windows on to the
+/// summarizer before each event is in time.
+struct NewLossWindows {
+    private var seen = 0
+
+    mutating func since(_ health: TraceHealth) -> ArraySlice<TraceHealth.LossWindow> {
+        let windows = health.lossWindows
+        defer { seen = windows.count }
+        return seen < windows.count ? windows[seen...] : []
+    }
+}
+
 /// Computes a ``TraceSummary`` from a stream of events, in constant memory whatever the trace's length
 /// (memory grows only with the number of loops, timers and labels, not with events).
 public struct TraceSummarizer {
@@ -58,22 +71,16 @@ public struct TraceSummarizer {
     /// Reads `reader` to the end and summarizes it.
     public static func summarize(_ reader: inout some TraceEventReader, options: Options = Options()) throws(TraceReadError) -> TraceSummary {
         var summarizer = TraceSummarizer(options: options)
-        var lossWindows = 0
+        var losses = NewLossWindows()
         while let event = try reader.next() {
-            // Wait loops must not count busy or sleep time across lost events: readers report a loss window before
-            // the first event after it, so passing new windows on before each event is in time.
-            let windows = reader.health.lossWindows
-            if windows.count > lossWindows {
-                for window in windows[lossWindows...] { summarizer.noteLoss(window) }
-                lossWindows = windows.count
-            }
+            for window in losses.since(reader.health) { summarizer.noteLoss(window) }
             summarizer.consume(event)
         }
         return summarizer.finish(health: reader.health)
     }
 
-    /// A loss window the reader found while reading: feed it before the events after it (``summarize(_:options:)``
-    /// does), so that wait loops break their iteration chains there.
+    /// A loss window the reader found while reading: feed it before the events after it (``NewLossWindows``), so
+    /// that wait loops break their iteration chains there.
     public mutating func noteLoss(_ window: TraceHealth.LossWindow) {
         waits.loss(window)
     }

@@ -166,7 +166,7 @@ struct Record: ParsableCommand {
         // No trace at all: LTTng writes none for a program that never registered a runloop tracepoint, and the
         // program writes none that never installed the embedded recorder.
         let summary = TraceReaders.containsTrace(at: destination.path)
-            ? try summarizeTrace(at: destination.path, options: summarizerOptions) : nil
+            ? try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil)) : nil
         guard let summary, summary.health.eventsRead > 0 else {
             // A program that failed before its loops ran (bad arguments, say) is a failed program first.
             guard ending.succeeded else {
@@ -192,13 +192,6 @@ struct Record: ParsableCommand {
                                         about: ["program: \(command.joined(separator: " ")) (\(ending))", "tracer: \(tracerName)"], to: report)
         }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
-    }
-
-    /// The summary's options: with --report, a timeline for the page's lines over time.
-    private var summarizerOptions: TraceSummarizer.Options {
-        var options = analysis.summarizerOptions
-        if report != nil { options.timelineBuckets = HTMLReportOptions.timelineBuckets }
-        return options
     }
 
     /// Whether to record with LTTng: as asked, or (auto) when it can be used here, saying why not on stderr.

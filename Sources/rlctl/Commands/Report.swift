@@ -50,8 +50,7 @@ struct Report: ParsableCommand {
     }
 
     func run() throws {
-        var options = analysis.summarizerOptions
-        options.timelineBuckets = HTMLReportOptions.timelineBuckets
+        let options = analysis.summarizerOptions(drawing: true)
         let page: String
         if let input {
             let report = try loadReport(at: input, options: options)

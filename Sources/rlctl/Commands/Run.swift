@@ -128,13 +128,6 @@ struct Run: ParsableCommand {
         }
     }
 
-    /// The summaries' options: with --report, a timeline for the page's lines over time.
-    private var summarizerOptions: TraceSummarizer.Options {
-        var options = analysis.summarizerOptions
-        if report != nil { options.timelineBuckets = HTMLReportOptions.timelineBuckets }
-        return options
-    }
-
     private func workloadSpec() throws -> WorkloadSpec {
         var spec: WorkloadSpec
         if let file {
@@ -168,7 +161,7 @@ struct Run: ParsableCommand {
             if let outcome { Interruptions.shared.output { print(outcome.untracedDescription(of: spec)) } }
             return nil
         }
-        return try summarizeTrace(at: destination.path, options: summarizerOptions)
+        return try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil))
     }
 
     /// The tracer with this run's buffer and flight-recorder options.

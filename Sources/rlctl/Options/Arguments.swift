@@ -28,6 +28,14 @@ struct AnalysisOptions: ParsableArguments {
         return options
     }
 
+    /// The options of a summary an HTML page will draw (`report`, and `run`/`record` with `--report`): with a
+    /// timeline for its lines over time.
+    func summarizerOptions(drawing: Bool) -> TraceSummarizer.Options {
+        var options = summarizerOptions
+        if drawing { options.timelineBuckets = HTMLReportOptions.timelineBuckets }
+        return options
+    }
+
 }
 
 extension SummaryFormat {

@@ -113,28 +113,45 @@ enum Chart {
         return svg(title, nodes)
     }
 
+    /// A log axis from `low` to `high` over `plotWidth`: the position of a value, and the decade ticks.
+    private static func logAxis(low: Double, high: Double, plotWidth: Double, unit: (Double) -> String) -> (x: (Double) -> Double, ticks: [Node]) {
+        let logLow = log10(low), logHigh = log10(high)
+        let x = { (v: Double) in left + (log10(max(v, low)) - logLow) / (logHigh - logLow) * plotWidth }
+        var ticks: [Node] = [line(left, top + plotHeight, left + plotWidth, top + plotHeight, "axisline")]
+        var decade = pow(10, floor(logLow))
+        while decade <= high * 1.0001 {
+            if decade >= low * 0.999 {
+                ticks.append(line(x(decade), top + plotHeight, x(decade), top + plotHeight + 4, "axisline"))
+                ticks.append(label(x(decade), top + plotHeight + 16, unit(decade)))
+            }
+            decade *= 10
+        }
+        return (x, ticks)
+    }
+
+    /// The values a histogram bucket holds, as its bar's tooltip says them.
+    private static func range(_ bucket: DistributionSummary.Bucket, unit: (Double) -> String) -> String {
+        bucket.lowest == bucket.highest ? unit(Double(bucket.lowest)) : "\(unit(Double(bucket.lowest)))–\(unit(Double(bucket.highest)))"
+    }
+
     /// A distribution on a log axis from its histogram buckets, with p50, p99, p99.9 and max marked.
     static func histogram(_ d: DistributionSummary, title: String, unit: (Double) -> String = { formatNanoseconds($0) }) -> Node {
         let buckets = d.buckets.filter { $0.count > 0 }
         guard d.count > 0, let highest = buckets.last?.upTo else {
             return .element("p", ["class": "na"], text: "\(title): no values")
         }
-        // Power-of-two buckets: `upTo` U holds U/2 … U − 1, and U = 1 holds 0 (DistributionSummary).
-        func lower(_ bucket: DistributionSummary.Bucket) -> Double { bucket.upTo <= 1 ? 0 : Double(bucket.upTo / 2) }
-        let low = max(1.0, lower(buckets[0]))
+        let low = max(1.0, Double(buckets[0].lowest))
         let high = max(Double(highest), low * 10)
-        let logLow = log10(low), logHigh = log10(high)
         // Half the page's width: distributions sit two to a row, and their labels must stay readable there.
         let chartWidth = 460.0, plotWidth = chartWidth - left - right
-        let x = { (v: Double) in left + (log10(max(v, low)) - logLow) / (logHigh - logLow) * plotWidth }
+        let (x, ticks) = logAxis(low: low, high: high, plotWidth: plotWidth, unit: unit)
         let tallest = Double(buckets.map(\.count).max() ?? 1)
         let y = { (c: Double) in top + plotHeight - c / tallest * plotHeight }
         var nodes: [Node] = []
         for bucket in buckets {
-            let from = max(lower(bucket), low), to = max(Double(bucket.upTo), from)
-            let range = bucket.upTo <= 1 ? unit(0) : "\(unit(lower(bucket)))–\(unit(Double(bucket.upTo - 1)))"
+            let from = max(Double(bucket.lowest), low), to = max(Double(bucket.upTo), from)
             nodes.append(rect(x(from), y(Double(bucket.count)), x(to) - x(from), top + plotHeight - y(Double(bucket.count)), "bar",
-                              title: "\(range): \(bucket.count) (\(formatPercent(Double(bucket.count) / Double(d.count))))"))
+                              title: "\(range(bucket, unit: unit)): \(bucket.count) (\(formatPercent(Double(bucket.count) / Double(d.count))))"))
         }
         for (name, value) in [("p50", d.p50), ("p99", d.p99), ("p99.9", d.p999), ("max", d.max)] {
             let at = x(Double(value))
@@ -144,15 +161,7 @@ enum Chart {
             nodes.append(label(leftward ? at - 3 : at + 3, top + 10 + (name == "p99" ? 11 : name == "p99.9" ? 22 : name == "max" ? 33 : 0),
                                "\(name) \(unit(Double(value)))", anchor: leftward ? "end" : "start", cls: "marklabel"))
         }
-        nodes.append(line(left, top + plotHeight, left + plotWidth, top + plotHeight, "axisline"))
-        var decade = pow(10, floor(logLow))
-        while decade <= high * 1.0001 {
-            if decade >= low * 0.999 {
-                nodes.append(line(x(decade), top + plotHeight, x(decade), top + plotHeight + 4, "axisline"))
-                nodes.append(label(x(decade), top + plotHeight + 16, unit(decade)))
-            }
-            decade *= 10
-        }
+        nodes += ticks
         nodes.append(label(left - 6, top + 10, "\(Int(tallest))", anchor: "end"))
         nodes.append(label(left - 6, top + plotHeight, "0", anchor: "end"))
         return svg(width: chartWidth, "\(title): \(d.count) values, p50 \(unit(Double(d.p50))), p99 \(unit(Double(d.p99))), max \(unit(Double(d.max)))", nodes)
@@ -185,7 +194,8 @@ enum Chart {
                 nodes.append(line(at, y(Double(bucket.lowest)), at, y(Double(bucket.highest)), "range"))
             }
             nodes.append(.element("circle", attributes: [("cx", number(at)), ("cy", number(y(Double(bucket.highest)))), ("r", "2.2"),
-                                                          ("class", bucket.highest > timer.toleranceNanoseconds &+ lateThreshold ? "point late" : "point")],
+                                                          ("class", TimerFiring(scheduled: 0, tolerance: timer.toleranceNanoseconds, firedAt: bucket.highest)
+                                                              .isLate(threshold: lateThreshold) ? "point late" : "point")],
                                   [.element("title", text: tip)]))
             if bucket.missed > 0 {
                 nodes.append(.element("path", attributes: [("d", "M\(number(at - 3)) \(number(top - 8))l6 6m0 -6l-6 6"), ("class", "missed")],
@@ -264,38 +274,28 @@ enum Chart {
     /// different numbers of repetitions): the baseline filled, the current outlined.
     static func overlaid(baseline: [DistributionSummary.Bucket], current: [DistributionSummary.Bucket], title: String,
                          unit: (Double) -> String) -> Node {
-        func lower(_ upTo: UInt64) -> Double { upTo <= 1 ? 0 : Double(upTo / 2) }
         let all = (baseline + current).filter { $0.count > 0 }
-        guard let smallest = all.map(\.upTo).min(), let largest = all.map(\.upTo).max() else {
+        guard let smallest = all.map(\.lowest).min(), let largest = all.map(\.upTo).max() else {
             return .element("p", ["class": "na"], text: "\(title): no values on either side")
         }
-        let low = max(1, lower(smallest)), high = max(Double(largest), low * 10)
-        let x = { (v: Double) in left + (log10(max(v, low)) - log10(low)) / (log10(high) - log10(low)) * plotWidth }
-        func shares(_ buckets: [DistributionSummary.Bucket]) -> [(from: Double, to: Double, share: Double)] {
+        let low = max(1, Double(smallest)), high = max(Double(largest), low * 10)
+        let (x, ticks) = logAxis(low: low, high: high, plotWidth: plotWidth, unit: unit)
+        func shares(_ buckets: [DistributionSummary.Bucket]) -> [(bucket: DistributionSummary.Bucket, share: Double)] {
             let total = Double(buckets.reduce(0) { $0 + $1.count })
-            return total == 0 ? [] : buckets.filter { $0.count > 0 }.map { (max(lower($0.upTo), low), max(Double($0.upTo), low), Double($0.count) / total) }
+            return total == 0 ? [] : buckets.filter { $0.count > 0 }.map { ($0, Double($0.count) / total) }
         }
-        let a = shares(baseline), b = shares(current)
-        let tallest = max((a + b).map(\.share).max() ?? 1, 0.0001)
+        let sides = [("baseline", "bar base", shares(baseline)), ("current", "bar current", shares(current))]
+        let tallest = max(sides.flatMap { $0.2.map(\.share) }.max() ?? 1, 0.0001)
         let y = { (share: Double) in top + plotHeight - share / tallest * plotHeight }
         var nodes: [Node] = []
-        for bar in a {
-            nodes.append(rect(x(bar.from), y(bar.share), x(bar.to) - x(bar.from), top + plotHeight - y(bar.share), "bar base",
-                              title: "baseline \(unit(bar.from))–\(unit(bar.to - 1)): \(formatPercent(bar.share))"))
-        }
-        for bar in b {
-            nodes.append(rect(x(bar.from), y(bar.share), x(bar.to) - x(bar.from), top + plotHeight - y(bar.share), "bar current",
-                              title: "current \(unit(bar.from))–\(unit(bar.to - 1)): \(formatPercent(bar.share))"))
-        }
-        nodes.append(line(left, top + plotHeight, left + plotWidth, top + plotHeight, "axisline"))
-        var decade = pow(10, floor(log10(low)))
-        while decade <= high * 1.0001 {
-            if decade >= low * 0.999 {
-                nodes.append(line(x(decade), top + plotHeight, x(decade), top + plotHeight + 4, "axisline"))
-                nodes.append(label(x(decade), top + plotHeight + 16, unit(decade)))
+        for (side, cls, bars) in sides {
+            for bar in bars {
+                let from = max(Double(bar.bucket.lowest), low), to = max(Double(bar.bucket.upTo), from)
+                nodes.append(rect(x(from), y(bar.share), x(to) - x(from), top + plotHeight - y(bar.share), cls,
+                                  title: "\(side) \(range(bar.bucket, unit: unit)): \(formatPercent(bar.share))"))
             }
-            decade *= 10
         }
+        nodes += ticks
         nodes.append(label(left - 6, top + 10, formatPercent(tallest), anchor: "end"))
         nodes.append(label(left + plotWidth, top + 10, "■ baseline  □ current", anchor: "end"))
         return svg(title, nodes)

@@ -217,19 +217,55 @@ public enum HTMLReport {
         })
     }
 
-    private static func stallTable(_ rows: [(anchor: String, at: String, busy: UInt64, culprit: String, iteration: UInt64)], total: UInt64, threshold: UInt64) -> Node {
+    /// A stall as a loop's section shows it: a row of its table (`anchor` its id) and a mark on its line.
+    private struct StallRow {
+        var anchor: String
+        var at: UInt64
+        var busy: UInt64
+        var culprit: String
+        var iteration: UInt64
+    }
+
+    /// A loop's listed stalls in time order, their rows' ids `prefix-0`, `prefix-1`…
+    private static func stallRows(_ stalls: [(at: UInt64, busy: UInt64, culprit: String, iteration: UInt64)], anchor prefix: String) -> [StallRow] {
+        stalls.sorted { $0.at < $1.at }.enumerated().map { index, stall in
+            StallRow(anchor: "\(prefix)-\(index)", at: stall.at, busy: stall.busy, culprit: stall.culprit, iteration: stall.iteration)
+        }
+    }
+
+    private static func stallTable(_ s: TraceSummary, _ rows: [StallRow], total: UInt64) -> Node {
+        let threshold = s.stallThresholdNanoseconds
         guard !rows.isEmpty else {
             return .element("p", ["class": "pass"], text: "No stall (no iteration busier than \(formatNanoseconds(threshold))).")
         }
         var table: [Node] = [row(["at", "busy", "culprit (longest callout of the iteration)", "iteration"], header: true)]
         for stall in rows {
             table.append(.element("tr", ["id": stall.anchor], [
-                .element("td", text: stall.at), .element("td", text: formatNanoseconds(stall.busy)),
+                .element("td", text: offset(stall.at, in: s)), .element("td", text: formatNanoseconds(stall.busy)),
                 .element("td", text: stall.culprit), .element("td", text: "\(stall.iteration)"),
             ]))
         }
         let shown = rows.count < total ? " (the \(rows.count) worst)" : ""
         return .element("div", [:], [.element("h3", text: "\(total) stall(s) over \(formatNanoseconds(threshold))\(shown)"), .element("table", ["class": "stalls"], table)])
+    }
+
+    /// One loop's section, whatever traced it: its heading and figures, its utilization over time with every stall
+    /// marked, what its tracer cannot see, its distributions, its stalls, then `extra`.
+    private static func loopSection(_ s: TraceSummary, id: String, key: TimelineRecorder.Key, heading: String, figures pairs: [(String, String)],
+                                    notAvailable list: [String]?, distributions items: [(String, DistributionSummary, Bool)],
+                                    stalls: [StallRow], stallCount: UInt64, extra: [Node] = []) -> Node {
+        let name = s.timelineName(key)?.name ?? heading
+        var children: [Node] = [
+            .element("h2", text: heading),
+            figures(pairs),
+            timelineChart(s, key: TraceSummary.Timeline.key(for: key),
+                          tableRows: Dictionary(stalls.map { ($0.at, $0.anchor) }, uniquingKeysWith: { a, _ in a }),
+                          title: "\(name): utilization over time"),
+        ]
+        children += notAvailable(list)
+        children.append(distributions(items))
+        children.append(stallTable(s, stalls, total: stallCount))
+        return .element("section", ["class": "loop", "id": id], children + extra)
     }
 
     private static func notAvailable(_ list: [String]?) -> [Node] {
@@ -243,22 +279,10 @@ public enum HTMLReport {
         if !anyLoop {
             sections.append(.element("p", ["class": "problem"], text: "No loop in this input: nothing traced ran (or every event of it was lost)."))
         }
+        let lossMark = " — events lost in its window"
         for loop in s.loops {
             let id = loop.loopID ?? 0
-            let name = "loop \(id)" + (loop.name.map { " \($0)" } ?? "")
-            let stalls = loop.worstStalls.sorted { $0.atNanoseconds < $1.atNanoseconds }.enumerated().map { index, stall in
-                (anchor: "stall-\(id)-\(index)", at: offset(stall.atNanoseconds, in: s), busy: stall.busyNanoseconds,
-                 culprit: stall.cause, iteration: stall.iteration, ns: stall.atNanoseconds)
-            }
-            var children: [Node] = [
-                .element("h2", text: name + (loop.adapter.map { " (\($0))" } ?? "") + (loop.affectedByLoss ? " — events lost in its window" : "")),
-                figures([("utilization", formatPercent(loop.utilization)), ("iterations", "\(loop.iterations)"), ("runs", "\(loop.runs)"),
-                         ("busy", formatNanoseconds(loop.busyNanoseconds)), ("asleep", formatNanoseconds(loop.sleepNanoseconds)),
-                         ("stalls", "\(loop.stalls)"), ("worst stall", loop.worstStalls.map(\.busyNanoseconds).max().map(formatNanoseconds) ?? "—")]),
-                timelineChart(s, key: TraceSummary.Timeline.key(for: .loop(id)), tableRows: Dictionary(stalls.map { ($0.ns, $0.anchor) }, uniquingKeysWith: { a, _ in a }),
-                              title: "\(name): utilization over time"),
-            ]
-            children += notAvailable(loop.notAvailable)
+            let key = TimelineRecorder.Key.loop(id)
             var items: [(String, DistributionSummary, Bool)] = [("busy per iteration", loop.busyPerIteration, false), ("sleep", loop.sleep, false),
                                                                 ("wake-up latency: timer due → callout", loop.wakeLatency.timer, false),
                                                                 ("wake-up latency: source signal → perform", loop.wakeLatency.source, false),
@@ -268,58 +292,51 @@ public enum HTMLReport {
             for kind in loop.calloutDurations.keys.sorted() {
                 items.append(("callout: \(kind)", loop.calloutDurations[kind]!, false))
             }
-            children.append(distributions(items))
-            children.append(stallTable(stalls.map { ($0.anchor, $0.at, $0.busy, $0.culprit, $0.iteration) }, total: loop.stalls, threshold: s.stallThresholdNanoseconds))
+            var slowest: [Node] = []
             if !loop.slowestCallouts.isEmpty {
                 var table: [Node] = [row(["callout", "kind", "duration", "at"], header: true)]
                 for callout in loop.slowestCallouts.sorted(by: { $0.durationNanoseconds > $1.durationNanoseconds }) {
                     table.append(row([callout.label, callout.kind, formatNanoseconds(callout.durationNanoseconds), offset(callout.atNanoseconds, in: s)]))
                 }
-                children.append(.element("h3", text: "Slowest callouts"))
-                children.append(.element("table", [:], table))
+                slowest = [.element("h3", text: "Slowest callouts"), .element("table", [:], table)]
             }
-            sections.append(.element("section", ["class": "loop", "id": "loop-\(id)"], children))
+            sections.append(loopSection(
+                s, id: "loop-\(id)", key: key,
+                heading: (s.timelineName(key)?.name ?? "loop \(id)") + (loop.adapter.map { " (\($0))" } ?? "") + (loop.affectedByLoss ? lossMark : ""),
+                figures: [("utilization", formatPercent(loop.utilization)), ("iterations", "\(loop.iterations)"), ("runs", "\(loop.runs)"),
+                          ("busy", formatNanoseconds(loop.busyNanoseconds)), ("asleep", formatNanoseconds(loop.sleepNanoseconds)),
+                          ("stalls", "\(loop.stalls)"), ("worst stall", loop.worstStalls.map(\.busyNanoseconds).max().map(formatNanoseconds) ?? "—")],
+                notAvailable: loop.notAvailable, distributions: items,
+                stalls: stallRows(loop.worstStalls.map { ($0.atNanoseconds, $0.busyNanoseconds, $0.cause, $0.iteration) }, anchor: "stall-\(id)"),
+                stallCount: loop.stalls, extra: slowest))
         }
         for loop in s.nio?.loops ?? [] {
-            let name = "NIO loop \(loop.loopID)" + (loop.name.map { " \($0)" } ?? "")
-            let stalls = loop.worstStalls.sorted { $0.atNanoseconds < $1.atNanoseconds }.enumerated().map { index, stall in
-                (anchor: "stall-nio-\(loop.loopID)-\(index)", at: offset(stall.atNanoseconds, in: s), busy: stall.busyNanoseconds,
-                 culprit: stall.cause, iteration: stall.iteration, ns: stall.atNanoseconds)
-            }
-            var children: [Node] = [
-                .element("h2", text: name + (loop.affectedByLoss ? " — events lost in its window" : "")),
-                figures([("utilization", formatPercent(loop.utilization)), ("ticks", "\(loop.ticks)"), ("ticks/s", threeDigits(loop.ticksPerSecond)),
-                         ("tasks", "\(loop.tasks)"), ("stalls", "\(loop.stalls)")]),
-                timelineChart(s, key: TraceSummary.Timeline.key(for: .nio(loop.loopID)), tableRows: Dictionary(stalls.map { ($0.ns, $0.anchor) }, uniquingKeysWith: { a, _ in a }),
-                              title: "\(name): utilization over time"),
-            ]
-            children += notAvailable(loop.notAvailable)
-            children.append(distributions([("busy per iteration", loop.busyPerIteration, false), ("sleep", loop.sleep, false),
-                                           ("tick (task phase)", loop.tickDuration, false), ("tasks per tick", loop.tasksPerTick, true)]
-                                          + (loop.ioDuration.map { [("I/O event", $0, false)] } ?? [])))
-            children.append(stallTable(stalls.map { ($0.anchor, $0.at, $0.busy, $0.culprit, $0.iteration) }, total: loop.stalls, threshold: s.stallThresholdNanoseconds))
-            sections.append(.element("section", ["class": "loop", "id": "nio-\(loop.loopID)"], children))
+            let key = TimelineRecorder.Key.nio(loop.loopID)
+            sections.append(loopSection(
+                s, id: "nio-\(loop.loopID)", key: key,
+                heading: (s.timelineName(key)?.name ?? "NIO loop \(loop.loopID)") + (loop.affectedByLoss ? lossMark : ""),
+                figures: [("utilization", formatPercent(loop.utilization)), ("ticks", "\(loop.ticks)"), ("ticks/s", threeDigits(loop.ticksPerSecond)),
+                          ("tasks", "\(loop.tasks)"), ("stalls", "\(loop.stalls)")],
+                notAvailable: loop.notAvailable,
+                distributions: [("busy per iteration", loop.busyPerIteration, false), ("sleep", loop.sleep, false),
+                                ("tick (task phase)", loop.tickDuration, false), ("tasks per tick", loop.tasksPerTick, true)]
+                    + (loop.ioDuration.map { [("I/O event", $0, false)] } ?? []),
+                stalls: stallRows(loop.worstStalls.map { ($0.atNanoseconds, $0.busyNanoseconds, $0.cause, $0.iteration) }, anchor: "stall-nio-\(loop.loopID)"),
+                stallCount: loop.stalls))
         }
         if let waits = s.waits {
             for (position, loop) in waits.loops.enumerated() {
-                let stalls = loop.worstStalls.sorted { $0.atNanoseconds < $1.atNanoseconds }.enumerated().map { index, stall in
-                    (anchor: "stall-wait-\(position)-\(index)", at: offset(stall.atNanoseconds, in: s), busy: stall.busyNanoseconds,
-                     culprit: "not available", iteration: stall.iteration, ns: stall.atNanoseconds)
-                }
-                var children: [Node] = [
-                    .element("h2", text: loop.name + (loop.affectedByLoss ? " — events lost in its window" : "")),
-                    figures([("utilization", formatPercent(loop.utilization)), ("iterations", "\(loop.iterations)"),
-                             ("iterations/s", threeDigits(loop.iterationsPerSecond)), ("late wake-ups", "\(loop.lateWakeUps)"), ("stalls", "\(loop.stalls)")]),
-                    timelineChart(s, key: TraceSummary.Timeline.key(for: .wait(threadID: loop.threadID, target: loop.target,
-                                                                               epoll: loop.family == TraceSummary.WaitLoopSummary.epollFamily)),
-                                  tableRows: Dictionary(stalls.map { ($0.ns, $0.anchor) }, uniquingKeysWith: { a, _ in a }),
-                                  title: "\(loop.name): utilization over time"),
-                ]
-                children += notAvailable(waits.notAvailable)
-                children.append(distributions([("busy per iteration", loop.busyPerIteration, false), ("sleep (one blocking wait)", loop.sleep, false),
-                                               ("wake lateness (timed-out waits)", loop.lateness, false), ("ready per wake-up", loop.readyPerWakeUp, true)]))
-                children.append(stallTable(stalls.map { ($0.anchor, $0.at, $0.busy, $0.culprit, $0.iteration) }, total: loop.stalls, threshold: s.stallThresholdNanoseconds))
-                sections.append(.element("section", ["class": "loop", "id": "wait-\(position)"], children))
+                sections.append(loopSection(
+                    s, id: "wait-\(position)",
+                    key: .wait(threadID: loop.threadID, target: loop.target, epoll: loop.family == TraceSummary.WaitLoopSummary.epollFamily),
+                    heading: loop.name + (loop.affectedByLoss ? lossMark : ""),
+                    figures: [("utilization", formatPercent(loop.utilization)), ("iterations", "\(loop.iterations)"),
+                              ("iterations/s", threeDigits(loop.iterationsPerSecond)), ("late wake-ups", "\(loop.lateWakeUps)"), ("stalls", "\(loop.stalls)")],
+                    notAvailable: waits.notAvailable,
+                    distributions: [("busy per iteration", loop.busyPerIteration, false), ("sleep (one blocking wait)", loop.sleep, false),
+                                    ("wake lateness (timed-out waits)", loop.lateness, false), ("ready per wake-up", loop.readyPerWakeUp, true)],
+                    stalls: stallRows(loop.worstStalls.map { ($0.atNanoseconds, $0.busyNanoseconds, "not available", $0.iteration) }, anchor: "stall-wait-\(position)"),
+                    stallCount: loop.stalls))
             }
         }
         if !s.timers.isEmpty { sections.append(timerSection(s)) }
