@@ -124,7 +124,13 @@ struct Run: ParsableCommand {
         }
         if let report, !summaries.isEmpty {
             try HTMLReportOptions.write(RunReport(workload: name, tracer: tracer.rawValue, repetitions: summaries), title: "rlctl report: run \(name)",
-                                        about: ["workload: \(name) — \(describe(spec))", "\(summaries.count) repetition(s)"], to: report)
+                                        about: ["workload: \(name) — \(describe(spec))", "\(summaries.count) repetition(s)"
+                                                    + (summaries.count < `repeat` ? " of \(`repeat`)" : "")]
+                                            // The page must not pass a run cut short for the whole one asked for.
+                                            + (Interruptions.shared.interruption.map {
+                                                ["\(signalName($0)) ended the run early: the page covers the part that ran, not all of \(spec.duration)"]
+                                            } ?? []),
+                                        to: report)
         }
     }
 
