@@ -122,6 +122,9 @@ static uint32_t g_buffer_count, g_buffer_capacity;
 // initial-exec: the library is linked into executables (or loaded with them), so the thread pointer plus a
 // constant finds the slot; the default model for position-independent code calls __tls_get_addr.
 static __thread thread_buffer *t_buffer __attribute__((tls_model("initial-exec")));
+// The stamp of this thread's last event, kept even when the event was dropped: a loop watching for stalls times
+// its callouts with it instead of reading the clock again (rlrec_last_timestamp).
+static __thread uint64_t t_last_stamp __attribute__((tls_model("initial-exec")));
 static pthread_key_t g_exit_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 
@@ -534,6 +537,7 @@ static inline __attribute__((always_inline)) uint8_t *reserve(uint8_t event_id, 
         return NULL;
     }
     uint64_t ts = event_time(tb);
+    t_last_stamp = ts;
     uint32_t total = EVENT_HEADER_SIZE + size;
     if (UNLIKELY(tb->offset + total > tb->sub_size) && !make_room(tb, total, ts)) return NULL;
     if (UNLIKELY(ts - tb->first_ts >= g_hot.switch_ns)) switch_by_age(tb, ts);
@@ -633,6 +637,10 @@ static inline uint8_t *put_string(uint8_t *p, const char *s, uint32_t size) {
     void rlrec_##class(uint8_t event_id RL_MORE_PARAMS(fields)) RLREC_ENCODE(event_id, fields)
 #define RL_EVENT(id, name, fields) void rlrec_##name(RL_PARAMS(fields)) RLREC_ENCODE(id, fields)
 #include "runloop_events.def"
+
+uint64_t rlrec_last_timestamp(void) {
+    return (atomic_load_explicit(&g_hot.state, memory_order_relaxed) & 1) ? t_last_stamp : 0;
+}
 
 // ===== control =====
 

@@ -55,7 +55,8 @@ extension Loop {
 
     /// One iteration: one call per step of the rulebook's event order.
     private func runIteration(_ frame: RunFrame) -> RunResult? {
-        iteration &+= 1
+        countIteration()
+        beginStallWatch(frame)
         notifyObservers(.beforeTimers, frame)                                // 1
         notifyObservers(.beforeSources, frame)                               // 2
         doBlocks(frame)                                                      // 3
@@ -96,6 +97,7 @@ extension Loop {
                     returnAfterSourceHandled: returnAfterSourceHandled, depth: UInt32(runStack.count + 1))
         frame.servesMainQueue = servesMainQueue
         runStack.append(frame)
+        activeRuns.store(runStack.count, ordering: .releasing)
         counters.runs += 1
         return frame
     }
@@ -104,6 +106,7 @@ extension Loop {
         lock.withLock {
             let top = runStack.removeLast()
             precondition(top === frame, "BUG IN RunLoopCore (please report): runs ended out of order")
+            activeRuns.store(runStack.count, ordering: .releasing)
             publishCounters(frame)
             frame.end()
             framePool.append(frame)
@@ -151,9 +154,13 @@ extension Loop {
     }
 
     /// Step 10: the first that applies of handledSource, timedOut, stopped, finished; nil to go round again.
+    /// Its clock read (needed for the deadline unless the run ends anyway) also ends the iteration's stall watch.
     private func iterationResult(_ frame: RunFrame, sourceHandled: Bool) -> RunResult? {
+        let endsAnyway = (frame.returnAfterSourceHandled && sourceHandled) || frame.pollsOnly
+        let time = endsAnyway && !frame.stall.isWatching ? 0 : now()
+        endStallWatch(frame, at: time)
         if frame.returnAfterSourceHandled && sourceHandled { return .handledSource }
-        if frame.pollsOnly || now() >= frame.deadline { return .timedOut }
+        if frame.pollsOnly || time >= frame.deadline { return .timedOut }
         if frame.stopRequested.load(ordering: .acquiring) { return .stopped }
         if lock.withLock({ isEmpty(frame.state) }) { return .finished }
         return nil

@@ -19,8 +19,10 @@ extension Loop {
             guard observer.isValid, !observer.isFiring else { continue }
             observer.isFiring = true
             frame.sink?.observerBegin(frame.context(loop: self), observerID: observer.id, activity: activity)
+            let began = calloutBegan(frame)
             observer.handler(observer, activity)
             frame.sink?.observerEnd(frame.context(loop: self), observerID: observer.id)
+            calloutEnded(frame, began: began, .observer, id: observer.id, label: observer.label)
             observer.isFiring = false
             frame.unpublished.observerCallouts += 1
             if !observer.repeats { observer.invalidate() }
@@ -81,8 +83,10 @@ extension Loop {
             guard signaledAt != 0 else { continue }
             frame.sink?.sourcePerformBegin(frame.context(loop: self), sourceID: source.id, kind: .custom,
                                            order: source.order, signaled: signaledAt)
+            let began = calloutBegan(frame)
             source.perform()
             frame.sink?.sourcePerformEnd(frame.context(loop: self), sourceID: source.id)
+            calloutEnded(frame, began: began, .source, id: source.id, label: source.label)
             frame.unpublished.sourcesHandled += 1
             handled = true
             if frame.returnAfterSourceHandled { break }
@@ -100,7 +104,7 @@ extension Loop {
         // A message that reached one of the mode's ports since step 5 turns the sleep into a poll: its send saw
         // no sleeping loop to wake (rule 21a).
         let ready = kernel.wait(frame.state.waitSet, poll: poll || messageWaiting)
-        waitCount &+= 1
+        countWait()
         frame.waitNumber = waitCount
         if !poll { setWaiting(false) }
         let sawTimer = consumeWakeUp(ready, frame)
@@ -160,7 +164,9 @@ extension Loop {
             return reason
         }
         if let reason, let sink = frame.sink {
-            sink.wakeUp(frame.context(loop: self), reason: reason, slept: now() &- sleptFrom)
+            let slept = now() &- sleptFrom
+            sleptWhileTraced &+= slept
+            sink.wakeUp(frame.context(loop: self), reason: reason, slept: slept)
         }
     }
 
@@ -219,8 +225,10 @@ extension Loop {
 
         frame.sink?.timerFireBegin(frame.context(loop: self), timerID: timer.id, scheduled: scheduled,
                                    tolerance: timer.toleranceNanoseconds, interval: timer.intervalNanoseconds, missed: missed)
+        let began = calloutBegan(frame)
         timer.handler(timer)
         frame.sink?.timerFireEnd(frame.context(loop: self), timerID: timer.id)
+        calloutEnded(frame, began: began, .timer, id: timer.id, label: timer.label)
         frame.unpublished.timersFired += 1
 
         lock.lock()
@@ -273,8 +281,10 @@ extension Loop {
                 }
                 frame.sink?.sourcePerformBegin(frame.context(loop: self), sourceID: source.id, kind: .descriptor,
                                                order: source.order, signaled: 0)
+                let began = calloutBegan(frame)
                 source.handler(source, events)
                 frame.sink?.sourcePerformEnd(frame.context(loop: self), sourceID: source.id)
+                calloutEnded(frame, began: began, .descriptor, id: source.id, label: source.label)
                 source.endCall()
                 frame.unpublished.sourcesHandled += 1
                 handled = true
@@ -312,8 +322,10 @@ extension Loop {
             budget -= 1
             frame.sink?.sourcePerformBegin(frame.context(loop: self), sourceID: port.id, kind: .port,
                                            order: port.order, signaled: sentAt)
+            let began = calloutBegan(frame)
             handler(port, message)
             frame.sink?.sourcePerformEnd(frame.context(loop: self), sourceID: port.id)
+            calloutEnded(frame, began: began, .port, id: port.id, label: port.label)
             frame.unpublished.sourcesHandled += 1
             delivered = true
         }

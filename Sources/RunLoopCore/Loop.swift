@@ -69,10 +69,26 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var isTornDown = false
     @exclusivity(unchecked) var counters = Statistics()
 
-    // Loop thread only.
-    @exclusivity(unchecked) var iteration: UInt64 = 0
+    // Written by the loop's thread only; atomics (relaxed: a plain load or store) so that a watchdog can read
+    // them from its thread (Stalls/LoopWatchdog.swift) at no cost to the loop.
+    private let iterationCounter = Atomic<UInt64>(0)
+    private let waitCounter = Atomic<UInt64>(0)
+    /// Runs in progress (nested ones count), set under the lock as runs begin and end.
+    let activeRuns = Atomic<Int>(0)
+    /// The current iteration's number, counted across all runs of the loop.
+    var iteration: UInt64 { iterationCounter.load(ordering: .relaxed) }
     /// Kernel waits so far, nested runs' included (see ``RunFrame/waitNumber``).
-    @exclusivity(unchecked) var waitCount: UInt64 = 0
+    var waitCount: UInt64 { waitCounter.load(ordering: .relaxed) }
+
+    /// Loop thread only: one writer, so a load and a store, not a read-modify-write.
+    @inline(__always)
+    func countIteration() { iterationCounter.store(iteration &+ 1, ordering: .relaxed) }
+    @inline(__always)
+    func countWait() { waitCounter.store(waitCount &+ 1, ordering: .relaxed) }
+
+    // Loop thread only.
+    /// Time slept in waits a tracer timed (all runs, nested ones included): what a stall watch subtracts.
+    @exclusivity(unchecked) var sleptWhileTraced: UInt64 = 0
     /// While an actor job runs: runs nested in it run no other job (Concurrency/Loop+Executor.swift).
     @exclusivity(unchecked) var isRunningJob = false
 
@@ -91,6 +107,7 @@ public final class Loop: @unchecked Sendable {
         self.kernel = kernel
         self.mainQueue = MainQueueLink(isMain: isMain, kernel: kernel)
         self.name = isMain ? "main" : currentThreadName()
+        LoopRegistry.shared.register(self)
         announceToCurrentSink()
     }
 

@@ -37,6 +37,10 @@ final class RunFrame {
     /// The loop's wait count after this run's last wait: another value at step 9 means a nested run waited
     /// since, so the wait's descriptor report may be stale.
     @exclusivity(unchecked) var waitNumber: UInt64 = 0
+    /// The current iteration, while the run watches for stalls (Stalls/StallWatch.swift).
+    @exclusivity(unchecked) var stall = StallWatch()
+    /// The clock as step 10 last read it (0 before the run's first step 10): where the next iteration begins.
+    @exclusivity(unchecked) var lastClockRead: UInt64 = 0
     /// Counters gathered outside the lock and published at the next wait or at the run's end.
     @exclusivity(unchecked) var unpublished = CalloutCounts()
 
@@ -79,6 +83,8 @@ final class RunFrame {
         self.returnAfterSourceHandled = returnAfterSourceHandled
         self.depth = depth
         self.sink = LoopEventSink.current
+        self.stall = StallWatch()
+        self.lastClockRead = 0
         stopRequested.store(false, ordering: .relaxed)
     }
 
@@ -86,6 +92,7 @@ final class RunFrame {
     func end() {
         state = nil
         sink = nil
+        stall.culpritLabel = nil
         observers.removeAll(keepingCapacity: true)
         sources.removeAll(keepingCapacity: true)
         timers.removeAll(keepingCapacity: true)

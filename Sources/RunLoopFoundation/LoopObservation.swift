@@ -28,6 +28,19 @@ final class LoopObservation: @unchecked Sendable {
     private var resolvedModes: [(name: UnsafeRawPointer, cString: UnsafePointer<CChar>)] = []
     /// The modes the observer was added to.
     private var observedModes: Set<UnsafeRawPointer> = []
+    /// Each run's current iteration while stalls are watched (``Loop/stallThreshold`` set), innermost last.
+    private var iterationWatches: [IterationWatch] = []
+    /// The loop's time asleep so far (all runs), as the tracer's timestamps measured it.
+    private var sleptWhileTraced: UInt64 = 0
+    private var sleepingSince: UInt64 = 0
+
+    /// A Foundation iteration, from its beforeTimers to the next beforeTimers or the run's exit.
+    private struct IterationWatch {
+        var iteration: UInt64 = 0
+        /// 0 while no iteration of the run is watched.
+        var start: UInt64 = 0
+        var sleptAtStart: UInt64 = 0
+    }
 
     init(loop: rlcf_run_loop_ref, name: String, threadID: Int32, sinks: SinkSource) {
         self.loopID = LoopEventSink.makeID()
@@ -110,10 +123,14 @@ final class LoopObservation: @unchecked Sendable {
             runModes.append(nil)
         }
         if activity == .beforeTimers { iteration &+= 1 }
-        if let sink = currentSink() { emit(activity, to: sink) }
+        if let sink = currentSink() {
+            emit(activity, to: sink)
+            if Loop.stallThresholdNanoseconds != 0 { watchStalls(activity, sink: sink) }
+        }
         if activity == .exit {
             depth &-= 1
             runModes.removeLast()
+            if iterationWatches.count > runModes.count { iterationWatches.removeLast(iterationWatches.count - runModes.count) }
         }
     }
 
@@ -128,6 +145,40 @@ final class LoopObservation: @unchecked Sendable {
             runModes[runModes.count - 1] = mode
         }
         sink.activity(activity, LoopEventSink.Context(loopID: loopID, modeCString: mode, depth: depth, iteration: iteration))
+    }
+
+    /// Reports a Foundation iteration busy past ``Loop/stallThreshold`` (`loop_stall`, culprit none: an observer
+    /// sees no callout) when it ends, timed by the tracer's own stamp of the activity just emitted (the clock when
+    /// the tracer cannot tell).
+    private func watchStalls(_ activity: Loop.Activity, sink: LoopEventSink) {
+        let stamp = sink.lastEventTimestamp()
+        let now = stamp != 0 ? stamp : Loop.Instant.now.nanoseconds
+        while iterationWatches.count < runModes.count { iterationWatches.append(IterationWatch()) }
+        let index = runModes.count - 1
+        switch activity {
+        case .beforeWaiting:
+            sleepingSince = now
+        case .afterWaiting:
+            if sleepingSince != 0 && now > sleepingSince { sleptWhileTraced &+= now - sleepingSince }
+            sleepingSince = 0
+        case .beforeTimers, .exit:
+            let watch = iterationWatches[index]
+            if watch.start != 0 { reportIfStalled(watch, endingAt: now, sink: sink) }
+            iterationWatches[index] = activity == .exit ? IterationWatch()
+                : IterationWatch(iteration: iteration, start: now, sleptAtStart: sleptWhileTraced)
+        default:
+            break
+        }
+    }
+
+    private func reportIfStalled(_ watch: IterationWatch, endingAt end: UInt64, sink: LoopEventSink) {
+        let threshold = Loop.stallThresholdNanoseconds
+        let elapsed = end > watch.start ? end - watch.start : 0
+        let slept = sleptWhileTraced &- watch.sleptAtStart
+        let busy = elapsed > slept ? elapsed - slept : 0
+        guard threshold != 0, busy > threshold, let mode = runModes[runModes.count - 1] else { return }
+        sink.loopStall(LoopEventSink.Context(loopID: loopID, modeCString: mode, depth: depth, iteration: watch.iteration),
+                       start: watch.start, busy: busy, threshold: threshold, culprit: .none)
     }
 
     private func announce(to sink: LoopEventSink) {

@@ -92,6 +92,45 @@ public struct TraceEvent: Sendable, Equatable {
         case waitEnd(ready: Int32, error: Int32)
         /// `runloop:wait_thread`: the waiting thread's process and names, before its first wait.
         case waitThread(pid: Int32, ppid: Int32, thread: String, process: String)
+        /// `runloop:loop_stall`: an iteration busy past the process's stall threshold, reported by the loop.
+        case loopStall(LoopStall)
+        /// `runloop:loop_hang`: the watchdog saw `loopID` busy in `iteration` for at least `busy` ns, past
+        /// `threshold`, while it was still stuck.
+        case loopHang(loopID: UInt64, iteration: UInt64, busy: UInt64, threshold: UInt64)
+    }
+
+    /// What `runloop:loop_stall` reports: where, how long, and the callout that ran longest.
+    public struct LoopStall: Sendable, Equatable {
+        public var loopID: UInt64
+        public var mode: String
+        /// The loop's iteration number (counted across its nested runs).
+        public var iteration: UInt64
+        /// When the iteration began.
+        public var start: UInt64
+        /// The iteration's time minus its sleeps.
+        public var busy: UInt64
+        /// The threshold the loop compared `busy` with.
+        public var threshold: UInt64
+        public var culpritKind: LoopCalloutKind
+        public var culpritID: UInt64
+        /// How long the culprit's callout took (0 when `culpritKind` is none).
+        public var culpritDuration: UInt64
+        /// The culprit's label ("" when it has none).
+        public var culpritLabel: String
+
+        public init(loopID: UInt64, mode: String, iteration: UInt64, start: UInt64, busy: UInt64, threshold: UInt64, culpritKind: LoopCalloutKind,
+                    culpritID: UInt64, culpritDuration: UInt64, culpritLabel: String) {
+            self.loopID = loopID
+            self.mode = mode
+            self.iteration = iteration
+            self.start = start
+            self.busy = busy
+            self.threshold = threshold
+            self.culpritKind = culpritKind
+            self.culpritID = culpritID
+            self.culpritDuration = culpritDuration
+            self.culpritLabel = culpritLabel
+        }
     }
 
     /// The event's full name, as LTTng shows it (`runloop:before_waiting`).
@@ -128,6 +167,8 @@ extension TraceEvent.Payload {
         case .waitBegin: return "wait_begin"
         case .waitEnd: return "wait_end"
         case .waitThread: return "wait_thread"
+        case .loopStall: return "loop_stall"
+        case .loopHang: return "loop_hang"
         }
     }
 }

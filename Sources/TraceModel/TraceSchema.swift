@@ -103,6 +103,7 @@ public enum TraceSchema {
         case mainQueueBegin, mainQueueEnd, jobBegin, jobEnd
         case loopAdapted, nioTick, nioIO, probeFire
         case waitBegin, waitEnd, waitThread
+        case loopStall, loopHang
 
         // Inlinable: the recorder calls this for every activity event it writes, from another module.
         @inlinable

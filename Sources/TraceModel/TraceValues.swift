@@ -95,3 +95,13 @@ extension WaitCall {
         self = call
     }
 }
+
+extension LoopCalloutKind {
+    /// none 0, timer 1, source 2, descriptor 3, port 4, observer 5, block 6, main_queue 7, job 8.
+    public var traceValue: Int64 { Int64(rawValue) }
+
+    public init?(traceValue: Int64) {
+        guard let value = UInt8(exactly: traceValue), let kind = LoopCalloutKind(rawValue: value) else { return nil }
+        self = kind
+    }
+}

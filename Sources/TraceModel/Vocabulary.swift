@@ -101,6 +101,21 @@ public enum LoopItemKind: UInt8, Sendable, CustomStringConvertible {
     public var description: String { Self.names[Int(rawValue)] }
 }
 
+/// What kind of callout ran longest in a stalled iteration, as `loop_stall` reports it.
+public enum LoopCalloutKind: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    /// No callout ran (the loop's own work), or the loop's tracer cannot see its callouts (an adapted loop).
+    case none
+    case timer, source, descriptor, port, observer, block
+    /// The main dispatch queue's work (rule 38).
+    case mainQueue
+    /// An actor job the loop ran as its executor.
+    case job
+
+    private static let names = ["none", "timer", "source", "descriptor", "port", "observer", "block", "main_queue", "job"]
+    /// The trace name (these never change, traces are read by it).
+    public var description: String { Self.names[Int(rawValue)] }
+}
+
 /// Which adapter traces a loop that is not built on RunLoopCore, as `loop_adapted` reports it.
 public enum LoopAdapter: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     /// A Foundation `RunLoop` (CFRunLoop), seen through an observer of its activities.

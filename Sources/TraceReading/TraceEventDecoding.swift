@@ -115,6 +115,17 @@ enum TraceEventDecoding {
             // pid, ppid, thread, process
             let pid = try signed32(v.integer(0), field: 0, "a process id"), ppid = try signed32(v.integer(1), field: 1, "a process id")
             return .waitThread(pid: pid, ppid: ppid, thread: v.string(2), process: v.string(3))
+        case .loopStall:
+            // loop_id, mode, iteration, start_ns, busy_ns, threshold_ns, culprit_kind, culprit_id, culprit_ns, culprit_label
+            let loopID = v.integer(0)
+            let mode = v.string(1)
+            let kind = try label(v.integer(6), field: 6, LoopCalloutKind.init(traceValue:), "a callout kind")
+            return .loopStall(.init(loopID: loopID, mode: mode, iteration: v.integer(2), start: v.integer(3), busy: v.integer(4),
+                                    threshold: v.integer(5), culpritKind: kind, culpritID: v.integer(7),
+                                    culpritDuration: v.integer(8), culpritLabel: v.string(9)))
+        case .loopHang:
+            // loop_id, iteration, busy_ns, threshold_ns
+            return .loopHang(loopID: v.integer(0), iteration: v.integer(1), busy: v.integer(2), threshold: v.integer(3))
         }
     }
 

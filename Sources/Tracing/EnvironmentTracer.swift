@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RunLoopCore
+import TraceModel
 
 /// The one line a program adds to be traced by `rlctl record` with whichever tracer rlctl chose: rlctl tells
 /// the program in its environment, and outside rlctl the call installs nothing and costs nothing after it.
@@ -17,8 +18,12 @@ import RunLoopCore
 ///   raised again, so the process still ends by it). A process killed by SIGKILL or a crash leaves the packets
 ///   written so far: readers take it as cut off and say so.
 /// - Anything else: nothing is installed; an unusable value is reported once on stderr, never fatal.
+/// - `RLCTL_STALL_THRESHOLD=50ms` (read by RunLoopCore itself, ``Loop/stallThreshold``): iterations busier than
+///   that are traced as `loop_stall` events, with their longest callout.
+/// - `RLCTL_WATCHDOG=500ms`, with a tracer installed: a ``LoopWatchdog`` over every loop of the process traces a
+///   loop still busy in one iteration after that long as `loop_hang`, while it is stuck.
 ///
-/// Both variables are removed from the environment once read, so that the programs this one starts are not
+/// Both tracer variables are removed from the environment once read, so that the programs this one starts are not
 /// traced into the same folder. The adapters (RunLoopFoundation, RunLoopNIO) call this themselves.
 extension LoopEventSink {
     /// What ``installFromEnvironment()`` did.
@@ -44,6 +49,10 @@ extension LoopEventSink {
 public enum TracerEnvironment {
     public static let tracer = "RLCTL_TRACER"
     public static let folder = "RLCTL_TRACE_DIR"
+    /// A duration: a ``LoopWatchdog`` over every loop, reporting through the installed tracer.
+    public static let watchdog = "RLCTL_WATCHDOG"
+    /// A duration: ``Loop/stallThreshold`` (read by RunLoopCore).
+    public static let stallThreshold = "RLCTL_STALL_THRESHOLD"
 }
 
 /// The process's one environment-requested recording, and its ending at exit or on a terminating signal.
@@ -53,6 +62,7 @@ final class EnvironmentRecording: @unchecked Sendable {
     private let lock = NSLock()
     private var installed: LoopEventSink.EnvironmentTracer?
     private var recording: Recording?
+    private var watchdog: LoopWatchdog?
 
     func installOnce() -> LoopEventSink.EnvironmentTracer {
         lock.lock()
@@ -60,8 +70,13 @@ final class EnvironmentRecording: @unchecked Sendable {
         if let installed { return installed }
         let result = install()
         installed = result
-        if case .failed(let reason) = result {
+        switch result {
+        case .failed(let reason):
             FileHandle.standardError.write(Data("rlctl tracing: \(reason); this process is not traced\n".utf8))
+        case .lttng, .embedded:
+            startWatchdog()
+        case .none:
+            break
         }
         return result
     }
@@ -90,6 +105,24 @@ final class EnvironmentRecording: @unchecked Sendable {
         default:
             return .failed("\(TracerEnvironment.tracer)=\(requested) is not a tracer (embedded or lttng)")
         }
+    }
+
+    /// RLCTL_WATCHDOG's watchdog over every loop; a value that is not a duration longer than zero is reported on
+    /// stderr and ignored.
+    private func startWatchdog() {
+        guard let text = ProcessInfo.processInfo.environment[TracerEnvironment.watchdog], !text.isEmpty else { return }
+        let threshold: Int64
+        do { threshold = try DurationText.nanoseconds(text) } catch {
+            FileHandle.standardError.write(Data("rlctl tracing: \(TracerEnvironment.watchdog)=\(text) is ignored: \(error.description); no watchdog runs\n".utf8))
+            return
+        }
+        guard threshold > 0 else {
+            FileHandle.standardError.write(Data("rlctl tracing: \(TracerEnvironment.watchdog)=\(text) is ignored: the threshold must be longer than zero; no watchdog runs\n".utf8))
+            return
+        }
+        let watchdog = LoopWatchdog(threshold: .nanoseconds(threshold))
+        watchdog.watchEveryLoop()
+        self.watchdog = watchdog
     }
 
     /// Completes the trace; any thread, any number of times.

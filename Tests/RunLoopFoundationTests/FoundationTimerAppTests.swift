@@ -74,6 +74,36 @@ import TestSupport
         #expect(stalled.count == 2, "busy intervals of 80 ms or more: \(stalled)")
     }
 
+    /// With RLCTL_STALL_THRESHOLD the adapter reports each Foundation iteration busier than it (`loop_stall`),
+    /// timed by the recorder's own stamps of the activities; an observer sees no callout, so the culprit is none.
+    @Test func theAdapterReportsEachStalledIterationItself() throws {
+        let folder = temporaryPath("foundation-timer-app-stalls")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let result = try runProcess(Self.app, ["--duration", "1s", "--stall-every", "4"],
+                                    ProcessOptions(environment: ["RLCTL_TRACER": "embedded", "RLCTL_TRACE_DIR": folder,
+                                                                 "RLCTL_STALL_THRESHOLD": "50ms"]))
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        var reader = try TraceReaders.open(folder)
+        var events: [TraceEvent] = []
+        while let event = try reader.next() { events.append(event) }
+        let starts = Dictionary(events.compactMap { event -> (UInt64, UInt64)? in
+            if case .activity(.beforeTimers, let place) = event.payload { return (place.iteration, event.timestamp) }
+            return nil
+        }, uniquingKeysWith: { first, _ in first })
+        let stalls = events.compactMap { event -> TraceEvent.LoopStall? in
+            if case .loopStall(let stall) = event.payload { return stall }
+            return nil
+        }
+        #expect(stalls.count == 2, "the two 80 ms ticks: \(stalls)")
+        for stall in stalls {
+            #expect(stall.busy >= 80_000_000 && stall.busy < 200_000_000)
+            #expect(stall.threshold == 50_000_000)
+            #expect(stall.culpritKind == .none)
+            #expect(stall.mode == "kCFRunLoopDefaultMode")
+            #expect(starts[stall.iteration] == stall.start, "the stall's iteration began at its beforeTimers")
+        }
+    }
+
     @Test func badFlagsAreOneLineAndExitStatus2() throws {
         for arguments in [["--bogus"], ["--duration"], ["--duration", "3"], ["--stall-every", "0"]] {
             let result = try runProcess(Self.app, arguments)

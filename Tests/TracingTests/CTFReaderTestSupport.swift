@@ -66,6 +66,10 @@ enum CTFTestTrace {
              .waitThread(pid: 4242, ppid: 1, thread: "node", process: "node"),
              .waitBegin(call: .epollPwait, target: 13, setSize: 1024, timeout: -1),
              .waitEnd(ready: -1, error: 4),
+             .loopStall(.init(loopID: 3, mode: "kCFRunLoopDefaultMode", iteration: 2, start: base + 19_000, busy: 61_000_000,
+                              threshold: 50_000_000, culpritKind: .timer, culpritID: 10, culpritDuration: 60_000_000,
+                              culpritLabel: "render")),
+             .loopHang(loopID: 3, iteration: 2, busy: 2_000_000_000, threshold: 500_000_000),
              .activity(.exit, place(2)),
              .runEnd(loopID: 3, mode: "kCFRunLoopDefaultMode", result: .handledSource)],
         ]
@@ -153,6 +157,8 @@ enum CTFTestTrace {
             ("wait_begin", "enum : uint8_t { epoll_wait = 0, epoll_pwait = 1, epoll_pwait2 = 2, poll = 3, ppoll = 4, select = 5, pselect = 6 } call; int32_t target; uint32_t set_size; int64_t timeout_ns;"),
             ("wait_end", "int32_t ready; int32_t error;"),
             ("wait_thread", "int32_t pid; int32_t ppid; string thread; string process;"),
+            ("loop_stall", "uint64_t loop_id; string mode; uint64_t iteration; uint64_t start_ns; uint64_t busy_ns; uint64_t threshold_ns; enum : uint8_t { none = 0, timer = 1, source = 2, descriptor = 3, port = 4, observer = 5, block = 6, main_queue = 7, job = 8 } culprit_kind; uint64_t culprit_id; uint64_t culprit_ns; string culprit_label;"),
+            ("loop_hang", "uint64_t loop_id; uint64_t iteration; uint64_t busy_ns; uint64_t threshold_ns;"),
         ]
         var text = """
         /* CTF 1.8 */
@@ -346,6 +352,12 @@ enum CTFTestTrace {
             data.appendLE(ready); data.appendLE(error)
         case .waitThread(let pid, let ppid, let thread, let process):
             data.appendLE(pid); data.appendLE(ppid); string(thread); string(process)
+        case .loopStall(let s):
+            data.appendLE(s.loopID); string(s.mode)
+            for value in [s.iteration, s.start, s.busy, s.threshold] { data.appendLE(value) }
+            data.append(s.culpritKind.rawValue); data.appendLE(s.culpritID); data.appendLE(s.culpritDuration); string(s.culpritLabel)
+        case .loopHang(let loop, let iteration, let busy, let threshold):
+            for value in [loop, iteration, busy, threshold] { data.appendLE(value) }
         }
         return data
     }

@@ -54,8 +54,8 @@ import Testing
             set("loop_id", loop); set("id", id); set("enqueued_ns", enqueued); set("priority", priority)
         case .jobEnd(let loop, let id):
             set("loop_id", loop); set("id", id)
-        case .loopAdapted, .nioTick, .nioIO, .probeFire, .waitBegin, .waitEnd, .waitThread:
-            Issue.record("the fixtures predate the adapters' and the wait interposer's events: \(event.payload.eventName) cannot be in them")
+        case .loopAdapted, .nioTick, .nioIO, .probeFire, .waitBegin, .waitEnd, .waitThread, .loopStall, .loopHang:
+            Issue.record("the fixtures predate the adapters', the wait interposer's and the stall events: \(event.payload.eventName) cannot be in them")
         }
         return row.filter { !$0.value.isEmpty }
     }

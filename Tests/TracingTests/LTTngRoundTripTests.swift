@@ -169,14 +169,25 @@ extension LTTngRoundTripTests {
         guard LTTngTestEnvironment.requireAvailable() else { return }
         let recording = try LTTngWorkload.record("mainqueue", workload: MainQueueWorkload.run)
         defer { recording.session.removeOutput() }
-        let reader = try CTFTraceReader(path: recording.session.output)
-        var traced: [TraceEvent] = []
-        while let event = try reader.next() {
-            if recording.ids.isOurs(event) { traced.append(event) }
-        }
-        #expect(reader.health.isComplete, "LTTng discarded events: \(reader.health)")
+        let traced = try recording.tracedEventsOfTheWorkload()
         #expect(traced.map(\.payload) == recording.reference.filter { recording.ids.isOurs($0) }.map(\.payload))
         #expect(traced.map(\.short) == MainQueueWorkload.expectedEvents)
+    }
+
+    /// A loop's stall report and the watchdog's hang report go through LTTng field for field, culprit label
+    /// included, as the loop and the watchdog reported them.
+    @Test func stallAndHangReportsRoundTripThroughAnLTTngSession() throws {
+        guard LTTngTestEnvironment.requireAvailable() else { return }
+        let recording = try LTTngWorkload.record("stalls", workload: StallWorkload.run, stallThreshold: .milliseconds(10))
+        defer { recording.session.removeOutput() }
+        let traced = try recording.tracedEventsOfTheWorkload()
+        let reports = { (events: [TraceEvent]) in
+            events.filter { if case .loopStall = $0.payload { true } else if case .loopHang = $0.payload { true } else { false } }.map(\.payload)
+        }
+        let expected = reports(recording.reference.filter { recording.ids.isOurs($0) })
+        #expect(reports(traced) == expected)
+        #expect(expected.contains { if case .loopStall(let stall) = $0 { stall.culpritLabel == "lttng-slow" } else { false } }, "\(expected)")
+        #expect(expected.contains { if case .loopHang = $0 { true } else { false } }, "\(expected)")
     }
 
     /// The guard of runloop_events.def on the LTTng side: the provider library, expanded from the .def by the
@@ -231,8 +242,10 @@ enum LTTngWorkload {
                  .observerEnd(let loop, _), .wakeUp(let loop, _, _), .loopCreate(let loop, _, _),
                  .mainQueueBegin(let loop), .mainQueueEnd(let loop),
                  .jobBegin(let loop, _, _, _), .jobEnd(let loop, _), .loopAdapted(let loop, _, _),
-                 .nioTick(let loop, _, _, _, _), .nioIO(let loop, _, _, _, _), .probeFire(let loop, _, _, _):
+                 .nioTick(let loop, _, _, _, _), .nioIO(let loop, _, _, _, _), .probeFire(let loop, _, _, _),
+                 .loopHang(let loop, _, _, _):
                 return loop == loopID
+            case .loopStall(let stall): return stall.loopID == loopID
             case .sourceSignal(let source): return source == sourceID
             case .itemLabel(let item, _, _): return [timerID, sourceID, observerID].contains(item)
             case .waitBegin, .waitEnd, .waitThread: return false
@@ -244,12 +257,28 @@ enum LTTngWorkload {
         var session: TestSession
         var ids: IDs
         var reference: [TraceEvent]
+
+        /// The workload's events in the session's trace, which must be complete.
+        func tracedEventsOfTheWorkload() throws -> [TraceEvent] {
+            let reader = try CTFTraceReader(path: session.output)
+            var traced: [TraceEvent] = []
+            while let event = try reader.next() {
+                if ids.isOurs(event) { traced.append(event) }
+            }
+            #expect(reader.health.isComplete, "LTTng discarded events: \(reader.health)")
+            return traced
+        }
     }
 
-    static func record(_ label: String, workload: @escaping @Sendable () -> IDs = runWorkload) throws -> Recording {
-        // Installing a sink is process-wide: one recording at a time (the embedded recorder's tests take it too).
+    /// Records `workload` in an LTTng session, with `stallThreshold` as Loop.stallThreshold meanwhile.
+    static func record(_ label: String, workload: @escaping @Sendable () -> IDs = runWorkload,
+                       stallThreshold: Duration? = nil) throws -> Recording {
+        // Installing a sink and the stall threshold are process-wide: one recording at a time (the embedded
+        // recorder's tests take the lock too).
         recordingLock.lock()
         defer { recordingLock.unlock() }
+        Loop.stallThreshold = stallThreshold
+        defer { Loop.stallThreshold = nil }
         let session = try TestSession.create(label)
         do {
             try session.start()
@@ -288,6 +317,22 @@ enum LTTngWorkload {
         ids.result = loop.run(mode: .default, timeout: .seconds(10))
         source.invalidate()
         observer.invalidate()
+        return ids
+    }
+}
+
+/// One 30 ms callout, watched by a watchdog with a 10 ms threshold: one loop_hang while it runs, one loop_stall
+/// (at the test's 10 ms Loop.stallThreshold) when its iteration ends.
+enum StallWorkload {
+    @Sendable static func run() -> LTTngWorkload.IDs {
+        let loop = Loop.current
+        let watchdog = LoopWatchdog(threshold: .milliseconds(10), checkInterval: .milliseconds(1))
+        watchdog.watch(loop)
+        let timer = LoopTimer(after: .milliseconds(2), label: "lttng-slow") { _ in usleep(30_000) }
+        loop.add(timer, forMode: .default)
+        var ids = LTTngWorkload.IDs(loopID: loop.id, threadID: loop.threadID, timerID: timer.id)
+        ids.result = loop.run(mode: .default, timeout: .seconds(10))
+        watchdog.stop()
         return ids
     }
 }
@@ -387,6 +432,16 @@ final class TeeSink: LoopEventSink, @unchecked Sendable {
     override func jobEnd(_ context: Context, jobID: UInt64) {
         lttng.jobEnd(context, jobID: jobID)
         keep(.jobEnd(loopID: context.loopID, jobID: jobID))
+    }
+    override func loopStall(_ context: Context, start: UInt64, busy: UInt64, threshold: UInt64, culprit: Culprit) {
+        lttng.loopStall(context, start: start, busy: busy, threshold: threshold, culprit: culprit)
+        keep(.loopStall(.init(loopID: context.loopID, mode: context.mode.name, iteration: context.iteration, start: start,
+                              busy: busy, threshold: threshold, culpritKind: culprit.kind, culpritID: culprit.id,
+                              culpritDuration: culprit.duration, culpritLabel: culprit.label)))
+    }
+    override func loopHang(loopID: UInt64, iteration: UInt64, busy: UInt64, threshold: UInt64) {
+        lttng.loopHang(loopID: loopID, iteration: iteration, busy: busy, threshold: threshold)
+        keep(.loopHang(loopID: loopID, iteration: iteration, busy: busy, threshold: threshold))
     }
 }
 

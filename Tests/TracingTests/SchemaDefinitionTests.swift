@@ -21,6 +21,7 @@ import Tracing
         .jobBegin: "job_begin", .jobEnd: "job_end",
         .loopAdapted: "loop_adapted", .nioTick: "nio_tick", .nioIO: "nio_io", .probeFire: "probe_fire",
         .waitBegin: "wait_begin", .waitEnd: "wait_end", .waitThread: "wait_thread",
+        .loopStall: "loop_stall", .loopHang: "loop_hang",
     ]
 
     @Test func swiftEventIDsAreTheDefinitionsIDs() {
@@ -57,7 +58,7 @@ import Tracing
             Dictionary(uniqueKeysWithValues: TraceSchema.enumerations.first { $0.name == name }!.labels.map { ($0.label, $0.value) })
         }
         #expect(TraceSchema.enumerations.map(\.name) == ["activity", "run_result", "wake_reason", "source_kind", "item_kind",
-                                                          "loop_adapter", "nio_io_event", "wait_call"])
+                                                          "loop_adapter", "nio_io_event", "wait_call", "callout_kind"])
         #expect(labels("activity") == Dictionary(uniqueKeysWithValues: Loop.Activity.ordered.map { ($0.description, $0.traceValue) }))
         #expect(labels("run_result") == Dictionary(uniqueKeysWithValues: [Loop.RunResult.finished, .stopped, .timedOut, .handledSource].map { ($0.description, $0.traceValue) }))
         #expect(labels("wake_reason") == Dictionary(uniqueKeysWithValues: Loop.WakeReason.allCases.map { ($0.description, $0.traceValue) }))
@@ -66,6 +67,7 @@ import Tracing
         #expect(labels("loop_adapter") == Dictionary(uniqueKeysWithValues: LoopEventSink.Adapter.allCases.map { ($0.description, $0.traceValue) }))
         #expect(labels("nio_io_event") == Dictionary(uniqueKeysWithValues: LoopEventSink.NIOEvent.allCases.map { ($0.description, $0.traceValue) }))
         #expect(labels("wait_call") == Dictionary(uniqueKeysWithValues: WaitCall.allCases.map { ($0.description, $0.traceValue) }))
+        #expect(labels("callout_kind") == Dictionary(uniqueKeysWithValues: LoopCalloutKind.allCases.map { ($0.description, $0.traceValue) }))
     }
 
     /// A field named like a TSDL keyword (`event`, `stream`…) makes every CTF metadata that declares it

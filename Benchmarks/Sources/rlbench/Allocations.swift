@@ -44,6 +44,10 @@ enum AllocationBenchmark {
         let rows: [(String, AllocationResult)] = [
             ("RunLoopCore: one run, a source that re-signals itself", loopCoreResignalling(configuration)),
             ("RunLoopCore: run(timeout: .zero), source present", loopCoreZeroTimeout(configuration)),
+            // A sink and a stall threshold: the watch on every iteration (1 s: never passed), and a report of every
+            // iteration as a stall to the sink (1 ns), its culprit's label included.
+            ("RunLoopCore: re-signalling source, sink + stall watch", loopCoreResignalling(configuration, stallThreshold: .seconds(1))),
+            ("RunLoopCore: re-signalling source, every iteration reported as a stall", loopCoreResignalling(configuration, stallThreshold: .nanoseconds(1))),
             ("Foundation: one CFRunLoopRunInMode, re-signalling source", foundationResignalling(configuration)),
             ("Foundation: CFRunLoopRunInMode(0 s), source present", foundationZeroTimeout(configuration)),
         ]
@@ -107,8 +111,14 @@ enum AllocationBenchmark {
 
     /// A source whose perform signals it again: every iteration performs it once and, having handled a
     /// source, polls instead of sleeping. The last perform stops the run.
-    static func loopCoreResignalling(_ configuration: AllocationConfiguration) -> AllocationResult {
+    static func loopCoreResignalling(_ configuration: AllocationConfiguration, stallThreshold: Duration? = nil) -> AllocationResult {
         let result = Handoff<AllocationResult?>(nil)
+        if stallThreshold != nil { LoopEventSink.install(LoopEventSink()) }
+        Loop.stallThreshold = stallThreshold
+        defer {
+            Loop.stallThreshold = nil
+            LoopEventSink.install(nil)
+        }
         BenchThread.run(name: "rlc-alloc") {
             let loop = Loop.current
             // Touched on the loop's thread only; the perform handler is @Sendable like every loop handler.

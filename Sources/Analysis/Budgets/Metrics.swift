@@ -212,6 +212,17 @@ public enum Metric {
                 let wait = waitLoopsApart($0).compactMap { $0.worstStalls.first?.busyNanoseconds }.max() ?? 0
                 return Double(max($0.overall.worstStalls.first?.busyNanoseconds ?? 0, wait))
             },
+            // What the loops reported themselves, at the threshold set in the traced process (0 also when it set none).
+            count("reported.stalls.count", "loop_stall events: iterations the loops reported busier than their RLCTL_STALL_THRESHOLD") {
+                $0.reported?.stalls ?? 0
+            },
+            Definition(name: "reported.stalls.worst", unit: .duration, help: "busy time of the worst stall a loop reported (loop_stall)",
+                       higherIsWorse: true) {
+                Double($0.reported?.worst.first?.busyNanoseconds ?? 0)
+            },
+            count("reported.hangs.count", "loop_hang events: loops the watchdog (RLCTL_WATCHDOG) saw stuck while still stuck") {
+                $0.reported?.hangs ?? 0
+            },
             count("trace.lost", "events lost by the tracer (never hidden)") { $0.health.eventsLost },
             count("trace.packets_lost", "whole packets lost by the tracer") { $0.health.packetsLost },
             count("trace.runs_incomplete", "runs whose begin or end is not in the trace (cut off, flight-recorder ring, lost)") { $0.health.incompleteRunCount },

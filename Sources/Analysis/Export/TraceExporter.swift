@@ -84,12 +84,19 @@ public struct TraceExporter {
         static let ppid = field(.waitThread, "ppid")
         static let thread = field(.waitThread, "thread")
         static let process = field(.waitThread, "process")
+        static let busy = field(.loopStall, "busy_ns")
+        static let threshold = field(.loopStall, "threshold_ns")
+        static let culpritKind = field(.loopStall, "culprit_kind")
+        static let culpritID = field(.loopStall, "culprit_id")
+        static let culpritDuration = field(.loopStall, "culprit_ns")
+        static let culpritLabel = field(.loopStall, "culprit_label")
 
         /// After timestamp_ns, thread_id and event, in CSV order (columns added later come last, so that scripts
         /// reading the older columns by position keep working).
         static let columns = [loopID, mode, iteration, depth, id, kind, scheduled, tolerance, interval, missed, signaled,
                               enqueued, slept, reason, result, label, priority, adapter, group, start, end, sleep, tasks,
-                              lateness, cost, call, target, setSize, timeout, ready, error, pid, ppid, thread, process]
+                              lateness, cost, call, target, setSize, timeout, ready, error, pid, ppid, thread, process,
+                              busy, threshold, culpritKind, culpritID, culpritDuration, culpritLabel]
 
         private static func field(_ event: TraceSchema.EventID, _ name: String) -> String {
             precondition(event.description.fieldIndex(name) != nil, "runloop_events.def: event \(event.description.name) has no field \(name)")
@@ -102,6 +109,7 @@ public struct TraceExporter {
         var interval = "", missed = "", signaled = "", enqueued = "", slept = "", reason = "", result = "", label = ""
         var priority = "", adapter = "", group = "", start = "", end = "", sleep = "", tasks = "", lateness = "", cost = ""
         var call = "", target = "", setSize = "", timeout = "", ready = "", error = "", pid = "", ppid = "", thread = "", process = ""
+        var busy = "", threshold = "", culpritKind = "", culpritID = "", culpritDuration = "", culpritLabel = ""
     }
 
     static func row(_ event: TraceEvent) -> Row {
@@ -151,6 +159,12 @@ public struct TraceExporter {
             r.ready = "\(ready)"; r.error = "\(error)"
         case .waitThread(let pid, let ppid, let thread, let process):
             r.pid = "\(pid)"; r.ppid = "\(ppid)"; r.thread = thread; r.process = process
+        case .loopStall(let s):
+            r.loop = "\(s.loopID)"; r.mode = s.mode; r.iteration = "\(s.iteration)"; r.start = "\(s.start)"
+            r.busy = "\(s.busy)"; r.threshold = "\(s.threshold)"; r.culpritKind = s.culpritKind.description
+            r.culpritID = "\(s.culpritID)"; r.culpritDuration = "\(s.culpritDuration)"; r.culpritLabel = s.culpritLabel
+        case .loopHang(let loop, let iteration, let busy, let threshold):
+            r.loop = "\(loop)"; r.iteration = "\(iteration)"; r.busy = "\(busy)"; r.threshold = "\(threshold)"
         }
         return r
     }
@@ -166,7 +180,8 @@ public struct TraceExporter {
                       r.depth, r.id, r.kind, r.scheduled, r.tolerance, r.interval, r.missed, r.signaled, r.enqueued,
                       r.slept, r.reason, r.result, csvField(r.label), r.priority, r.adapter, r.group, r.start, r.end, r.sleep,
                       r.tasks, r.lateness, r.cost, r.call, r.target, r.setSize, r.timeout, r.ready, r.error, r.pid, r.ppid,
-                      csvField(r.thread), csvField(r.process)]
+                      csvField(r.thread), csvField(r.process), r.busy, r.threshold, r.culpritKind, r.culpritID,
+                      r.culpritDuration, csvField(r.culpritLabel)]
         return fields.joined(separator: ",") + "\n"
     }
 
@@ -179,10 +194,12 @@ public struct TraceExporter {
                                            (Key.priority, r.priority), (Key.group, r.group), (Key.start, r.start), (Key.end, r.end),
                                            (Key.sleep, r.sleep), (Key.tasks, r.tasks), (Key.lateness, r.lateness), (Key.cost, r.cost),
                                            (Key.target, r.target), (Key.setSize, r.setSize), (Key.timeout, r.timeout), (Key.ready, r.ready),
-                                           (Key.error, r.error), (Key.pid, r.pid), (Key.ppid, r.ppid)]
+                                           (Key.error, r.error), (Key.pid, r.pid), (Key.ppid, r.ppid), (Key.busy, r.busy),
+                                           (Key.threshold, r.threshold), (Key.culpritID, r.culpritID), (Key.culpritDuration, r.culpritDuration)]
         for (key, value) in numeric where !value.isEmpty { parts.append("\"\(key)\":\(value)") }
         let strings: [(String, String)] = [(Key.mode, r.mode), (Key.kind, r.kind), (Key.reason, r.reason), (Key.result, r.result), (Key.label, r.label),
-                                           (Key.adapter, r.adapter), (Key.call, r.call), (Key.thread, r.thread), (Key.process, r.process)]
+                                           (Key.adapter, r.adapter), (Key.call, r.call), (Key.thread, r.thread), (Key.process, r.process),
+                                           (Key.culpritKind, r.culpritKind), (Key.culpritLabel, r.culpritLabel)]
         for (key, value) in strings where !value.isEmpty { parts.append("\"\(key)\":\(jsonString(value))") }
         return "{" + parts.joined(separator: ",") + "}\n"
     }

@@ -103,6 +103,8 @@ public enum SummaryReport {
         if let waits = s.waits {
             out += waitText(waits, health: h, stallThreshold: s.stallThresholdNanoseconds, lateThreshold: s.lateThresholdNanoseconds)
         }
+        let reported = reportedLines(s.reported, health: h, bullet: "  ")
+        if !reported.isEmpty { out.append(""); out += reported }
         if !s.timers.isEmpty {
             out.append("")
             out.append("timers (worst p99 lateness first):")
@@ -232,6 +234,13 @@ public enum SummaryReport {
         if let nio = s.nio { out += nioMarkdown(nio, health: s.health) }
         if let waits = s.waits {
             out += waitMarkdown(waits, health: s.health, stallThreshold: s.stallThresholdNanoseconds, lateThreshold: s.lateThresholdNanoseconds)
+        }
+        let reported = reportedLines(s.reported, health: s.health, bullet: "- ")
+        if !reported.isEmpty {
+            // Markdown: headings as paragraphs, each list after a blank line.
+            for line in reported {
+                out.append(line.hasPrefix("- ") ? line : "\n" + line + "\n")
+            }
         }
         if !s.timers.isEmpty {
             out.append("")

@@ -54,6 +54,7 @@ public struct TraceSummarizer {
     private let labels = LabelTable()
     /// Any program's waits (`rlctl record --any`): loops found in wait calls, kept apart like NIO's.
     private var waits: WaitTracking
+    private var reported: ReportedStallTracker
     /// The trace's first and last events: the span rare waiters are measured against.
     private var firstTimestamp: UInt64 = .max
     private var lastTimestamp: UInt64 = 0
@@ -65,6 +66,7 @@ public struct TraceSummarizer {
         self.options = options
         timeline = options.timelineBuckets.map { TimelineRecorder(limit: $0) }
         waits = WaitTracking(options: options)
+        reported = ReportedStallTracker(keep: options.keep)
         waits.timeline = timeline
     }
 
@@ -199,6 +201,10 @@ public struct TraceSummarizer {
             waits.end(event.threadID, ready: ready, error: error, at: ts)
         case .waitThread(let pid, let ppid, let thread, let process):
             waits.threadNamed(event.threadID, pid: pid, ppid: ppid, thread: thread, process: process, at: ts)
+        case .loopStall(let stall):
+            reported.stall(stall, at: ts)
+        case .loopHang(let loopID, let iteration, let busy, let threshold):
+            reported.hang(loopID: loopID, iteration: iteration, busy: busy, threshold: threshold, at: ts)
         }
     }
 
@@ -302,6 +308,7 @@ public struct TraceSummarizer {
                                    overall: overallSummary, loops: loopSummaries, timers: timerSummaries,
                                    stallThresholdNanoseconds: options.stallThreshold, lateThresholdNanoseconds: options.lateThreshold,
                                    nio: nio, foundation: foundation, waits: waitSummary)
+        summary.reported = reported.finish(names: loopNames)
         summary.timeline = timeline?.timeline(lastTimestamp: lastTimestamp, name: { summary.timelineName($0) }, span: { key in
             switch key {
             case .loop(let id): return loopIndexes[id].map { (loops[$0].firstTimestamp, loops[$0].lastTimestamp) }

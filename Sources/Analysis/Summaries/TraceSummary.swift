@@ -20,6 +20,9 @@ public struct TraceSummary: Codable, Sendable, Equatable {
     /// Each loop's busy share and each timer's lateness over time, when the summary was asked for them
     /// (``TraceSummarizer/Options/timelineBuckets``; `rlctl report` draws them).
     public var timeline: Timeline? = nil
+    /// The stalls and hangs the traced loops reported themselves (`loop_stall`, `loop_hang`), when the trace has
+    /// some.
+    public var reported: ReportedStalls? = nil
 
     public struct Health: Codable, Sendable, Equatable {
         /// What the reader counted (events read and lost, packets lost, the loss windows), as it counted it.

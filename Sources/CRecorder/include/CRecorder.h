@@ -71,6 +71,9 @@ typedef struct {
 /// Totals so far (exact after rlrec_stop).
 rlrec_stats rlrec_statistics(void);
 
+/// The timestamp of the calling thread's last event while a recording runs (recorded or dropped), else 0.
+uint64_t rlrec_last_timestamp(void);
+
 typedef struct {
     int32_t tsc;                // 1 while events are stamped from the TSC, 0 with clock_gettime
     uint64_t fallbacks;         // times this recording gave up the TSC (drift over 1 µs, or a TSC going back)

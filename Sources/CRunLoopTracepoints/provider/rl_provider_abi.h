@@ -20,8 +20,8 @@
 /* Bump whenever the table below or any event's parameters change (2: one function per event, generated from
  * runloop_events.def, the activities included; 3: main_queue_begin and main_queue_end, the wake reason
  * main_queue, job_begin and job_end; 4: the adapters' loop_adapted, nio_tick, nio_io and probe_fire, the item kind
- * channel; 5: wait_begin, wait_end and wait_thread of the wait interposer). */
-#define RL_PROVIDER_ABI 5
+ * channel; 5: wait_begin, wait_end and wait_thread of the wait interposer; 6: loop_stall, loop_hang and the callout kind). */
+#define RL_PROVIDER_ABI 6
 #define RL_PROVIDER_SYMBOL "rl_lttng_provider_v1"
 #define RL_PROVIDER_FILE "librunloop-lttng-provider.so"
 

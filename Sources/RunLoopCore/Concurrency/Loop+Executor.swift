@@ -72,8 +72,10 @@ extension Loop {
         case .block(let body):
             if let sink = frame.sink {
                 sink.blockBegin(frame.context(loop: self), blockID: pending.id, enqueued: pending.enqueuedAt)
+                let began = calloutBegan(frame)
                 body()
                 sink.blockEnd(frame.context(loop: self), blockID: pending.id)
+                calloutEnded(frame, began: began, .block, id: pending.id, label: nil)
             } else {
                 body()
             }
@@ -84,8 +86,10 @@ extension Loop {
             if let sink = frame.sink {
                 sink.jobBegin(frame.context(loop: self), jobID: pending.id, enqueued: pending.enqueuedAt,
                               priority: UInt8(truncatingIfNeeded: job.priority.rawValue))
+                let began = calloutBegan(frame)
                 job.runSynchronously(on: asUnownedSerialExecutor())
                 sink.jobEnd(frame.context(loop: self), jobID: pending.id)
+                calloutEnded(frame, began: began, .job, id: pending.id, label: nil)
             } else {
                 job.runSynchronously(on: asUnownedSerialExecutor())
             }

@@ -74,6 +74,44 @@ open class LoopEventSink: @unchecked Sendable {
     /// One run of an adapter's lateness probe.
     open func probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64) {}
 
+    // ===== stalls =====
+
+    /// What ran longest in a stalled iteration.
+    public typealias CalloutKind = LoopCalloutKind
+
+    /// The callout that ran longest in a stalled iteration: its kind, its item's id and label ("" for none), and
+    /// how long it ran. Kind ``LoopCalloutKind/none`` when no callout ran, or the tracer of an adapted loop cannot
+    /// see its callouts.
+    public struct Culprit: Sendable, Equatable {
+        public var kind: CalloutKind
+        public var id: UInt64
+        public var duration: UInt64
+        public var label: String
+
+        public init(kind: CalloutKind, id: UInt64, duration: UInt64, label: String) {
+            self.kind = kind
+            self.id = id
+            self.duration = duration
+            self.label = label
+        }
+
+        /// No callout to blame.
+        public static let none = Culprit(kind: .none, id: 0, duration: 0, label: "")
+    }
+
+    /// An iteration (the context's) began at `start` and was busy for `busy` ns, past `threshold`
+    /// (``Loop/stallThreshold``): called on the loop's thread when it ends. Adapters call it for their loops too.
+    open func loopStall(_ context: Context, start: UInt64, busy: UInt64, threshold: UInt64, culprit: Culprit) {}
+
+    /// The watchdog (``LoopWatchdog``) saw `loopID` busy in `iteration` for at least `busy` ns, past `threshold`,
+    /// and still stuck. Called on the watchdog's thread.
+    open func loopHang(loopID: UInt64, iteration: UInt64, busy: UInt64, threshold: UInt64) {}
+
+    /// The timestamp this sink gave the last event it recorded on the calling thread (CLOCK_MONOTONIC ns), or 0
+    /// when it cannot tell, as here. A loop watching for stalls times its callouts with it, so a tracer that can
+    /// tell (the embedded recorder) saves the loop two clock reads per callout.
+    open func lastEventTimestamp() -> UInt64 { 0 }
+
     /// A new id for a loop or an item an adapter traces, from the counter RunLoopCore's loops and items use:
     /// ids never collide within a process.
     public static func makeID() -> UInt64 { Sequence.next() }

@@ -46,8 +46,10 @@ extension Loop {
     private func servingTheMainDispatchQueue(_ mainQueue: MainQueueLink, _ frame: RunFrame) {
         mainQueue.isServicing = true
         frame.sink?.mainQueueBegin(frame.context(loop: self))
+        let began = calloutBegan(frame)
         mainQueue.drain()
         frame.sink?.mainQueueEnd(frame.context(loop: self))
+        calloutEnded(frame, began: began, .mainQueue, id: 0, label: nil)
         mainQueue.isServicing = false
         frame.unpublished.mainQueueServicings += 1
     }

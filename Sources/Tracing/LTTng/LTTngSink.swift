@@ -171,4 +171,17 @@ public final class LTTngSink: LoopEventSink, @unchecked Sendable {
         guard rl_tp_enabled(RL_EVENT_probe_fire) != 0 else { return }
         rl_trace_probe_fire(loopID, scheduled, lateness, cost)
     }
+
+    public override func loopStall(_ context: Context, start: UInt64, busy: UInt64, threshold: UInt64, culprit: Culprit) {
+        guard rl_tp_enabled(RL_EVENT_loop_stall) != 0 else { return }
+        culprit.label.withCString {
+            rl_trace_loop_stall(context.loopID, context.modeCString, context.iteration, start, busy, threshold,
+                                culprit.kind.rawValue, culprit.id, culprit.duration, $0)
+        }
+    }
+
+    public override func loopHang(loopID: UInt64, iteration: UInt64, busy: UInt64, threshold: UInt64) {
+        guard rl_tp_enabled(RL_EVENT_loop_hang) != 0 else { return }
+        rl_trace_loop_hang(loopID, iteration, busy, threshold)
+    }
 }

@@ -353,6 +353,19 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     public override func probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64) {
         rlrec_probe_fire(loopID, scheduled, lateness, cost)
     }
+
+    public override func loopStall(_ context: Context, start: UInt64, busy: UInt64, threshold: UInt64, culprit: Culprit) {
+        rlrec_loop_stall(context.loopID, context.modeCString, context.iteration, start, busy, threshold,
+                         culprit.kind.rawValue, culprit.id, culprit.duration, culprit.label)
+    }
+
+    public override func loopHang(loopID: UInt64, iteration: UInt64, busy: UInt64, threshold: UInt64) {
+        rlrec_loop_hang(loopID, iteration, busy, threshold)
+    }
+
+    public override func lastEventTimestamp() -> UInt64 {
+        rlrec_last_timestamp()
+    }
 }
 
 /// A recorder set-up or I/O problem, in one line.

@@ -28,6 +28,11 @@ struct Record: ParsableCommand {
         LTTng, rlctl creates a session that enables runloop:* (with the vtid context) for the program's process \
         only, starting the session daemon if none runs.
 
+        The loops can report their own stalls: with RLCTL_STALL_THRESHOLD=50ms in the program's environment, each \
+        iteration busier than that is traced as a loop_stall event with its longest callout, and with \
+        RLCTL_WATCHDOG=500ms a loop still busy in one iteration after that long is traced as a loop_hang while it \
+        is stuck. The summary lists both ("stalls the loops reported", "hangs the watchdog reported").
+
         A program killed by SIGKILL or a crash still leaves a readable embedded trace, up to each thread's last \
         written packet; the summary says the recording was cut off. SIGINT, SIGTERM or SIGHUP with their default \
         action complete the trace before the program ends.

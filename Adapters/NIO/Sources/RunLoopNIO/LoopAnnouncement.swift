@@ -1,4 +1,5 @@
 import CRunLoopNIO
+import Glibc
 import RunLoopCore
 
 /// Tells sinks about the calling thread's SwiftNIO event loop: once per sink, before any of its events, as
@@ -30,6 +31,23 @@ enum LoopAnnouncement {
             sink.loopAdapted(loopID: state.pointee.loop_id, adapter: .nio, groupID: groupID)
         }
     }
+
+    /// Counts the tick and reports it as a stall (`loop_stall`) when its task phase ran longer than
+    /// ``Loop/stallThreshold``, from the tick's own times: NIO tells no task apart, so the culprit is "none". I/O
+    /// handled before the tick is not in it (NIO counts it as the tick's sleep).
+    @inline(__always)
+    static func tickReported(loopID: UInt64, start: UInt64, end: UInt64, sink: LoopEventSink) {
+        let state = rlnio_current_thread_state()!
+        state.pointee.ticks &+= 1
+        let limit = Loop.stallThresholdNanoseconds
+        let busy = end > start ? end - start : 0
+        guard limit != 0, busy > limit else { return }
+        let context = LoopEventSink.Context(loopID: loopID, modeCString: tickMode, depth: 1, iteration: state.pointee.ticks)
+        sink.loopStall(context, start: start, busy: busy, threshold: limit, culprit: .none)
+    }
+
+    /// The mode NIO loops report in stall events: they have none; their tick's task phase stalled.
+    nonisolated(unsafe) private static let tickMode: UnsafePointer<CChar> = UnsafePointer(strdup("nio-tasks")!)
 
     @inline(never)
     private static func announce(_ state: UnsafeMutablePointer<rlnio_thread_state>, to sink: LoopEventSink, sinkBits: UInt) {

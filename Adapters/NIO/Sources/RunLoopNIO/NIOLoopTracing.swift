@@ -50,8 +50,10 @@ public enum NIOLoopTracing {
             guard let sink = LoopEventSink.current else { return }
             LoopAnnouncement.noteGroup(groupID, sink: sink)
             let loopID = LoopAnnouncement.loopID(for: sink)
-            sink.nioTick(loopID: loopID, start: info.startTime.uptimeNanoseconds, end: info.endTime.uptimeNanoseconds,
+            let start = info.startTime.uptimeNanoseconds, end = info.endTime.uptimeNanoseconds
+            sink.nioTick(loopID: loopID, start: start, end: end,
                          sleep: UInt64(max(0, info.sleepTime.nanoseconds)), tasks: UInt64(max(0, info.numberOfTasks)))
+            LoopAnnouncement.tickReported(loopID: loopID, start: start, end: end, sink: sink)
         }
     }
 }

@@ -160,6 +160,7 @@ struct AdapterTests {
             case .nioIO: "nio_io"
             case .nioTick: "nio_tick"
             case .probeFire: "probe_fire"
+            case .loopStall: "loop_stall"
             }
         }
         let collapsed = kinds.enumerated().filter { $0.offset == 0 || !($0.element == "nio_io" && kinds[$0.offset - 1] == "nio_io") }.map(\.element)
@@ -188,6 +189,41 @@ struct AdapterTests {
                 #expect(late.allSatisfy { $0.loopID == blockedLoop }, "only the blocked loop was late")
                 #expect(sink.probes.allSatisfy { $0.cost > 0 }, "each firing reports its own cost")
             }
+        }
+    }
+
+    /// A tick whose task phase runs longer than Loop.stallThreshold is reported by the adapter as a stall, from
+    /// the tick's own times; NIO tells no task apart, so there is no culprit. Shorter ticks say nothing.
+    @Test func aTickLongerThanTheStallThresholdIsReportedAsAStall() throws {
+        let sink = CapturingSink()
+        Loop.stallThreshold = .milliseconds(20)
+        defer { Loop.stallThreshold = nil }
+        try withTracedGroup(threads: 1) { group, _ in
+            let loop = group.next()
+            try withSink(sink) {
+                try loop.submit { usleep(1_000) }.wait()
+                try loop.submit { usleep(40_000) }.wait()
+                #expect(eventually { sink.ticks.contains { $0.end - $0.start >= 40_000_000 } })
+            }
+        }
+        let stalls = sink.events.compactMap { event -> (UInt64, String, UInt64, UInt64, UInt64, UInt64, LoopEventSink.Culprit)? in
+            if case .loopStall(let l, let m, let i, let s, let b, let t, let c) = event { return (l, m, i, s, b, t, c) }
+            return nil
+        }
+        let long = sink.ticks.filter { $0.end - $0.start > 20_000_000 }
+        #expect(stalls.count == long.count, "one stall per tick over 20 ms: \(sink.ticks.map { $0.end - $0.start })")
+        for (stall, tick) in zip(stalls, long) {
+            #expect(stall.0 == tick.loopID)
+            #expect(stall.1 == "nio-tasks")
+            #expect(stall.3 == tick.start)
+            #expect(stall.4 == tick.end - tick.start)
+            #expect(stall.5 == 20_000_000)
+            #expect(stall.6 == .none)
+        }
+        // Iterations count the loop's ticks from its first: the stall's is the long tick's place among them.
+        if let stall = stalls.first, let long = long.first {
+            let place = sink.ticks.filter { $0.loopID == long.loopID }.firstIndex { $0.start == long.start }!
+            #expect(stall.2 == UInt64(place + 1))
         }
     }
 

@@ -14,6 +14,7 @@ final class CapturingSink: LoopEventSink, @unchecked Sendable {
         case nioTick(loopID: UInt64, start: UInt64, end: UInt64, sleep: UInt64, tasks: UInt64)
         case nioIO(loopID: UInt64, channelID: UInt64, event: LoopEventSink.NIOEvent, start: UInt64, end: UInt64)
         case probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64)
+        case loopStall(loopID: UInt64, mode: String, iteration: UInt64, start: UInt64, busy: UInt64, threshold: UInt64, culprit: LoopEventSink.Culprit)
     }
 
     private let captured = Shared<[(event: Event, threadID: Int32)]>([])
@@ -37,6 +38,11 @@ final class CapturingSink: LoopEventSink, @unchecked Sendable {
     }
     override func probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64) {
         record(.probeFire(loopID: loopID, scheduled: scheduled, lateness: lateness, cost: cost))
+    }
+
+    override func loopStall(_ context: Context, start: UInt64, busy: UInt64, threshold: UInt64, culprit: Culprit) {
+        record(.loopStall(loopID: context.loopID, mode: String(cString: context.modeCString), iteration: context.iteration,
+                          start: start, busy: busy, threshold: threshold, culprit: culprit))
     }
 
     var ticks: [(loopID: UInt64, start: UInt64, end: UInt64, sleep: UInt64, tasks: UInt64)] {

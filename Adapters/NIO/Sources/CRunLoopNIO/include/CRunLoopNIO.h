@@ -12,6 +12,8 @@ typedef struct rlnio_thread_state {
     uintptr_t announced_sink;
     /* The group the loop belongs to, from its metrics delegate's first tick (0 until then). */
     uint64_t group_id;
+    /* Ticks reported so far: the iteration number of the loop's stall reports (loop_stall). */
+    uint64_t ticks;
 } rlnio_thread_state;
 
 /* The calling thread's state (zeroed on a new thread). */
