@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import TraceReading
 import Tracing
+import Workloads
 
 /// The tracer `rlctl record` records a program with.
 enum RecordTracer: String, ExpressibleByArgument, CaseIterable {
@@ -32,6 +33,16 @@ struct Record: ParsableCommand {
         iteration busier than that is traced as a loop_stall event with its longest callout, and with \
         RLCTL_WATCHDOG=500ms a loop still busy in one iteration after that long is traced as a loop_hang while it \
         is stuck. The summary lists both ("stalls the loops reported", "hangs the watchdog reported").
+
+        Snapshots on stalls (--snapshot-on-stall 50ms): instead of a whole recording, an LTTng session in \
+        snapshot mode keeps the program's newest events in memory, and each stall its loops report at that \
+        threshold (loop_stall, which rlctl asks for with RLCTL_STALL_THRESHOLD) makes the session daemon write a \
+        snapshot: a trace folder holding the events before and including the stall. At most --max-snapshots are \
+        taken, at least --snapshot-gap apart. When the program ends, rlctl lists them and explains each: the \
+        stall, its longest callout and the iterations before it. The snapshots stay in --output (default: a new \
+        folder rlctl-snapshots-PID in the current folder); every rlctl command reads them. The sub-buffers \
+        (--subbuf-size, --num-subbuf) set how far back a snapshot reaches. This needs LTTng: the embedded \
+        recorder's flight-recorder snapshots are not built yet.
 
         A program killed by SIGKILL or a crash still leaves a readable embedded trace, up to each thread's last \
         written packet; the summary says the recording was cut off. SIGINT, SIGTERM or SIGHUP with their default \
@@ -64,6 +75,7 @@ struct Record: ParsableCommand {
           rlctl record --tracer embedded --output demo-trace --format markdown -- ./my-app --flag
           rlctl record --any --stall 20ms -- node server.js
           rlctl record --any --follow-children -- npm start
+          rlctl record --snapshot-on-stall 50ms --output stalls -- ./my-server
         """
     )
 
@@ -91,6 +103,16 @@ struct Record: ParsableCommand {
     @Flag(help: "With --any: record the programs it starts too (their children, and what those exec).")
     var followChildren = false
 
+    @Option(help: "Take an LTTng snapshot each time a loop reports a stall this busy, e.g. 50ms (see above).",
+            transform: durationArgument)
+    var snapshotOnStall: DurationValue?
+
+    @Option(help: "With --snapshot-on-stall: the most snapshots to take.")
+    var maxSnapshots: Int = 10
+
+    @Option(help: "With --snapshot-on-stall: the least time between two snapshots, e.g. 1s.", transform: durationArgument)
+    var snapshotGap: DurationValue = .seconds(1)
+
     @OptionGroup var analysis: AnalysisOptions
 
     @Argument(parsing: .captureForPassthrough, help: "-- then the program and its arguments.")
@@ -104,12 +126,22 @@ struct Record: ParsableCommand {
         guard !command.isEmpty else { throw ValidationError("give the program to record after --, e.g. rlctl record -- ./my-app") }
         if let numSubbuf, numSubbuf < 2 { throw ValidationError("--num-subbuf must be at least 2 (got \(numSubbuf))") }
         if followChildren && !any { throw ValidationError("--follow-children goes with --any") }
+        if let snapshotOnStall {
+            guard snapshotOnStall.nanoseconds > 0 else { throw ValidationError("--snapshot-on-stall must be longer than 0 (got \(snapshotOnStall))") }
+            if any { throw ValidationError("--snapshot-on-stall goes with loops that report their stalls (RunLoopCore, the adapters), not with --any") }
+            if tracer == .embedded { throw ValidationError("--snapshot-on-stall needs LTTng: the embedded recorder's flight-recorder snapshots are not built yet") }
+            if report != nil { throw ValidationError("--report draws a whole recording; with --snapshot-on-stall run rlctl report on a snapshot folder") }
+        } else if maxSnapshots != 10 || snapshotGap != .seconds(1) {
+            throw ValidationError("--max-snapshots and --snapshot-gap go with --snapshot-on-stall")
+        }
+        guard maxSnapshots >= 1 else { throw ValidationError("--max-snapshots must be at least 1 (got \(maxSnapshots))") }
         if tracer == .embedded && (subbufSize != nil || numSubbuf != nil) {
             throw ValidationError("--subbuf-size and --num-subbuf set up LTTng's buffers: not with --tracer embedded")
         }
     }
 
     func run() throws {
+        if let snapshotOnStall { return try recordSnapshots(threshold: snapshotOnStall) }
         Interruptions.shared.prepare("the program")
         let useLTTng = try chooseLTTng()
         let destination = try TraceDestination(requested: output, label: "record")
@@ -141,23 +173,7 @@ struct Record: ParsableCommand {
             }
         }
 
-        // A signal during the set-up: the program, still held at its gate, never runs.
-        guard Interruptions.shared.startForwarding(to: child.pid) else {
-            child.abandon()
-            session?.destroy()
-            let signo = Interruptions.shared.interruption ?? SIGINT
-            throw Failure(message: "\(signalName(signo)) before \(child.command) started: it did not run", status: .violation)
-        }
-        let ending: GatedChild.Ending
-        do {
-            try child.release()
-            ending = child.waitForExit()
-        } catch {
-            Interruptions.shared.startSummarizing()
-            session?.destroy()
-            throw error
-        }
-        Interruptions.shared.startSummarizing()
+        let ending = try runToItsEnd(child) { session?.destroy() }
         let started = session
         Interruptions.shared.onSecondSignal {
             try? started?.stop()
@@ -197,6 +213,69 @@ struct Record: ParsableCommand {
                                         about: ["program: \(command.joined(separator: " ")) (\(ending))", "tracer: \(tracerName)"], to: report)
         }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
+    }
+
+    /// --snapshot-on-stall: the program runs with RLCTL_STALL_THRESHOLD, an LTTng snapshot session and its
+    /// trigger take the snapshots, and each is explained when the program has ended.
+    private func recordSnapshots(threshold: DurationValue) throws {
+        Interruptions.shared.prepare("the program")
+        try LTTngRecording.requireUsable("rlctl record --snapshot-on-stall")
+        try LTTngRecording.ensureSessionDaemon()
+        let folder = output ?? FileManager.default.currentDirectoryPath + "/rlctl-snapshots-\(getpid())"
+        let destination = try TraceDestination(requested: folder, label: "snapshots")
+        var environment = ProcessInfo.processInfo.environment
+        environment[TracerEnvironment.tracer] = "lttng"
+        environment[TracerEnvironment.folder] = nil
+        environment[TracerEnvironment.stallThreshold] = "\(threshold.nanoseconds)ns"
+        let child = try GatedChild(command, environment: environment)
+        let snapshots: LTTngStallSnapshots
+        do {
+            snapshots = try LTTngStallSnapshots(
+                session: LTTngSession.uniqueName("snapshots"), output: destination.path,
+                options: .init(thresholdNanoseconds: UInt64(threshold.nanoseconds), maxSnapshots: maxSnapshots,
+                               minimumGap: snapshotGap.duration, processID: child.pid,
+                               channelOptions: LTTngRecording.channelOptions(subbufferSize: subbufSize, subbufferCount: numSubbuf)))
+        } catch {
+            child.abandon()
+            throw Failure.input("cannot set up the LTTng snapshot session: \(error)")
+        }
+        let ending = try runToItsEnd(child) { _ = snapshots.finish() }
+        let taken = snapshots.finish()
+        let explained = try taken.map { snapshot in
+            do {
+                var reader = try TraceReaders.open(snapshot.path)
+                return try StallSnapshotReader.read(&reader, path: snapshot.path)
+            } catch {
+                throw Failure.input("cannot read the snapshot \(snapshot.path): \(error)")
+            }
+        }
+        let text = SnapshotListing(snapshots: explained, seenAt: taken.map(\.seenAtNanoseconds),
+                                   threshold: UInt64(threshold.nanoseconds), maxSnapshots: maxSnapshots,
+                                   folder: destination.path, program: command.joined(separator: " "))
+        Interruptions.shared.output { print(format == .json ? text.json() : text.text()) }
+        guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
+    }
+
+    /// Releases the program from its gate and waits for its end, signals forwarded to it; `abandon` undoes the
+    /// set-up when it never ran or could not be waited for. A signal during the set-up means it never runs.
+    private func runToItsEnd(_ child: GatedChild, abandon: () -> Void) throws -> GatedChild.Ending {
+        guard Interruptions.shared.startForwarding(to: child.pid) else {
+            child.abandon()
+            abandon()
+            let signo = Interruptions.shared.interruption ?? SIGINT
+            throw Failure(message: "\(signalName(signo)) before \(child.command) started: it did not run", status: .violation)
+        }
+        let ending: GatedChild.Ending
+        do {
+            try child.release()
+            ending = child.waitForExit()
+        } catch {
+            Interruptions.shared.startSummarizing()
+            abandon()
+            throw error
+        }
+        Interruptions.shared.startSummarizing()
+        return ending
     }
 
     /// Whether to record with LTTng: as asked, or (auto) when it can be used here, saying why not on stderr.

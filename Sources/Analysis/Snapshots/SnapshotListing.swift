@@ -1,0 +1,49 @@
+/// What `rlctl record --snapshot-on-stall` prints when the program has ended: every snapshot, the stall that
+/// took it (the last one the loops reported before rlctl saw the snapshot's folder), what led to it, and how long
+/// after the stall the snapshot appeared.
+public struct SnapshotListing: Encodable, Sendable {
+    public var snapshots: [StallSnapshot]
+    /// When rlctl first saw each snapshot's folder (CLOCK_MONOTONIC ns, the trace's clock).
+    public var seenAt: [UInt64]
+    public var threshold: UInt64
+    public var maxSnapshots: Int
+    public var folder: String
+    public var program: String
+
+    public init(snapshots: [StallSnapshot], seenAt: [UInt64], threshold: UInt64, maxSnapshots: Int, folder: String, program: String) {
+        self.snapshots = snapshots
+        self.seenAt = seenAt
+        self.threshold = threshold
+        self.maxSnapshots = maxSnapshots
+        self.folder = folder
+        self.program = program
+    }
+
+    /// The stall that took snapshot `index`: the last reported before its folder was seen, at the threshold.
+    func trigger(_ index: Int) -> StallSnapshot.Stall? {
+        snapshots[index].stalls.last { $0.report.busyNanoseconds >= threshold && $0.report.reportedAtNanoseconds <= seenAt[index] }
+    }
+
+    public func text() -> String {
+        var out = ["\(program) — snapshots on stalls of \(formatNanoseconds(threshold)) or more (LTTng), in \(folder)"]
+        guard !snapshots.isEmpty else {
+            out.append("no loop reported a stall that long: no snapshot taken")
+            return out.joined(separator: "\n")
+        }
+        out.append("\(snapshots.count) snapshot\(snapshots.count == 1 ? "" : "s")\(snapshots.count >= maxSnapshots ? " (the most allowed, --max-snapshots \(maxSnapshots))" : "")")
+        for index in snapshots.indices {
+            out.append("")
+            let trigger = trigger(index)
+            out += snapshots[index].text(number: index + 1, of: snapshots.count, focus: trigger)
+            if let trigger {
+                let delay = seenAt[index] > trigger.report.reportedAtNanoseconds ? seenAt[index] - trigger.report.reportedAtNanoseconds : 0
+                out.append("  taken by the stall of iteration \(trigger.report.iteration); its folder appeared \(formatNanoseconds(delay)) after the stall was reported")
+            }
+        }
+        return out.joined(separator: "\n")
+    }
+
+    public func json() -> String {
+        ReportJSON.line(self)
+    }
+}

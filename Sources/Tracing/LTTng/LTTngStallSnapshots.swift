@@ -1,0 +1,185 @@
+import Foundation
+import Glibc
+import RunLoopCore
+
+/// Snapshots on stalls: a snapshot-mode LTTng session keeps the newest events of one process in memory (LTTng's
+/// flight recorder: nothing is written until a snapshot), and a trigger on `runloop:loop_stall`, filtered by the
+/// stall's busy time and the process, makes the session daemon write a snapshot when that process's loop reports
+/// a stall. No rlctl code runs between the stall and the snapshot: the session daemon acts on the event itself.
+///
+/// The trigger fires once (`--rate-policy=once-after:1`); a thread of this object watches the output folder and,
+/// after each snapshot, re-arms it once the minimum gap has passed, until the most snapshots allowed were taken.
+/// Each snapshot is a trace folder (`OUTPUT/snapshot-1-DATE-TIME-N`) that every rlctl command reads.
+public final class LTTngStallSnapshots: @unchecked Sendable {
+    public struct Options: Sendable {
+        /// Stalls at least this busy (ns) take a snapshot.
+        public var thresholdNanoseconds: UInt64
+        public var maxSnapshots: Int
+        public var minimumGap: Duration
+        /// The traced process (the trigger and the session see only it).
+        public var processID: pid_t
+        /// `lttng enable-channel` options (sub-buffer size and count: how far back a snapshot reaches).
+        public var channelOptions: [String]
+
+        public init(thresholdNanoseconds: UInt64, maxSnapshots: Int, minimumGap: Duration, processID: pid_t, channelOptions: [String] = []) {
+            self.thresholdNanoseconds = thresholdNanoseconds
+            self.maxSnapshots = maxSnapshots
+            self.minimumGap = minimumGap
+            self.processID = processID
+            self.channelOptions = channelOptions
+        }
+    }
+
+    /// A snapshot written, and when rlctl first saw its folder (CLOCK_MONOTONIC ns, the trace's clock).
+    public struct Snapshot: Sendable, Equatable {
+        public var path: String
+        public var seenAtNanoseconds: UInt64
+    }
+
+    public let session: String
+    public let output: String
+    public let options: Options
+    private let lock = NSCondition()
+    // Guarded by lock.
+    private var snapshots: [Snapshot] = []
+    private var armedTrigger: String?
+    private var triggersMade = 0
+    private var finished = false
+    private var watcher: Thread?
+    private var watcherDone = false
+
+    /// Creates and starts the session, arms the trigger and starts watching; a session daemon must answer.
+    public init(session: String, output: String, options: Options) throws(LTTngError) {
+        self.session = session
+        self.output = output
+        self.options = options
+        try LTTngTools.lttng(["create", session, "--snapshot", "--output=\(output)"])
+        do {
+            try LTTngTools.lttng(["track", "--userspace", "--vpid=\(options.processID)", "--session=\(session)"])
+            var enable = ["enable-event", "--userspace", "runloop:*", "--session=\(session)"]
+            if !options.channelOptions.isEmpty {
+                try LTTngTools.lttng(["enable-channel", "--userspace", "--session=\(session)"] + options.channelOptions + ["rlctl"])
+                enable.append("--channel=rlctl")
+            }
+            try LTTngTools.lttng(enable)
+            try LTTngTools.lttng(["add-context", "--userspace", "--type=vtid", "--session=\(session)"]
+                                 + (options.channelOptions.isEmpty ? [] : ["--channel=rlctl"]))
+            try LTTngTools.lttng(["start", session])
+            try arm()
+        } catch {
+            destroy()
+            throw error
+        }
+        let thread = Thread { [self] in watch() }
+        thread.name = "rlctl-snapshots"
+        lock.withLock { watcher = thread }
+        thread.start()
+    }
+
+    /// The trigger's filter: the process's stalls at least as busy as the threshold.
+    var filter: String { "busy_ns >= \(options.thresholdNanoseconds) && $ctx.vpid == \(options.processID)" }
+
+    private func arm() throws(LTTngError) {
+        let name = lock.withLock { () -> String in
+            triggersMade += 1
+            return "\(session)-stall-\(triggersMade)"
+        }
+        try LTTngTools.lttng(["add-trigger", "--name=\(name)", "--condition=event-rule-matches", "--type=user",
+                              "--name=runloop:loop_stall", "--filter=\(filter)",
+                              "--action=snapshot-session", session, "--rate-policy=once-after:1"])
+        lock.withLock { armedTrigger = name }
+    }
+
+    private func disarm() {
+        guard let name = lock.withLock({ () -> String? in
+            defer { armedTrigger = nil }
+            return armedTrigger
+        }) else { return }
+        _ = try? LTTngTools.lttng(["remove-trigger", name])
+    }
+
+    /// The snapshot folders in `output`, oldest first (LTTng numbers them at the end of their names).
+    private func folders() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: output)) ?? []
+        return names.filter { $0.hasPrefix("snapshot-") }
+            .sorted { (Int($0.split(separator: "-").last ?? "") ?? 0) < (Int($1.split(separator: "-").last ?? "") ?? 0) }
+    }
+
+    /// Every 10 ms: a new snapshot folder counts; the trigger that fired is removed and, after the gap, re-armed
+    /// while more snapshots are allowed.
+    private func watch() {
+        defer { lock.withLock { watcherDone = true; lock.broadcast() } }
+        var rearmAt: UInt64?
+        while !lock.withLock({ finished }) {
+            let now = Loop.Instant.now.nanoseconds
+            let known = lock.withLock { Set(snapshots.map(\.path)) }
+            let new = folders().map { output + "/" + $0 }.filter { !known.contains($0) }
+            if !new.isEmpty {
+                lock.withLock { snapshots += new.map { Snapshot(path: $0, seenAtNanoseconds: now) } }
+                disarm()
+                let taken = lock.withLock { snapshots.count }
+                rearmAt = taken < options.maxSnapshots ? now &+ Self.nanoseconds(options.minimumGap) : nil
+            }
+            if let at = rearmAt, now >= at {
+                rearmAt = nil
+                try? arm()
+            }
+            lock.withLock { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.01)) }
+        }
+    }
+
+    /// Stops watching, removes the trigger, lets a snapshot in progress finish, and destroys the session.
+    /// Returns the snapshots taken, oldest first.
+    public func finish() -> [Snapshot] {
+        lock.withLock {
+            finished = true
+            lock.broadcast()
+            while !watcherDone && watcher != nil { lock.wait() }
+        }
+        disarm()
+        // A snapshot the trigger started just before it was removed: its folder appears once the daemon writes it.
+        waitForQuietFolders()
+        let now = Loop.Instant.now.nanoseconds
+        let known = Set(lock.withLock { snapshots.map(\.path) })
+        let late = folders().map { output + "/" + $0 }.filter { !known.contains($0) }
+        lock.withLock { snapshots += late.map { Snapshot(path: $0, seenAtNanoseconds: now) } }
+        destroy()
+        return lock.withLock { snapshots }
+    }
+
+    /// Waits (at most 2 s) until the output folder's size has not changed for 200 ms.
+    private func waitForQuietFolders() {
+        var last = -1
+        var quietSince = Loop.Instant.now.nanoseconds
+        let deadline = quietSince + 2_000_000_000
+        while Loop.Instant.now.nanoseconds < deadline {
+            let size = Self.bytes(under: output)
+            let now = Loop.Instant.now.nanoseconds
+            if size != last {
+                last = size
+                quietSince = now
+            } else if now - quietSince >= 200_000_000 {
+                return
+            }
+            usleep(20_000)
+        }
+    }
+
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = max(duration, .zero).components
+        return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
+    }
+
+    static func bytes(under path: String) -> Int {
+        guard let enumerator = FileManager.default.enumerator(atPath: path) else { return 0 }
+        var total = 0
+        while let name = enumerator.nextObject() as? String {
+            total += ((try? FileManager.default.attributesOfItem(atPath: path + "/" + name))?[.size] as? Int) ?? 0
+        }
+        return total
+    }
+
+    private func destroy() {
+        _ = try? LTTngTools.lttng(["destroy", session])
+    }
+}

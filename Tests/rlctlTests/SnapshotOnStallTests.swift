@@ -1,0 +1,68 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+
+/// `rlctl record --snapshot-on-stall` (issue 15, item 2, LTTng): a snapshot-mode session and a trigger on the
+/// loops' own stall reports; one snapshot per stall, rate-limited, each explained. Needs LTTng (as
+/// LTTngCommandTests: with CI=true a machine without it fails rather than skips).
+@Suite(.serialized, .enabled(if: LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
+struct SnapshotOnStallTests {
+    /// runloop-demo burns 24 ms every 20th frame, about three times a second: with a 20 ms threshold, at most 2
+    /// snapshots 300 ms apart in 1.5 s. Each holds its stall, the `frame` timer as culprit, and iterations before.
+    @Test func eachStallTakesASnapshotThatExplainsIt() throws {
+        let output = temporaryPath("snapshot-on-stall")
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let result = try CLI.run(["record", "--snapshot-on-stall", "20ms", "--max-snapshots", "2", "--snapshot-gap", "300ms",
+                                  "--output", output, "--format", "json", "--", CLI.sibling("runloop-demo"), "1.5"])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let line = result.stdout.split(separator: "\n", maxSplits: 1).last ?? ""
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(result.stdout)")
+        let snapshots = json["snapshots"] as? [[String: Any]] ?? []
+        #expect(snapshots.count == 2, "\(line.prefix(600))")
+        let seen = json["seenAt"] as? [Int] ?? []
+        for (index, snapshot) in snapshots.enumerated() {
+            let path = snapshot["path"] as? String ?? ""
+            #expect(path.hasPrefix(output + "/snapshot-"))
+            #expect(snapshot["eventsLost"] as? Int == 0)
+            let stalls = snapshot["stalls"] as? [[String: Any]] ?? []
+            let trigger = try #require(stalls.last { ($0["report"] as? [String: Any])?["reportedAtNanoseconds"] as? Int ?? .max <= seen[index] })
+            let report = trigger["report"] as? [String: Any] ?? [:]
+            #expect((report["busyNanoseconds"] as? Int ?? 0) >= 20_000_000)
+            #expect(report["culpritLabel"] as? String == "frame")
+            #expect(report["culpritKind"] as? String == "timer")
+            #expect(!(trigger["before"] as? [Any] ?? []).isEmpty, "the iterations before the stall are in the snapshot")
+            // A snapshot is an ordinary trace: summarize reads it and finds the stall.
+            let summary = try CLI.run(["summarize", path])
+            #expect(summary.status == 0, "\(summary.stderr)")
+            #expect(summary.stdout.contains("longest callout timer 'frame'"), "\(summary.stdout.suffix(800))")
+        }
+        if seen.count == 2 { #expect(seen[1] - seen[0] >= 300_000_000, "the gap between snapshots: \(seen)") }
+
+        let text = try CLI.run(["record", "--snapshot-on-stall", "20ms", "--max-snapshots", "1",
+                                "--output", output + "-text", "--", CLI.sibling("runloop-demo"), "0.8"])
+        defer { try? FileManager.default.removeItem(atPath: output + "-text") }
+        #expect(text.status == 0, "stderr: \(text.stderr)")
+        #expect(text.stdout.contains("1 snapshot (the most allowed, --max-snapshots 1)"), "\(text.stdout)")
+        #expect(text.stdout.contains("culprit: timer 'frame'"), "\(text.stdout)")
+        #expect(text.stdout.contains("before it (oldest first):"), "\(text.stdout)")
+        #expect(text.stdout.contains("after the stall was reported"), "\(text.stdout)")
+    }
+
+    @Test func badSnapshotFlagsAreOneLineErrors() throws {
+        let cases: [([String], String)] = [
+            (["--snapshot-on-stall", "0"], "--snapshot-on-stall must be longer than 0"),
+            (["--snapshot-on-stall", "-1ms"], "-1ms"),
+            (["--snapshot-on-stall", "20ms", "--max-snapshots", "0"], "--max-snapshots must be at least 1"),
+            (["--snapshot-on-stall", "20ms", "--tracer", "embedded"], "--snapshot-on-stall needs LTTng: the embedded recorder's flight-recorder snapshots are not built yet"),
+            (["--snapshot-on-stall", "20ms", "--any"], "not with --any"),
+            (["--max-snapshots", "3"], "--max-snapshots and --snapshot-gap go with --snapshot-on-stall"),
+        ]
+        for (flags, message) in cases {
+            let result = try CLI.run(["record"] + flags + ["--", CLI.sibling("runloop-demo"), "0.2"])
+            #expect(result.status == 2, "\(flags): \(result.stderr)")
+            #expect(result.stderr.contains(message), "\(flags): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count <= 2, "\(flags): \(result.stderr)")
+        }
+    }
+}
