@@ -21,6 +21,10 @@ public final class Recording: @unchecked Sendable {
         /// An LTTng session that traces this process only (a session daemon must answer, see
         /// ``LTTngTools/ensureSessionDaemon()``).
         case lttng(LTTngOptions = .init())
+        /// An LTTng session in snapshot mode that traces this process only, and writes a snapshot into the
+        /// folder each time one of its loops reports a stall (``LTTngStallSnapshots``); ``Loop/stallThreshold`` is
+        /// set meanwhile.
+        case lttngSnapshots(SnapshotOptions)
         /// No sink: the loops run untraced, to measure what tracing itself costs.
         case none
     }
@@ -40,6 +44,24 @@ public final class Recording: @unchecked Sendable {
         }
     }
 
+    public struct SnapshotOptions: Sendable {
+        public var threshold: Duration
+        public var maxSnapshots: Int
+        public var minimumGap: Duration
+        public var channelOptions: [String]
+        /// How long LTTng may take to enable the tracepoints in this process.
+        public var startTimeout: Duration
+
+        public init(threshold: Duration, maxSnapshots: Int, minimumGap: Duration, channelOptions: [String] = [],
+                    startTimeout: Duration = .seconds(20)) {
+            self.threshold = threshold
+            self.maxSnapshots = maxSnapshots
+            self.minimumGap = minimumGap
+            self.channelOptions = channelOptions
+            self.startTimeout = startTimeout
+        }
+    }
+
     /// Events so far (embedded recorder only: LTTng counts in its own buffers, out of this process's sight).
     public struct Progress: Sendable, Equatable {
         public var recorded: UInt64
@@ -54,6 +76,10 @@ public final class Recording: @unchecked Sendable {
         public var recorder: EmbeddedRecorder.Summary?
         /// How the embedded recorder stamped its events.
         public var clock: EmbeddedRecorder.ClockReport?
+        /// The snapshots taken (``Tracer/lttngSnapshots``), oldest first.
+        public var snapshots: [LTTngStallSnapshots.Snapshot]?
+        /// Why no snapshot could be taken after some point (the trigger could not be armed again), if so.
+        public var snapshotProblem: String?
     }
 
     /// The trace folder (nil with ``Tracer/none``).
@@ -61,13 +87,16 @@ public final class Recording: @unchecked Sendable {
     /// The embedded recorder, for code that emits into it directly rather than through a loop.
     public let embeddedRecorder: EmbeddedRecorder?
     private let session: LTTngSession?
+    private let snapshots: LTTngStallSnapshots?
     private let lock = NSLock()
     private var stopped: Result<Outcome, RecordingError>?
 
-    private init(folder: String?, recorder: EmbeddedRecorder?, session: LTTngSession?) {
+    private init(folder: String?, recorder: EmbeddedRecorder? = nil, session: LTTngSession? = nil,
+                 snapshots: LTTngStallSnapshots? = nil) {
         self.folder = folder
         embeddedRecorder = recorder
         self.session = session
+        self.snapshots = snapshots
     }
 
     /// Starts recording into `folder` (ignored with ``Tracer/none``) and installs the tracer's sink.
@@ -98,6 +127,30 @@ public final class Recording: @unchecked Sendable {
             }
             recording = Recording(folder: folder, recorder: nil, session: session)
             LoopEventSink.install(LTTngSink())
+        case .lttngSnapshots(let options):
+            let sink = LTTngSink()
+            let threshold = options.threshold.components
+            let snapshots: LTTngStallSnapshots
+            do {
+                snapshots = try LTTngStallSnapshots(
+                    session: LTTngSession.uniqueName("snapshots"), output: folder,
+                    options: .init(thresholdNanoseconds: UInt64(threshold.seconds) * 1_000_000_000 + UInt64(threshold.attoseconds / 1_000_000_000),
+                                   maxSnapshots: options.maxSnapshots, minimumGap: options.minimumGap, processID: getpid(),
+                                   channelOptions: options.channelOptions))
+            } catch {
+                throw .lttngSetUp(error)
+            }
+            let deadline = ContinuousClock.now + options.startTimeout
+            while LTTngSink.enabledEventCount < LTTngSink.providerEventCount {
+                guard ContinuousClock.now < deadline else {
+                    _ = snapshots.finish()
+                    throw .lttngSetUp(LTTngError("the session daemon did not enable the runloop tracepoints in this process within \(options.startTimeout)"))
+                }
+                usleep(5_000)
+            }
+            recording = Recording(folder: folder, snapshots: snapshots)
+            Loop.stallThreshold = options.threshold
+            LoopEventSink.install(sink)
         }
         return recording
     }
@@ -147,6 +200,11 @@ public final class Recording: @unchecked Sendable {
         }
         if let session {
             do { try session.stop() } catch { return .failure(.lttngStop(error)) }
+        }
+        if let snapshots {
+            Loop.stallThreshold = nil
+            outcome.snapshots = snapshots.finish()
+            outcome.snapshotProblem = snapshots.rearmProblem
         }
         return .success(outcome)
     }

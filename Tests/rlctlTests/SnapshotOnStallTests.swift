@@ -49,6 +49,32 @@ struct SnapshotOnStallTests {
         #expect(text.stdout.contains("after the stall was reported"), "\(text.stdout)")
     }
 
+    /// `rlctl run` the same way, in its own process: jank's every 10th frame burns 25 ms.
+    @Test func runTakesSnapshotsOfItsOwnWorkload() throws {
+        let output = temporaryPath("run-snapshot-on-stall")
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let result = try CLI.run(["run", "jank", "--duration", "1200ms", "--snapshot-on-stall", "20ms", "--max-snapshots", "2",
+                                  "--snapshot-gap", "100ms", "--trace", output])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(result.stdout.hasPrefix("LTTng snapshots on stalls, ran "), "\(result.stdout.prefix(300))")
+        #expect(result.stdout.contains("2 snapshots (the most allowed, --max-snapshots 2)"), "\(result.stdout)")
+        #expect(result.stdout.components(separatedBy: "culprit: timer 'jank-1'").count == 3, "\(result.stdout)")
+        let folders = try FileManager.default.contentsOfDirectory(atPath: output).filter { $0.hasPrefix("snapshot-") }
+        #expect(folders.count == 2)
+
+        let bad: [([String], String)] = [
+            (["--snapshot-on-stall", "20ms", "--repeat", "2"], "not with --repeat"),
+            (["--snapshot-on-stall", "20ms", "--tracer", "none"], "not with --tracer none"),
+            (["--snapshot-on-stall", "0"], "--snapshot-on-stall must be longer than 0"),
+            (["--snapshot-gap", "1s"], "--max-snapshots and --snapshot-gap go with --snapshot-on-stall"),
+        ]
+        for (flags, message) in bad {
+            let refused = try CLI.run(["run", "jank", "--duration", "100ms"] + flags)
+            #expect(refused.status == 2, "\(flags): \(refused.stderr)")
+            #expect(refused.stderr.contains(message), "\(flags): \(refused.stderr)")
+        }
+    }
+
     @Test func badSnapshotFlagsAreOneLineErrors() throws {
         let cases: [([String], String)] = [
             (["--snapshot-on-stall", "0"], "--snapshot-on-stall must be longer than 0"),

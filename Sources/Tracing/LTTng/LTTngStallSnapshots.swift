@@ -47,6 +47,10 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
     private var finished = false
     private var watcher: Thread?
     private var watcherDone = false
+    private var rearmFailure: String?
+
+    /// Why the trigger could not be armed again after a snapshot (no more snapshots were taken then), if it failed.
+    public var rearmProblem: String? { lock.withLock { rearmFailure } }
 
     /// Creates and starts the session, arms the trigger and starts watching; a session daemon must answer.
     public init(session: String, output: String, options: Options) throws(LTTngError) {
@@ -122,7 +126,7 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
             }
             if let at = rearmAt, now >= at {
                 rearmAt = nil
-                try? arm()
+                do { try arm() } catch { lock.withLock { rearmFailure = error.description } }
             }
             lock.withLock { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.01)) }
         }

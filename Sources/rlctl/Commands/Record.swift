@@ -103,15 +103,7 @@ struct Record: ParsableCommand {
     @Flag(help: "With --any: record the programs it starts too (their children, and what those exec).")
     var followChildren = false
 
-    @Option(help: "Take an LTTng snapshot each time a loop reports a stall this busy, e.g. 50ms (see above).",
-            transform: durationArgument)
-    var snapshotOnStall: DurationValue?
-
-    @Option(help: "With --snapshot-on-stall: the most snapshots to take.")
-    var maxSnapshots: Int = 10
-
-    @Option(help: "With --snapshot-on-stall: the least time between two snapshots, e.g. 1s.", transform: durationArgument)
-    var snapshotGap: DurationValue = .seconds(1)
+    @OptionGroup var snapshots: SnapshotOnStallOptions
 
     @OptionGroup var analysis: AnalysisOptions
 
@@ -126,22 +118,19 @@ struct Record: ParsableCommand {
         guard !command.isEmpty else { throw ValidationError("give the program to record after --, e.g. rlctl record -- ./my-app") }
         if let numSubbuf, numSubbuf < 2 { throw ValidationError("--num-subbuf must be at least 2 (got \(numSubbuf))") }
         if followChildren && !any { throw ValidationError("--follow-children goes with --any") }
-        if let snapshotOnStall {
-            guard snapshotOnStall.nanoseconds > 0 else { throw ValidationError("--snapshot-on-stall must be longer than 0 (got \(snapshotOnStall))") }
+        try snapshots.check()
+        if snapshots.snapshotOnStall != nil {
             if any { throw ValidationError("--snapshot-on-stall goes with loops that report their stalls (RunLoopCore, the adapters), not with --any") }
             if tracer == .embedded { throw ValidationError("--snapshot-on-stall needs LTTng: the embedded recorder's flight-recorder snapshots are not built yet") }
             if report != nil { throw ValidationError("--report draws a whole recording; with --snapshot-on-stall run rlctl report on a snapshot folder") }
-        } else if maxSnapshots != 10 || snapshotGap != .seconds(1) {
-            throw ValidationError("--max-snapshots and --snapshot-gap go with --snapshot-on-stall")
         }
-        guard maxSnapshots >= 1 else { throw ValidationError("--max-snapshots must be at least 1 (got \(maxSnapshots))") }
         if tracer == .embedded && (subbufSize != nil || numSubbuf != nil) {
             throw ValidationError("--subbuf-size and --num-subbuf set up LTTng's buffers: not with --tracer embedded")
         }
     }
 
     func run() throws {
-        if let snapshotOnStall { return try recordSnapshots(threshold: snapshotOnStall) }
+        if let threshold = snapshots.snapshotOnStall { return try recordSnapshots(threshold: threshold) }
         Interruptions.shared.prepare("the program")
         let useLTTng = try chooseLTTng()
         let destination = try TraceDestination(requested: output, label: "record")
@@ -221,37 +210,29 @@ struct Record: ParsableCommand {
         Interruptions.shared.prepare("the program")
         try LTTngRecording.requireUsable("rlctl record --snapshot-on-stall")
         try LTTngRecording.ensureSessionDaemon()
-        let folder = output ?? FileManager.default.currentDirectoryPath + "/rlctl-snapshots-\(getpid())"
-        let destination = try TraceDestination(requested: folder, label: "snapshots")
+        let destination = try StallSnapshots.destination(output)
         var environment = ProcessInfo.processInfo.environment
         environment[TracerEnvironment.tracer] = "lttng"
         environment[TracerEnvironment.folder] = nil
         environment[TracerEnvironment.stallThreshold] = "\(threshold.nanoseconds)ns"
         let child = try GatedChild(command, environment: environment)
-        let snapshots: LTTngStallSnapshots
+        let session: LTTngStallSnapshots
         do {
-            snapshots = try LTTngStallSnapshots(
+            session = try LTTngStallSnapshots(
                 session: LTTngSession.uniqueName("snapshots"), output: destination.path,
-                options: .init(thresholdNanoseconds: UInt64(threshold.nanoseconds), maxSnapshots: maxSnapshots,
-                               minimumGap: snapshotGap.duration, processID: child.pid,
+                options: .init(thresholdNanoseconds: UInt64(threshold.nanoseconds), maxSnapshots: snapshots.maximum,
+                               minimumGap: snapshots.gap, processID: child.pid,
                                channelOptions: LTTngRecording.channelOptions(subbufferSize: subbufSize, subbufferCount: numSubbuf)))
         } catch {
             child.abandon()
             throw Failure.input("cannot set up the LTTng snapshot session: \(error)")
         }
-        let ending = try runToItsEnd(child) { _ = snapshots.finish() }
-        let taken = snapshots.finish()
-        let explained = try taken.map { snapshot in
-            do {
-                var reader = try TraceReaders.open(snapshot.path)
-                return try StallSnapshotReader.read(&reader, path: snapshot.path)
-            } catch {
-                throw Failure.input("cannot read the snapshot \(snapshot.path): \(error)")
-            }
-        }
-        let text = SnapshotListing(snapshots: explained, seenAt: taken.map(\.seenAtNanoseconds),
-                                   threshold: UInt64(threshold.nanoseconds), maxSnapshots: maxSnapshots,
-                                   folder: destination.path, program: command.joined(separator: " "))
+        let ending = try runToItsEnd(child) { _ = session.finish() }
+        let taken = session.finish()
+        if let problem = session.rearmProblem { note("no snapshot after the last one listed: \(problem)") }
+        let text = try StallSnapshots.listing(taken, thresholdNanoseconds: UInt64(threshold.nanoseconds),
+                                              maxSnapshots: snapshots.maximum, folder: destination.path,
+                                              program: command.joined(separator: " "))
         Interruptions.shared.output { print(format == .json ? text.json() : text.text()) }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
     }

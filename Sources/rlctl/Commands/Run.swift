@@ -24,6 +24,12 @@ struct Run: ParsableCommand {
           rlctl run timers --tracer lttng --trace timers-lttng
           rlctl run mixed --repeat 5 --output baseline.json
           rlctl run --file workload.yaml
+          rlctl run jank --snapshot-on-stall 20ms --trace jank-stalls
+
+        --snapshot-on-stall 20ms records with LTTng in snapshot mode instead, and each stall the workload's loop \
+        reports at that threshold makes LTTng write a snapshot (see rlctl record --help); the snapshots are listed \
+        and explained at the end, in --trace (default: a new folder rlctl-snapshots-PID in the current folder). The \
+        embedded recorder's snapshots are not built yet.
         """
     )
 
@@ -72,9 +78,18 @@ struct Run: ParsableCommand {
     @Option(help: "Output format: text, json or markdown.")
     var format: SummaryFormat = .text
 
+    @OptionGroup var snapshots: SnapshotOnStallOptions
+
     @OptionGroup var analysis: AnalysisOptions
 
     func validate() throws {
+        try snapshots.check()
+        if snapshots.snapshotOnStall != nil {
+            if tracer == .none { throw ValidationError("--snapshot-on-stall records with LTTng: not with --tracer none") }
+            if `repeat` != 1 || output != nil || report != nil || flightRecorder {
+                throw ValidationError("--snapshot-on-stall writes snapshots, not a whole recording: not with --repeat, --output, --report or --flight-recorder")
+            }
+        }
         if workload == nil && file == nil { throw ValidationError("name a workload (rlctl list) or give --file") }
         if workload != nil && file != nil { throw ValidationError("give a workload or --file, not both") }
         if let duration, duration.nanoseconds <= 0 { throw ValidationError("--duration must be greater than zero") }
@@ -99,6 +114,7 @@ struct Run: ParsableCommand {
 
     func run() throws {
         let spec = try workloadSpec()
+        if let threshold = snapshots.snapshotOnStall { return try runWithSnapshots(spec, threshold: threshold) }
         if tracer == .lttng {
             try LTTngRecording.requireUsable("--tracer lttng")
             try LTTngRecording.ensureSessionDaemon()
@@ -162,12 +178,38 @@ struct Run: ParsableCommand {
         let destination = try TraceDestination(requested: trace.map { `repeat` > 1 ? "\($0)/rep-\(repetition)" : $0 },
                                                label: "run", mustBeNew: tracer == .lttng)
         defer { destination.removeUnlessKept() }
-        let outcome = try InterruptibleRun(runner: WorkloadRunner(spec: spec), tracer: recordingTracer).run(into: destination)
+        let outcome = try InterruptibleRun(runner: WorkloadRunner(spec: spec), tracer: recordingTracer).run(into: destination).workload
         guard tracer != .none else {
             if let outcome { Interruptions.shared.output { print(outcome.untracedDescription(of: spec)) } }
             return nil
         }
         return try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil))
+    }
+
+    /// --snapshot-on-stall: the workload under an LTTng snapshot session, then the snapshots explained.
+    private func runWithSnapshots(_ spec: WorkloadSpec, threshold: DurationValue) throws {
+        try LTTngRecording.requireUsable("rlctl run --snapshot-on-stall")
+        try LTTngRecording.ensureSessionDaemon()
+        let destination = try StallSnapshots.destination(trace)
+        let tracer = Recording.Tracer.lttngSnapshots(.init(threshold: threshold.duration, maxSnapshots: snapshots.maximum,
+                                                           minimumGap: snapshots.gap, channelOptions: lttngChannel))
+        let (workload, recorded) = try InterruptibleRun(runner: WorkloadRunner(spec: spec), tracer: tracer).run(into: destination)
+        if let problem = recorded.snapshotProblem { note("no snapshot after the last one listed: \(problem)") }
+        guard let workload else { return }
+        let name = self.workload?.rawValue ?? file!
+        // What the workload managed meanwhile (its throughput), as --tracer none prints it.
+        let ran = workload.untracedDescription(of: spec, tracedBy: "LTTng snapshots on stalls")
+        let listing = try StallSnapshots.listing(recorded.snapshots ?? [], thresholdNanoseconds: UInt64(threshold.nanoseconds),
+                                                 maxSnapshots: snapshots.maximum, folder: destination.path,
+                                                 program: "rlctl run \(name) (\(spec.duration))")
+        Interruptions.shared.output { print(format == .json ? listing.json() : ran + "\n" + listing.text()) }
+    }
+
+    /// LTTng's channel for --buffer-kib: per CPU, 4 sub-buffers of a power-of-two size that hold it together.
+    private var lttngChannel: [String] {
+        let subbuffer = max(4, (bufferKib + 3) / 4)
+        return LTTngRecording.channelOptions(subbufferSize: "\(1 << (Int.bitWidth - (subbuffer - 1).leadingZeroBitCount))K",
+                                             subbufferCount: 4)
     }
 
     /// The tracer with this run's buffer and flight-recorder options.
@@ -181,10 +223,7 @@ struct Run: ParsableCommand {
             options.mode = flightRecorder ? .overwrite : .discard
             return .embedded(options)
         case .lttng:
-            // Per CPU: 4 sub-buffers of a power-of-two size that hold --buffer-kib together.
-            let subbuffer = max(4, (bufferKib + 3) / 4)
-            var channel = LTTngRecording.channelOptions(subbufferSize: "\(1 << (Int.bitWidth - (subbuffer - 1).leadingZeroBitCount))K",
-                                                       subbufferCount: 4)
+            var channel = lttngChannel
             if flightRecorder { channel.append("--overwrite") }
             return .lttng(.init(channelOptions: channel))
         }

@@ -79,3 +79,30 @@ struct ComparisonOptions: ParsableArguments {
         return comparison
     }
 }
+
+/// --snapshot-on-stall and its limits, for `record` and `run`.
+struct SnapshotOnStallOptions: ParsableArguments {
+    @Option(help: "Take an LTTng snapshot each time a loop reports a stall this busy, e.g. 50ms (see above).",
+            transform: durationArgument)
+    var snapshotOnStall: DurationValue?
+
+    @Option(help: "With --snapshot-on-stall: the most snapshots to take (default 10).")
+    var maxSnapshots: Int?
+
+    @Option(help: "With --snapshot-on-stall: the least time between two snapshots, e.g. 2s (default 1s).", transform: durationArgument)
+    var snapshotGap: DurationValue?
+
+    var maximum: Int { maxSnapshots ?? 10 }
+    var gap: Duration { (snapshotGap ?? .seconds(1)).duration }
+
+    /// The values on their own; each command refuses the flags of its own that do not go with snapshots.
+    func check() throws {
+        if let snapshotOnStall, snapshotOnStall.nanoseconds <= 0 {
+            throw ValidationError("--snapshot-on-stall must be longer than 0 (got \(snapshotOnStall))")
+        }
+        if snapshotOnStall == nil && (maxSnapshots != nil || snapshotGap != nil) {
+            throw ValidationError("--max-snapshots and --snapshot-gap go with --snapshot-on-stall")
+        }
+        if let maxSnapshots, maxSnapshots < 1 { throw ValidationError("--max-snapshots must be at least 1 (got \(maxSnapshots))") }
+    }
+}

@@ -15,8 +15,9 @@ struct InterruptibleRun {
         return true
     }
 
-    /// Runs the workload and stops the recording; nil when a signal came first and the workload did not start.
-    func run(into destination: TraceDestination) throws -> WorkloadRunner.Outcome? {
+    /// Runs the workload and stops the recording; the workload's outcome is nil when a signal came first and it
+    /// did not start.
+    func run(into destination: TraceDestination) throws -> (workload: WorkloadRunner.Outcome?, recording: Recording.Outcome) {
         let recording: Recording
         do { recording = try Recording.start(tracer, into: destination.path) } catch {
             throw Failure.input(error.description)
@@ -35,13 +36,13 @@ struct InterruptibleRun {
                 let progress = recording.progress
                 return "running… \(elapsedOfTotal), \(progress?.recorded ?? 0) events written, \(progress?.lost ?? 0) lost"
             case .lttng: return "running… \(elapsedOfTotal), traced by LTTng"
+            case .lttngSnapshots: return "running… \(elapsedOfTotal), LTTng snapshots on stalls"
             case .none: return "running untraced…"
             }
         }
         // Also when the workload did not start: from here a signal is about completing the trace and the summary.
         Interruptions.shared.startSummarizing()
-        do { _ = try recording.stop() } catch { throw Failure.input(error.description) }
-        return outcome
+        do { return (outcome, try recording.stop()) } catch { throw Failure.input(error.description) }
     }
 
     /// Runs the workload unless a signal came first, with the progress line; says on stderr when a signal ended

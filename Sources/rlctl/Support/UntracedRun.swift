@@ -2,8 +2,9 @@ import Analysis
 import Workloads
 
 extension WorkloadRunner.Outcome {
-    /// What an untraced run did, in the workload's own counts (there is no trace to summarize).
-    func untracedDescription(of spec: WorkloadSpec) -> String {
+    /// What a run did, in the workload's own counts, for runs with no trace to summarize: "untraced, ran 3.00s of
+    /// 3.00s: …", or `tracedBy` in place of "untraced" (a run that wrote snapshots only).
+    func untracedDescription(of spec: WorkloadSpec, tracedBy: String? = nil) -> String {
         let s = loopStatistics
         var parts = ["\(s.iterations) iterations", "\(s.sleeps) sleeps"]
         var hasTimers = false, hasSources = false, hasBlocks = false, hasProducers = false
@@ -19,6 +20,6 @@ extension WorkloadRunner.Outcome {
         if hasBlocks { parts.append("\(s.blocksRun) blocks") }
         // What the producer threads managed to hand the loop (signals, messages, writes, blocks).
         if hasProducers { parts.append("\(produced) events sent by producer threads") }
-        return "untraced, ran \(formatNanoseconds(UInt64(elapsed.nanosecondsClamped))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds))): " + parts.joined(separator: ", ")
+        return "\(tracedBy ?? "untraced"), ran \(formatNanoseconds(UInt64(elapsed.nanosecondsClamped))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds))): " + parts.joined(separator: ", ")
     }
 }

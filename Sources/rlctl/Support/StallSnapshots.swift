@@ -1,0 +1,29 @@
+import Analysis
+import Foundation
+import Glibc
+import TraceReading
+import Tracing
+
+/// What `record` and `run` share for --snapshot-on-stall: where the snapshots go, and their explanation.
+enum StallSnapshots {
+    /// --output/--trace, or a new folder in the current one: snapshots are the point, so they are always kept.
+    static func destination(_ requested: String?) throws -> TraceDestination {
+        try TraceDestination(requested: requested ?? FileManager.default.currentDirectoryPath + "/rlctl-snapshots-\(getpid())",
+                             label: "snapshots")
+    }
+
+    /// Reads every snapshot taken and lists them, each with its stall and what led to it.
+    static func listing(_ taken: [LTTngStallSnapshots.Snapshot], thresholdNanoseconds threshold: UInt64, maxSnapshots: Int,
+                        folder: String, program: String) throws -> SnapshotListing {
+        let explained = try taken.map { snapshot in
+            do {
+                var reader = try TraceReaders.open(snapshot.path)
+                return try StallSnapshotReader.read(&reader, path: snapshot.path)
+            } catch {
+                throw Failure.input("cannot read the snapshot \(snapshot.path): \(error)")
+            }
+        }
+        return SnapshotListing(snapshots: explained, seenAt: taken.map(\.seenAtNanoseconds), threshold: threshold,
+                               maxSnapshots: maxSnapshots, folder: folder, program: program)
+    }
+}
