@@ -75,6 +75,22 @@ struct SnapshotOnStallTests {
         }
     }
 
+    /// No snapshot has two meanings, told apart: no stall that long (exit 0, said), or no event at all from a
+    /// program that never installed the tracer (exit 3, with what to do).
+    @Test func noSnapshotSaysWhy() throws {
+        let quiet = temporaryPath("snapshot-none")
+        defer { try? FileManager.default.removeItem(atPath: quiet) }
+        let calm = try CLI.run(["record", "--snapshot-on-stall", "500ms", "--output", quiet, "--", CLI.sibling("runloop-demo"), "0.4"])
+        #expect(calm.status == 0, "stderr: \(calm.stderr)")
+        #expect(calm.stdout.contains("no loop reported a stall that long: no snapshot taken"), "\(calm.stdout)")
+
+        let untraced = try CLI.run(["record", "--snapshot-on-stall", "20ms", "--output", quiet + "-untraced", "--", "/bin/true"])
+        defer { try? FileManager.default.removeItem(atPath: quiet + "-untraced") }
+        #expect(untraced.status == 3, "stderr: \(untraced.stderr)")
+        #expect(untraced.stderr.contains("no runloop events reached the snapshot session from /bin/true"), "\(untraced.stderr)")
+        #expect(untraced.stderr.contains("LoopEventSink.installFromEnvironment()"))
+    }
+
     @Test func badSnapshotFlagsAreOneLineErrors() throws {
         let cases: [([String], String)] = [
             (["--snapshot-on-stall", "0"], "--snapshot-on-stall must be longer than 0"),

@@ -132,6 +132,15 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
         }
     }
 
+    /// The snapshots taken so far, oldest first.
+    public var taken: [Snapshot] { lock.withLock { snapshots } }
+
+    /// Writes a snapshot of the ring now, into `folder` (not the output folder, so it is not taken for a stall's):
+    /// after a program that took none, it tells whether any event reached the session at all.
+    public func snapshotNow(into folder: String) throws(LTTngError) {
+        try LTTngTools.lttng(["snapshot", "record", "--session=\(session)", "file://" + folder])
+    }
+
     /// Stops watching, removes the trigger, lets a snapshot in progress finish, and destroys the session.
     /// Returns the snapshots taken, oldest first.
     public func finish() -> [Snapshot] {

@@ -228,6 +228,16 @@ struct Record: ParsableCommand {
             throw Failure.input("cannot set up the LTTng snapshot session: \(error)")
         }
         let ending = try runToItsEnd(child) { _ = session.finish() }
+        // No snapshot: whether that is because no loop stalled, or because no event came at all (a program that
+        // does not install the tracer), the ring tells.
+        if session.taken.isEmpty, !StallSnapshots.ringHoldsEvents(session) {
+            _ = session.finish()
+            guard ending.succeeded else {
+                throw Failure(message: "\(child.command) \(ending), and no runloop events reached the snapshot session", status: .violation)
+            }
+            throw Failure(message: "no runloop events reached the snapshot session from \(child.command), which \(ending): the program must call LoopEventSink.installFromEnvironment() (module Tracing), or use an adapter, before its loops run",
+                          status: .incomplete)
+        }
         let taken = session.finish()
         if let problem = session.rearmProblem { note("no snapshot after the last one listed: \(problem)") }
         let text = try StallSnapshots.listing(taken, thresholdNanoseconds: UInt64(threshold.nanoseconds),

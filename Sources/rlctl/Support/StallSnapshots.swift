@@ -12,6 +12,16 @@ enum StallSnapshots {
                              label: "snapshots")
     }
 
+    /// Whether the session's ring holds any event, from a snapshot of it written to a temporary folder (removed).
+    static func ringHoldsEvents(_ session: LTTngStallSnapshots) -> Bool {
+        let folder = NSTemporaryDirectory() + "rlctl-ring-check-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // When the check itself fails, say nothing is wrong rather than blame the program.
+        guard (try? session.snapshotNow(into: folder)) != nil else { return true }
+        guard TraceReaders.containsTrace(at: folder), var reader = try? TraceReaders.open(folder) else { return false }
+        return ((try? reader.next()) ?? nil) != nil
+    }
+
     /// Reads every snapshot taken and lists them, each with its stall and what led to it.
     static func listing(_ taken: [LTTngStallSnapshots.Snapshot], thresholdNanoseconds threshold: UInt64, maxSnapshots: Int,
                         folder: String, program: String) throws -> SnapshotListing {
