@@ -9,6 +9,11 @@ import TraceModel
 @Suite struct HTMLReportTests {
     static func summary(timelineBuckets: Int = 600) throws -> TraceSummary {
         let (events, health) = ChromeExportTests.trace()
+        return try summarized(events, health: health, timelineBuckets: timelineBuckets)
+    }
+
+    /// `events` summarized with a timeline, as `rlctl report` summarizes.
+    static func summarized(_ events: [TraceEvent], health: TraceHealth = TraceHealth(), timelineBuckets: Int = 600) throws -> TraceSummary {
         var reader = ArrayReader(events, health: health)
         var options = TraceSummarizer.Options()
         options.timelineBuckets = timelineBuckets
@@ -60,12 +65,26 @@ import TraceModel
         #expect(hrefs.allSatisfy { $0 == "#" })
     }
 
+    /// The loops' own stall and hang reports get a section of their own, with the culprit's label escaped.
+    @Test func theLoopsOwnReportsHaveTheirSection() throws {
+        let (events, health) = ChromeExportTests.trace()
+        let stallAt = events.last!.timestamp
+        let reports = [
+            TraceEvent(timestamp: stallAt, threadID: events[0].threadID, payload: .loopStall(.init(
+                loopID: 1, mode: "kCFRunLoopDefaultMode", iteration: 7, start: stallAt - 31_000_000, busy: 31_000_000,
+                threshold: 20_000_000, culpritKind: .timer, culpritID: 9, culpritDuration: 30_000_000, culpritLabel: "<render>"))),
+            TraceEvent(timestamp: stallAt, threadID: 99, payload: .loopHang(loopID: 1, iteration: 7, busy: 25_000_000, threshold: 20_000_000)),
+        ]
+        let page = HTMLReport.summary(try Self.summarized(events + reports, health: health), context: .init(title: "reported"))
+        #expect(page.contains("What the loops reported"))
+        #expect(page.contains("1 stall(s) busier than 20.0ms"))
+        #expect(page.contains("timer &#39;&lt;render&gt;&#39; (30.0ms)"))
+        #expect(page.contains("1 hang(s) the watchdog saw while they lasted"))
+        #expect(!HTMLReport.summary(try Self.summary(), context: .init(title: "none")).contains("What the loops reported"))
+    }
+
     @Test func anEmptyTraceGivesAPageThatSaysSo() throws {
-        var reader = ArrayReader([])
-        var options = TraceSummarizer.Options()
-        options.timelineBuckets = 600
-        let summary = try TraceSummarizer.summarize(&reader, options: options)
-        let page = HTMLReport.summary(summary, context: .init(title: "empty"))
+        let page = HTMLReport.summary(try Self.summarized([]), context: .init(title: "empty"))
         #expect(page.contains("the trace holds no events"))
         #expect(page.contains("No loop in this input"))
     }

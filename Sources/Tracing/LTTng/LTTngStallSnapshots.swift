@@ -109,10 +109,12 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
             .sorted { (Int($0.split(separator: "-").last ?? "") ?? 0) < (Int($1.split(separator: "-").last ?? "") ?? 0) }
     }
 
-    /// Every 10 ms: a new snapshot folder counts; the trigger that fired is removed and, after the gap, re-armed
-    /// while more snapshots are allowed.
+    /// A new snapshot folder counts; the trigger that fired is removed and, after the gap, re-armed while more
+    /// snapshots are allowed. The thread sleeps until the output folder gets an entry (inotify), the gap ends, or
+    /// 50 ms pass (to see `finish()`); without inotify it looks every 10 ms.
     private func watch() {
         defer { lock.withLock { watcherDone = true; lock.broadcast() } }
+        let changes = FolderChanges(output)
         var rearmAt: UInt64?
         while !lock.withLock({ finished }) {
             let now = Loop.Instant.now.nanoseconds
@@ -128,7 +130,8 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
                 rearmAt = nil
                 do { try arm() } catch { lock.withLock { rearmFailure = error.description } }
             }
-            lock.withLock { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.01)) }
+            let untilRearm = rearmAt.map { Int(($0 &- min($0, Loop.Instant.now.nanoseconds)) / 1_000_000) + 1 } ?? 50
+            changes.wait(milliseconds: min(untilRearm, 50))
         }
     }
 
@@ -194,5 +197,38 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
 
     private func destroy() {
         _ = try? LTTngTools.lttng(["destroy", session])
+    }
+}
+
+/// New entries of one folder, through inotify (IN_CREATE, IN_MOVED_TO); a folder inotify cannot watch is polled
+/// every 10 ms instead. The folder is created if it does not exist yet (LTTng writes its snapshots into it).
+private final class FolderChanges {
+    private let descriptor: Int32
+
+    init(_ path: String) {
+        _ = mkdir(path, 0o770)
+        let fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        if fd >= 0, inotify_add_watch(fd, path, UInt32(IN_CREATE | IN_MOVED_TO)) >= 0 {
+            descriptor = fd
+        } else {
+            if fd >= 0 { close(fd) }
+            descriptor = -1
+        }
+    }
+
+    deinit {
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// Returns when the folder got an entry or after `milliseconds` (10 at most without inotify).
+    func wait(milliseconds: Int) {
+        guard descriptor >= 0 else {
+            usleep(UInt32(min(max(milliseconds, 1), 10)) * 1_000)
+            return
+        }
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, Int32(max(milliseconds, 1))) > 0 else { return }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while read(descriptor, &buffer, buffer.count) > 0 {}
     }
 }

@@ -26,6 +26,7 @@ public enum HTMLReport {
         var body: [Node] = header(context)
         body.append(healthSection(s.health))
         if let budget = context.budget { body.append(budgetSection(budget)) }
+        if let reported = reportedSection(s) { body.append(reported) }
         body.append(contentsOf: loopSections(s))
         return page(title: context.title, body: body)
     }
@@ -42,6 +43,7 @@ public enum HTMLReport {
         if report.repetitions.count > 1 {
             body.append(.element("p", ["class": "note"], text: "Below: repetition 1 of \(report.repetitions.count) in full."))
         }
+        if let reported = reportedSection(first) { body.append(reported) }
         body.append(contentsOf: loopSections(first))
         return page(title: context.title, body: body)
     }
@@ -155,6 +157,35 @@ public enum HTMLReport {
             children.append(.element("ul", ["class": "problems"], check.incompleteness.map { .element("li", text: $0) }))
         }
         return .element("section", ["class": "budget"], children)
+    }
+
+    /// The stalls and hangs the loops reported themselves (`loop_stall`, `loop_hang`), when there are some: what
+    /// the program saw at its own threshold, next to the summary's stalls at --stall in each loop's section.
+    private static func reportedSection(_ s: TraceSummary) -> Node? {
+        guard let r = s.reported else { return nil }
+        var children: [Node] = [.element("h2", text: "What the loops reported")]
+        if r.stalls > 0 {
+            let thresholds = r.thresholdsNanoseconds.map { formatNanoseconds($0) }.joined(separator: ", ")
+            let shown = r.worst.count < r.stalls ? " (the \(r.worst.count) longest)" : ""
+            var table: [Node] = [row(["at", "busy", "loop", "iteration", "mode", "longest callout"], header: true)]
+            for stall in r.worst.sorted(by: { $0.startNanoseconds < $1.startNanoseconds }) {
+                table.append(row([offset(stall.startNanoseconds, in: s), formatNanoseconds(stall.busyNanoseconds),
+                                  SummaryReport.loopName(stall.loopID, stall.loopName), "\(stall.iteration)", stall.mode,
+                                  stall.culpritDescription]))
+            }
+            children.append(.element("h3", text: "\(r.stalls) stall(s) busier than \(thresholds)\(shown)"))
+            children.append(.element("table", ["class": "stalls"], table))
+        }
+        if r.hangs > 0 {
+            var table: [Node] = [row(["reported at", "busy for at least", "loop", "iteration"], header: true)]
+            for hang in r.hangReports {
+                table.append(row([offset(hang.reportedAtNanoseconds, in: s), formatNanoseconds(hang.busyAtLeastNanoseconds),
+                                  SummaryReport.loopName(hang.loopID, hang.loopName), "\(hang.iteration)"]))
+            }
+            children.append(.element("h3", text: "\(r.hangs) hang(s) the watchdog saw while they lasted"))
+            children.append(.element("table", ["class": "stalls"], table))
+        }
+        return .element("section", ["class": "reported"], children)
     }
 
     private static func repetitionsSection(_ report: RunReport) -> Node {
