@@ -128,29 +128,20 @@ public final class Recording: @unchecked Sendable {
             recording = Recording(folder: folder, recorder: nil, session: session)
             LoopEventSink.install(LTTngSink())
         case .lttngSnapshots(let options):
-            let sink = LTTngSink()
-            let threshold = options.threshold.components
             let snapshots: LTTngStallSnapshots
             do {
                 snapshots = try LTTngStallSnapshots(
                     session: LTTngSession.uniqueName("snapshots"), output: folder,
-                    options: .init(thresholdNanoseconds: UInt64(threshold.seconds) * 1_000_000_000 + UInt64(threshold.attoseconds / 1_000_000_000),
+                    options: .init(thresholdNanoseconds: LTTngStallSnapshots.nanoseconds(options.threshold),
                                    maxSnapshots: options.maxSnapshots, minimumGap: options.minimumGap, processID: getpid(),
-                                   channelOptions: options.channelOptions))
+                                   channelOptions: options.channelOptions),
+                    startTimeout: options.startTimeout)
             } catch {
                 throw .lttngSetUp(error)
             }
-            let deadline = ContinuousClock.now + options.startTimeout
-            while LTTngSink.enabledEventCount < LTTngSink.providerEventCount {
-                guard ContinuousClock.now < deadline else {
-                    _ = snapshots.finish()
-                    throw .lttngSetUp(LTTngError("the session daemon did not enable the runloop tracepoints in this process within \(options.startTimeout)"))
-                }
-                usleep(5_000)
-            }
             recording = Recording(folder: folder, snapshots: snapshots)
             Loop.stallThreshold = options.threshold
-            LoopEventSink.install(sink)
+            LoopEventSink.install(LTTngSink())
         }
         return recording
     }

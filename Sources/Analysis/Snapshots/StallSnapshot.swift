@@ -44,8 +44,8 @@ public struct StallSnapshotReader {
     private struct LoopHistory {
         var done: [StallSnapshot.Iteration] = []
         var open: [OpenIteration] = []
-        /// Callouts in progress: id and start.
-        var callouts: [(kind: String, id: UInt64, start: UInt64)] = []
+        /// Callouts in progress: kind, id and start.
+        var callouts: [(kind: CalloutKind, id: UInt64, start: UInt64)] = []
     }
 
     private var loops: [UInt64: LoopHistory] = [:]
@@ -96,28 +96,24 @@ public struct StallSnapshotReader {
             for index in history.open.indices { history.open[index].iteration.sleptNanoseconds += slept }
             loops[loopID] = history
         case .timerFireBegin(let loopID, let id, _, _, _, _):
-            began(loopID, "timer", id, at: ts)
+            began(loopID, .timer, id, at: ts)
         case .sourcePerformBegin(let loopID, let id, let kind, _, _):
-            began(loopID, kind == .custom ? "source" : kind.description, id, at: ts)
+            began(loopID, CalloutKind(kind), id, at: ts)
         case .blockBegin(let loopID, let id, _):
-            began(loopID, "block", id, at: ts)
+            began(loopID, .block, id, at: ts)
         case .observerBegin(let loopID, let id, _):
-            began(loopID, "observer", id, at: ts)
+            began(loopID, .observer, id, at: ts)
         case .jobBegin(let loopID, let id, _, _):
-            began(loopID, "job", id, at: ts)
+            began(loopID, .job, id, at: ts)
         case .mainQueueBegin(let loopID):
-            began(loopID, "main_queue", 0, at: ts)
+            began(loopID, .mainQueue, CalloutKind.mainQueueCalloutID, at: ts)
         case .timerFireEnd(let loopID, let id), .sourcePerformEnd(let loopID, let id), .blockEnd(let loopID, let id),
              .observerEnd(let loopID, let id), .jobEnd(let loopID, let id):
             ended(loopID, id, at: ts)
         case .mainQueueEnd(let loopID):
-            ended(loopID, 0, at: ts)
+            ended(loopID, CalloutKind.mainQueueCalloutID, at: ts)
         case .loopStall(let stall):
-            let report = TraceSummary.ReportedStalls.Stall(
-                loopID: stall.loopID, loopName: names[stall.loopID], mode: stall.mode, iteration: stall.iteration,
-                startNanoseconds: stall.start, reportedAtNanoseconds: ts, busyNanoseconds: stall.busy,
-                thresholdNanoseconds: stall.threshold, culpritKind: stall.culpritKind.description, culpritID: stall.culpritID,
-                culpritLabel: stall.culpritLabel, culpritNanoseconds: stall.culpritDuration)
+            let report = TraceSummary.ReportedStalls.Stall(stall, reportedAt: ts, loopName: names[stall.loopID])
             let before = (loops[stall.loopID]?.done ?? []).filter { $0.number != stall.iteration && $0.startNanoseconds < stall.start }
             return StallSnapshot.Stall(report: report, before: Array(before.suffix(Self.iterationsBefore)))
         default:
@@ -126,7 +122,7 @@ public struct StallSnapshotReader {
         return nil
     }
 
-    private mutating func began(_ loopID: UInt64, _ kind: String, _ id: UInt64, at ts: UInt64) {
+    private mutating func began(_ loopID: UInt64, _ kind: CalloutKind, _ id: UInt64, at ts: UInt64) {
         loops[loopID, default: LoopHistory()].callouts.append((kind, id, ts))
     }
 
@@ -136,7 +132,8 @@ public struct StallSnapshotReader {
         let callout = history.callouts.remove(at: index)
         let duration = ts > callout.start ? ts - callout.start : 0
         if let last = history.open.indices.last, duration >= history.open[last].iteration.longestCalloutNanoseconds {
-            let name = labels[id].map { "\(callout.kind) '\($0)'" } ?? (callout.kind == "main_queue" ? "main queue" : "\(callout.kind) \(id)")
+            let label = callout.kind.isItem ? labels[id] : nil
+            let name = label.map { "\(callout.kind) '\($0)'" } ?? (callout.kind == .mainQueue ? "main queue" : "\(callout.kind) \(id)")
             history.open[last].iteration.longestCallout = name
             history.open[last].iteration.longestCalloutNanoseconds = duration
         }

@@ -52,6 +52,16 @@ extension TraceSummary {
     }
 }
 
+extension TraceSummary.ReportedStalls.Stall {
+    /// A `loop_stall` event, reported at `reportedAt` (kept out of the type's body so its memberwise init stays).
+    init(_ stall: TraceEvent.LoopStall, reportedAt: UInt64, loopName: String?) {
+        self.init(loopID: stall.loopID, loopName: loopName, mode: stall.mode, iteration: stall.iteration,
+                  startNanoseconds: stall.start, reportedAtNanoseconds: reportedAt, busyNanoseconds: stall.busy,
+                  thresholdNanoseconds: stall.threshold, culpritKind: stall.culpritKind.description,
+                  culpritID: stall.culpritID, culpritLabel: stall.culpritLabel, culpritNanoseconds: stall.culpritDuration)
+    }
+}
+
 /// Collects `loop_stall` and `loop_hang` events for ``TraceSummary/ReportedStalls``: every one counted, the
 /// longest `keep` stalls and the first `keep` hangs kept.
 struct ReportedStallTracker {
@@ -67,11 +77,7 @@ struct ReportedStallTracker {
             summary.thresholdsNanoseconds.append(stall.threshold)
             summary.thresholdsNanoseconds.sort()
         }
-        let kept = TraceSummary.ReportedStalls.Stall(
-            loopID: stall.loopID, loopName: nil, mode: stall.mode, iteration: stall.iteration, startNanoseconds: stall.start,
-            reportedAtNanoseconds: ts, busyNanoseconds: stall.busy, thresholdNanoseconds: stall.threshold,
-            culpritKind: stall.culpritKind.description, culpritID: stall.culpritID, culpritLabel: stall.culpritLabel,
-            culpritNanoseconds: stall.culpritDuration)
+        let kept = TraceSummary.ReportedStalls.Stall(stall, reportedAt: ts, loopName: nil)
         if summary.worst.count < keep {
             summary.worst.append(kept)
         } else if let index = summary.worst.indices.min(by: { summary.worst[$0].busyNanoseconds < summary.worst[$1].busyNanoseconds }),

@@ -104,15 +104,15 @@ public final class LoopWatchdog: @unchecked Sendable {
         if lock.withLock({ watchesEveryLoop }) {
             for loop in LoopRegistry.shared.loops() { watch(loop) }
         }
-        var hangs: [(Hang, Loop)] = []
+        var hangs: [Hang] = []
         lock.withLock {
             watched.removeAll { $0.loop == nil }
             for index in watched.indices {
                 guard let loop = watched[index].loop else { continue }
-                if let hang = look(at: loop, &watched[index]) { hangs.append((hang, loop)) }
+                if let hang = look(at: loop, &watched[index]) { hangs.append(hang) }
             }
         }
-        for (hang, _) in hangs {
+        for hang in hangs {
             LoopEventSink.current?.loopHang(loopID: hang.loopID, iteration: hang.iteration,
                                             busy: UInt64(hang.busyAtLeast.nanosecondsClamped),
                                             threshold: UInt64(hang.threshold.nanosecondsClamped))

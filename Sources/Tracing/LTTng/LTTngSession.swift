@@ -184,9 +184,11 @@ public struct LTTngSession: Sendable {
     ///     at the same time (whose loop ids would collide with its own) stay out of the trace. Otherwise
     ///     ``track(processID:)`` can add processes later; until then every process is traced.
     ///   - channelOptions: `lttng enable-channel` options (e.g. `--subbuf-size=1M`); default channel otherwise.
+    ///   - snapshotMode: keep the events in memory (overwrite channels) and write only on `lttng snapshot`, into
+    ///     `output/snapshot-…` (``LTTngStallSnapshots``).
     public static func create(name: String, output: String, trackedProcess: pid_t? = nil,
-                              channelOptions: [String] = []) throws(LTTngError) -> LTTngSession {
-        try LTTngTools.lttng(["create", name, "--output=\(output)"])
+                              channelOptions: [String] = [], snapshotMode: Bool = false) throws(LTTngError) -> LTTngSession {
+        try LTTngTools.lttng(["create", name] + (snapshotMode ? ["--snapshot"] : []) + ["--output=\(output)"])
         let session = LTTngSession(name: name, output: output)
         do {
             if let trackedProcess { try session.track(processID: trackedProcess) }

@@ -36,8 +36,8 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
         public var seenAtNanoseconds: UInt64
     }
 
-    public let session: String
-    public let output: String
+    public let session: LTTngSession
+    public var output: String { session.output }
     public let options: Options
     private let lock = NSCondition()
     // Guarded by lock.
@@ -53,25 +53,17 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
     public var rearmProblem: String? { lock.withLock { rearmFailure } }
 
     /// Creates and starts the session, arms the trigger and starts watching; a session daemon must answer.
-    public init(session: String, output: String, options: Options) throws(LTTngError) {
-        self.session = session
-        self.output = output
+    /// - Parameter startTimeout: when the traced process is this one, how long LTTng may take to enable the
+    ///   tracepoints in it (waited for, see ``LTTngSession/startForThisProcess(timeout:)``); nil for another process.
+    public init(session name: String, output: String, options: Options, startTimeout: Duration? = nil) throws(LTTngError) {
         self.options = options
-        try LTTngTools.lttng(["create", session, "--snapshot", "--output=\(output)"])
+        session = try LTTngSession.create(name: name, output: output, trackedProcess: options.processID,
+                                          channelOptions: options.channelOptions, snapshotMode: true)
         do {
-            try LTTngTools.lttng(["track", "--userspace", "--vpid=\(options.processID)", "--session=\(session)"])
-            var enable = ["enable-event", "--userspace", "runloop:*", "--session=\(session)"]
-            if !options.channelOptions.isEmpty {
-                try LTTngTools.lttng(["enable-channel", "--userspace", "--session=\(session)"] + options.channelOptions + ["rlctl"])
-                enable.append("--channel=rlctl")
-            }
-            try LTTngTools.lttng(enable)
-            try LTTngTools.lttng(["add-context", "--userspace", "--type=vtid", "--session=\(session)"]
-                                 + (options.channelOptions.isEmpty ? [] : ["--channel=rlctl"]))
-            try LTTngTools.lttng(["start", session])
+            if let startTimeout { try session.startForThisProcess(timeout: startTimeout) } else { try session.start() }
             try arm()
         } catch {
-            destroy()
+            session.destroy()
             throw error
         }
         let thread = Thread { [self] in watch() }
@@ -86,11 +78,11 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
     private func arm() throws(LTTngError) {
         let name = lock.withLock { () -> String in
             triggersMade += 1
-            return "\(session)-stall-\(triggersMade)"
+            return "\(session.name)-stall-\(triggersMade)"
         }
         try LTTngTools.lttng(["add-trigger", "--name=\(name)", "--condition=event-rule-matches", "--type=user",
                               "--name=runloop:loop_stall", "--filter=\(filter)",
-                              "--action=snapshot-session", session, "--rate-policy=once-after:1"])
+                              "--action=snapshot-session", session.name, "--rate-policy=once-after:1"])
         lock.withLock { armedTrigger = name }
     }
 
@@ -141,7 +133,7 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
     /// Writes a snapshot of the ring now, into `folder` (not the output folder, so it is not taken for a stall's):
     /// after a program that took none, it tells whether any event reached the session at all.
     public func snapshotNow(into folder: String) throws(LTTngError) {
-        try LTTngTools.lttng(["snapshot", "record", "--session=\(session)", "file://" + folder])
+        try LTTngTools.lttng(["snapshot", "record", "--session=\(session.name)", "file://" + folder])
     }
 
     /// Stops watching, removes the trigger, lets a snapshot in progress finish, and destroys the session.
@@ -159,7 +151,7 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
         let known = Set(lock.withLock { snapshots.map(\.path) })
         let late = folders().map { output + "/" + $0 }.filter { !known.contains($0) }
         lock.withLock { snapshots += late.map { Snapshot(path: $0, seenAtNanoseconds: now) } }
-        destroy()
+        session.destroy()
         return lock.withLock { snapshots }
     }
 
@@ -181,7 +173,8 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
         }
     }
 
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
+    /// A duration in ns (0 for a negative one), for LTTng's filters and the watcher's clock.
+    public static func nanoseconds(_ duration: Duration) -> UInt64 {
         let (seconds, attoseconds) = max(duration, .zero).components
         return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
     }
@@ -193,10 +186,6 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
             total += ((try? FileManager.default.attributesOfItem(atPath: path + "/" + name))?[.size] as? Int) ?? 0
         }
         return total
-    }
-
-    private func destroy() {
-        _ = try? LTTngTools.lttng(["destroy", session])
     }
 }
 

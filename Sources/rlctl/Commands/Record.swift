@@ -184,8 +184,7 @@ struct Record: ParsableCommand {
                               status: .violation)
             }
             if let anyOutcome { throw Failure(message: anyOutcome.nothingRecorded(child.command, ending), status: .incomplete) }
-            throw Failure(message: "no runloop events reached the trace from \(child.command), which \(ending): the program must call LoopEventSink.installFromEnvironment() (module Tracing), or use an adapter, before its loops run",
-                          status: .incomplete)
+            throw nothingTraced(child, ending, reached: "the trace")
         }
         if let anyOutcome, (summary.waits?.loops.isEmpty ?? true) && (summary.waits?.rareWaiters.isEmpty ?? true) {
             guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending), and no wait was recorded", status: .violation) }
@@ -235,8 +234,7 @@ struct Record: ParsableCommand {
             guard ending.succeeded else {
                 throw Failure(message: "\(child.command) \(ending), and no runloop events reached the snapshot session", status: .violation)
             }
-            throw Failure(message: "no runloop events reached the snapshot session from \(child.command), which \(ending): the program must call LoopEventSink.installFromEnvironment() (module Tracing), or use an adapter, before its loops run",
-                          status: .incomplete)
+            throw nothingTraced(child, ending, reached: "the snapshot session")
         }
         let taken = session.finish()
         if let problem = session.rearmProblem { note("no snapshot after the last one listed: \(problem)") }
@@ -245,6 +243,12 @@ struct Record: ParsableCommand {
                                               program: command.joined(separator: " "))
         Interruptions.shared.output { print(format == .json ? text.json() : text.text()) }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
+    }
+
+    /// A program that ran but sent no event: what it must do to be traced.
+    private func nothingTraced(_ child: GatedChild, _ ending: GatedChild.Ending, reached place: String) -> Failure {
+        Failure(message: "no runloop events reached \(place) from \(child.command), which \(ending): the program must call LoopEventSink.installFromEnvironment() (module Tracing), or use an adapter, before its loops run",
+                status: .incomplete)
     }
 
     /// Releases the program from its gate and waits for its end, signals forwarded to it; `abandon` undoes the
