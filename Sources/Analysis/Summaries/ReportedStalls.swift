@@ -77,13 +77,8 @@ struct ReportedStallTracker {
             summary.thresholdsNanoseconds.append(stall.threshold)
             summary.thresholdsNanoseconds.sort()
         }
-        let kept = TraceSummary.ReportedStalls.Stall(stall, reportedAt: ts, loopName: nil)
-        if summary.worst.count < keep {
-            summary.worst.append(kept)
-        } else if let index = summary.worst.indices.min(by: { summary.worst[$0].busyNanoseconds < summary.worst[$1].busyNanoseconds }),
-                  summary.worst[index].busyNanoseconds < kept.busyNanoseconds {
-            summary.worst[index] = kept
-        }
+        summary.worst.keepLargest(TraceSummary.ReportedStalls.Stall(stall, reportedAt: ts, loopName: nil), limit: keep,
+                                  by: \.busyNanoseconds)
     }
 
     mutating func hang(loopID: UInt64, iteration: UInt64, busy: UInt64, threshold: UInt64, at ts: UInt64) {
