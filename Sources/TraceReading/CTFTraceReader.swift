@@ -35,6 +35,8 @@ public final class CTFTraceReader: TraceEventReader {
     /// `RLCTL_DISABLE_BABELTRACE2` was not set).
     public static var isAvailable: Bool { rl_ctf_available() != 0 }
 
+    private static let unavailableReason = "rlctl was built without libbabeltrace2, so it cannot read CTF (LTTng) traces: install libbabeltrace2-dev and babeltrace2 (scripts/install-deps.sh) and rebuild"
+
     /// The path the reader was opened with.
     public let path: String
     /// The trace folders being read (absolute paths).
@@ -55,17 +57,27 @@ public final class CTFTraceReader: TraceEventReader {
     /// Opens the trace(s) at `path`: a trace folder, a folder above trace folders, or a `metadata` file.
     /// - Parameter stallTimeout: how long decoding may make no progress (babeltrace2 runs in a child process,
     ///   which is stopped then); generous by default, since opening a large trace without an index takes time.
-    public init(path: String, stallTimeout: Duration = .seconds(120)) throws(TraceReadError) {
-        self.path = path
+    public convenience init(path: String, stallTimeout: Duration = .seconds(120)) throws(TraceReadError) {
+        guard Self.isAvailable else {
+            throw TraceReadError(path: path, reason: Self.unavailableReason)
+        }
+        try self.init(directories: try CTFTraceFolders.find(at: path), reportedPath: path, stallTimeout: stallTimeout)
+    }
+
+    /// Opens the given trace folders (``CTFTraceFolders/find(at:)``'s, or a subset: one host's, ``TraceOrigins``),
+    /// merged in timestamp order; errors name `reportedPath`.
+    public init(directories: [String], reportedPath: String, stallTimeout: Duration = .seconds(120)) throws(TraceReadError) {
+        self.path = reportedPath
         self.stallTimeout = stallTimeout
         guard Self.isAvailable else {
-            throw TraceReadError(path: path, reason: "rlctl was built without libbabeltrace2, so it cannot read CTF (LTTng) traces: install libbabeltrace2-dev and babeltrace2 (scripts/install-deps.sh) and rebuild")
+            throw TraceReadError(path: reportedPath, reason: Self.unavailableReason)
         }
-        traceDirectories = try CTFTraceFolders.find(at: path)
+        guard !directories.isEmpty else { throw TraceReadError(path: reportedPath, reason: "no CTF trace folder given") }
+        traceDirectories = directories
         for directory in traceDirectories {
             try CTFPreflight.check(traceDirectory: directory)
         }
-        handle = try Self.open(traceDirectories, reportedPath: path, stallTimeout: stallTimeout)
+        handle = try Self.open(traceDirectories, reportedPath: reportedPath, stallTimeout: stallTimeout)
     }
 
     deinit {

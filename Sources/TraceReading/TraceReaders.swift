@@ -19,14 +19,26 @@ public enum TraceReaders {
         (try? CTFTraceFolders.find(at: path)) != nil
     }
 
-    /// A reader for the trace at `path`.
-    /// - Throws: ``TraceReadError`` when the path is missing, is not a trace, or cannot be read.
-    public static func open(_ path: String) throws(TraceReadError) -> any TraceEventReader {
+    /// A reader for the trace at `path`; `host` picks one host's traces in a folder of several hosts' (a relay
+    /// daemon's output, ``TraceOrigins``), which are never merged into one stream.
+    /// - Throws: ``TraceReadError`` when the path is missing, is not a trace, or cannot be read, when `host` names
+    ///   no host there, and when the folder holds several hosts' traces and `host` does not choose one.
+    public static func open(_ path: String, host: String? = nil) throws(TraceReadError) -> any TraceEventReader {
+        if let host { return try open(TraceOrigins.find(at: path, selecting: host), path: path) }
+        if let origins = try? TraceOrigins.find(at: path), origins.count > 1 { return try open(origins, path: path) }
         switch kind(of: path) {
         case .embedded:
             return try EmbeddedTraceReader(path: path)
         case .ctf:
             return try CTFTraceReader(path: path)
         }
+    }
+
+    private static func open(_ origins: [TraceOrigin], path: String) throws(TraceReadError) -> any TraceEventReader {
+        guard origins.count == 1 else {
+            let names = origins.map(\.name).joined(separator: ", ")
+            throw TraceReadError(path: path, reason: "holds the traces of \(origins.count) hosts or sessions (\(names)), which are read one at a time: choose one with --host NAME (rlctl summarize and check take them all)")
+        }
+        return try open(origins[0])
     }
 }

@@ -135,47 +135,54 @@ public struct BudgetCheck: Sendable {
         return out.joined(separator: "\n")
     }
 
-    /// One line of JSON; a value that is missing or not a finite number is `null`.
-    public var json: String {
-        struct Rule: Encodable {
-            var metric: String
-            var value: JSONNumber
-            var comparison: String
-            var limit: JSONNumber
-            var passed: Bool
-        }
-        struct Document: Encodable {
-            var passed: Bool
-            var incomplete: Bool
-            var lost: UInt64
-            var runsIncomplete: UInt64
-            var rules: [Rule]
-        }
-        let rules = verdicts.map {
-            Rule(metric: $0.rule.metric, value: JSONNumber($0.noData ? nil : $0.value), comparison: $0.rule.comparison.rawValue,
-                 limit: JSONNumber($0.rule.limit), passed: $0.passed)
-        }
-        return ReportJSON.line(Document(passed: passed, incomplete: incompleteForbidden, lost: lost, runsIncomplete: incompleteRuns,
-                                        rules: rules))
+    struct JSONRule: Encodable {
+        var metric: String
+        var value: JSONNumber
+        var comparison: String
+        var limit: JSONNumber
+        var passed: Bool
     }
 
-    /// A JUnit test suite: a test case per rule and one for the trace's completeness (skipped when the budget
-    /// allows what is missing).
-    public var junit: String {
+    struct JSONDocument: Encodable {
+        var passed: Bool
+        var incomplete: Bool
+        var lost: UInt64
+        var runsIncomplete: UInt64
+        var rules: [JSONRule]
+    }
+
+    var jsonDocument: JSONDocument {
+        let rules = verdicts.map {
+            JSONRule(metric: $0.rule.metric, value: JSONNumber($0.noData ? nil : $0.value), comparison: $0.rule.comparison.rawValue,
+                     limit: JSONNumber($0.rule.limit), passed: $0.passed)
+        }
+        return JSONDocument(passed: passed, incomplete: incompleteForbidden, lost: lost, runsIncomplete: incompleteRuns, rules: rules)
+    }
+
+    /// One line of JSON; a value that is missing or not a finite number is `null`.
+    public var json: String { ReportJSON.line(jsonDocument) }
+
+    /// The JUnit test cases: one per rule and one for the trace's completeness (skipped when the budget allows
+    /// what is missing); `scope` extends the class names (a host's name in a fleet's check).
+    func junitCases(scope: String? = nil) -> [JUnitReport.TestCase] {
+        let budgetClass = "rlctl.budget" + (scope.map { ".\($0)" } ?? "")
         var cases = verdicts.map { verdict -> JUnitReport.TestCase in
             let name = verdict.rule.text
             if verdict.noData {
-                return .init(className: "rlctl.budget", name: name, result: .failure("\(verdict.rule.metric): no data in the trace"))
+                return .init(className: budgetClass, name: name, result: .failure("\(verdict.rule.metric): no data in the trace"))
             }
             if !verdict.passed {
-                return .init(className: "rlctl.budget", name: name,
+                return .init(className: budgetClass, name: name,
                              result: .failure("\(verdict.rule.metric) = \(formatMetric(verdict.value, unit: verdict.unit)), limit \(limitText(verdict))"))
             }
-            return .init(className: "rlctl.budget", name: name, result: .passed)
+            return .init(className: budgetClass, name: name, result: .passed)
         }
         let missing = incompleteness.joined(separator: ", ")
-        cases.append(.init(className: "rlctl.trace", name: "trace complete",
+        cases.append(.init(className: "rlctl.trace" + (scope.map { ".\($0)" } ?? ""), name: "trace complete",
                            result: incompleteness.isEmpty ? .passed : (incompleteForbidden ? .failure(missing) : .skipped(missing))))
-        return JUnitReport(suite: "rlctl check", cases: cases).xml
+        return cases
     }
+
+    /// A JUnit test suite of ``junitCases(scope:)``.
+    public var junit: String { JUnitReport(suite: "rlctl check", cases: junitCases()).xml }
 }

@@ -45,17 +45,19 @@ public struct ReportInputError: Error, CustomStringConvertible, Sendable {
 extension RunReport {
     /// Reads `path` as a trace folder (summarized with `options`), a summary (`rlctl summarize --format json`) or
     /// a run report (`rlctl run --output`): what `check` and `compare` accept.
-    public static func load(from path: String, options: TraceSummarizer.Options) throws(ReportInputError) -> RunReport {
+    /// `host` picks one host's traces in a folder of several hosts' (``TraceOrigins``); it applies to trace folders only.
+    public static func load(from path: String, options: TraceSummarizer.Options, host: String? = nil) throws(ReportInputError) -> RunReport {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw ReportInputError("\(path): no such file or trace folder")
         }
         if isDirectory.boolValue {
             var report = RunReport(workload: path, tracer: TraceReaders.kind(of: path).rawValue,
-                                   repetitions: [try TraceSummarizer.summarize(traceAt: path, options: options)])
+                                   repetitions: [try TraceSummarizer.summarize(traceAt: path, options: options, host: host)])
             report.isTraceFolder = true
             return report
         }
+        if let host { throw ReportInputError("\(path): --host \(host) picks a host's traces in a trace folder, and this is a file") }
         guard let data = FileManager.default.contents(atPath: path) else { throw ReportInputError("\(path): cannot read the file") }
         let decoder = JSONDecoder()
         if let report = try? decoder.decode(RunReport.self, from: data), !report.repetitions.isEmpty {
@@ -75,9 +77,9 @@ extension RunReport {
 
 extension TraceSummarizer {
     /// Opens the trace folder at `path`, whichever tracer wrote it, and summarizes it.
-    public static func summarize(traceAt path: String, options: Options) throws(ReportInputError) -> TraceSummary {
+    public static func summarize(traceAt path: String, options: Options, host: String? = nil) throws(ReportInputError) -> TraceSummary {
         do {
-            var reader = try TraceReaders.open(path)
+            var reader = try TraceReaders.open(path, host: host)
             return try summarize(&reader, options: options)
         } catch {
             throw ReportInputError("cannot read trace: \(error)")

@@ -169,8 +169,10 @@ public enum LTTngTools {
 /// ```
 public struct LTTngSession: Sendable {
     public let name: String
-    /// The trace folder (`lttng create --output`).
+    /// The trace folder (`lttng create --output`), or the relay daemon's URL for a session that streams to one.
     public let output: String
+    /// Streams to a relay daemon (``create(name:relay:trackedProcess:channelOptions:)``) instead of writing here.
+    public var streamsToRelay = false
 
     /// A session name no other rlctl process uses.
     public static func uniqueName(_ label: String) -> String {
@@ -189,7 +191,24 @@ public struct LTTngSession: Sendable {
     public static func create(name: String, output: String, trackedProcess: pid_t? = nil,
                               channelOptions: [String] = [], snapshotMode: Bool = false) throws(LTTngError) -> LTTngSession {
         try LTTngTools.lttng(["create", name] + (snapshotMode ? ["--snapshot"] : []) + ["--output=\(output)"])
-        let session = LTTngSession(name: name, output: output)
+        return try LTTngSession(name: name, output: output).enableRunLoopEvents(trackedProcess: trackedProcess, channelOptions: channelOptions)
+    }
+
+    /// Creates a live session that streams to the relay daemon at `relay` (`net://HOST[:CONTROL_PORT[:DATA_PORT]]`,
+    /// `lttng create --live --set-url`): the relay writes the trace under its output folder, in
+    /// `<this host's name>/<session>-<date>/`, and live readers can follow it while it records. The relay is first
+    /// contacted when the events are enabled, so an unreachable one fails here.
+    public static func create(name: String, relay: String, trackedProcess: pid_t? = nil,
+                              channelOptions: [String] = []) throws(LTTngError) -> LTTngSession {
+        try LTTngTools.lttng(["create", name, "--live", "--set-url=\(relay)"])
+        var session = LTTngSession(name: name, output: relay)
+        session.streamsToRelay = true
+        return try session.enableRunLoopEvents(trackedProcess: trackedProcess, channelOptions: channelOptions)
+    }
+
+    /// Enables every `runloop` event with the `vtid` context in a new session; destroys the session when that fails.
+    private func enableRunLoopEvents(trackedProcess: pid_t?, channelOptions: [String]) throws(LTTngError) -> LTTngSession {
+        let session = self
         do {
             if let trackedProcess { try session.track(processID: trackedProcess) }
             var enable = ["enable-event", "--userspace", "runloop:*", "--session=\(name)"]
@@ -205,6 +224,11 @@ public struct LTTngSession: Sendable {
             throw error
         }
         return session
+    }
+
+    private init(name: String, output: String) {
+        self.name = name
+        self.output = output
     }
 
     /// Restricts tracing to the processes tracked so far plus this one.
@@ -253,6 +277,45 @@ public struct LTTngSession: Sendable {
     public func stop() throws(LTTngError) {
         defer { destroy() }
         try LTTngTools.lttng(["stop", name])
+    }
+
+    /// What a session that streamed to a relay daemon reports at its end (``stopStreaming()``).
+    public struct StreamingEnd: Sendable {
+        /// Events the tracer discarded on this host because its buffers were full (`lttng list`'s statistics),
+        /// nil when the daemon did not say.
+        public var discardedEvents: UInt64?
+        /// Why the end of the trace may not have reached the relay daemon (it went away mid-session), nil when
+        /// the session ended cleanly.
+        public var relayProblem: String?
+    }
+
+    /// Stops a session, reads how many events this host discarded, and destroys it, saying whether the relay
+    /// daemon took the trace to its end (a relay that died makes the daemon fail the final flush).
+    public func stopStreaming() throws(LTTngError) -> StreamingEnd {
+        var end = StreamingEnd()
+        do {
+            try LTTngTools.lttng(["stop", name])
+        } catch {
+            destroy()
+            throw error
+        }
+        if let listing = try? LTTngTools.lttng(["list", name]) {
+            let counts = listing.split(separator: "\n").compactMap { line -> UInt64? in
+                guard let range = line.range(of: "Discarded events:") else { return nil }
+                return UInt64(line[range.upperBound...].trimmingCharacters(in: .whitespaces))
+            }
+            if !counts.isEmpty { end.discardedEvents = counts.reduce(0, +) }
+        }
+        do {
+            let said = try LTTngTools.lttng(["destroy", name])
+            if let complaint = said.split(separator: "\n").first(where: { $0.contains("Error") }) {
+                end.relayProblem = complaint.trimmingCharacters(in: .whitespaces)
+            }
+        } catch {
+            // Only lttng's own words, without the command line.
+            end.relayProblem = error.description.range(of: "): ").map { String(error.description[$0.upperBound...]) } ?? error.description
+        }
+        return end
     }
 
     /// Destroys the session without waiting for anything; for clean-up after a failure.

@@ -18,6 +18,10 @@ struct Check: ParsableCommand {
         (cut off by a signal or a kill, a flight-recorder ring, losses): its figures cover only part of the run. A \
         budget allows that only with a rule on it that holds, e.g. `trace.lost <= 1000` or `trace.runs_incomplete <= 1`.
         With a run report of several repetitions, each metric's median across repetitions is checked.
+
+        A folder of several hosts' traces (an lttng-relayd output folder) is checked host by host against the same \
+        budget: each host's verdict is printed, and the exit status is the worst (a host whose trace cannot be read \
+        is incomplete data, status 3). --host NAME checks one host alone.
         """
     )
 
@@ -33,6 +37,7 @@ struct Check: ParsableCommand {
     @Flag(help: "List every metric a budget can use, and exit.")
     var listMetrics = false
 
+    @OptionGroup var hostOption: HostOption
     @OptionGroup var analysis: AnalysisOptions
 
     func validate() throws {
@@ -45,7 +50,22 @@ struct Check: ParsableCommand {
             return
         }
         let rules = try loadBudget(at: budget!)
-        let report = try loadReport(at: input!, options: analysis.summarizerOptions)
+        var isDirectory: ObjCBool = false
+        let report: RunReport
+        if FileManager.default.fileExists(atPath: input!, isDirectory: &isDirectory), isDirectory.boolValue {
+            switch try summarizeFolder(at: input!, host: hostOption.host, options: analysis.summarizerOptions) {
+            case .single(let summary):
+                report = RunReport(workload: input!, tracer: "trace", repetitions: [summary])
+            case .fleet(let fleet):
+                let check = FleetBudgetCheck(budget: rules, fleet: fleet)
+                print(check.render(format))
+                if check.incompleteForbidden { throw ExitCode(Status.incomplete.rawValue) }
+                if check.failed > 0 { throw ExitCode(Status.violation.rawValue) }
+                return
+            }
+        } else {
+            report = try loadReport(at: input!, options: analysis.summarizerOptions, host: hostOption.host)
+        }
         let check = BudgetCheck(budget: rules, report: report)
         print(check.render(format))
         if check.incompleteForbidden { throw ExitCode(Status.incomplete.rawValue) }

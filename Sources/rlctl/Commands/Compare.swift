@@ -23,11 +23,12 @@ struct Compare: ParsableCommand {
     @Option(help: "text, json or markdown.")
     var format: ComparisonReport.Format = .text
 
+    @OptionGroup var hostOption: HostOption
     @OptionGroup var analysis: AnalysisOptions
 
     func run() throws {
-        let a = try loadReport(at: baseline, options: analysis.summarizerOptions)
-        let b = try loadReport(at: current, options: analysis.summarizerOptions)
+        let a = try loadReport(at: baseline, options: analysis.summarizerOptions, host: hostOption.host)
+        let b = try loadReport(at: current, options: analysis.summarizerOptions, host: hostOption.host)
         let comparison = try self.comparison.compare(a, b)
         if let warning = comparison.warning, format != .markdown { FileHandle.standardError.write(Data((warning + "\n").utf8)) }
         print(comparison.render(format))

@@ -32,11 +32,12 @@ struct Export: ParsableCommand {
     @Option(name: .shortAndLong, help: "The file to write.")
     var output: String
 
+    @OptionGroup var hostOption: HostOption
     @OptionGroup var analysis: AnalysisOptions
 
     func run() throws {
         do {
-            var reader = try TraceReaders.open(trace)
+            var reader = try TraceReaders.open(trace, host: hostOption.host)
             let count = try TraceExporter.export(&reader, format: format, to: output, options: analysis.summarizerOptions)
             let health = reader.health
             print("wrote \(count) events to \(output)" + (health.isComplete ? "" : " (the trace lost \(health.eventsLost) events and \(health.packetsLost) packets)"))

@@ -103,6 +103,9 @@ struct Record: ParsableCommand {
     @Flag(help: "With --any: record the programs it starts too (their children, and what those exec).")
     var followChildren = false
 
+    @Option(help: "Stream to the LTTng relay daemon at this URL (net://HOST[:CONTROL_PORT[:DATA_PORT]]) instead of writing a local trace.")
+    var relayd: String?
+
     @OptionGroup var snapshots: SnapshotOnStallOptions
 
     @OptionGroup var analysis: AnalysisOptions
@@ -124,6 +127,15 @@ struct Record: ParsableCommand {
             if tracer == .embedded { throw ValidationError("--snapshot-on-stall needs LTTng: the embedded recorder's flight-recorder snapshots are not built yet") }
             if report != nil { throw ValidationError("--report draws a whole recording; with --snapshot-on-stall run rlctl report on a snapshot folder") }
         }
+        if let relayd {
+            guard RelayURL.isWellFormed(relayd) else {
+                throw ValidationError("--relayd takes a relay daemon's URL, net://HOST[:CONTROL_PORT[:DATA_PORT]] (or net6://, tcp://, tcp6://), got \"\(relayd)\"")
+            }
+            if tracer == .embedded { throw ValidationError("--relayd streams through LTTng: not with --tracer embedded") }
+            if output != nil { throw ValidationError("--relayd streams the trace to the relay daemon instead of writing it here: not with --output") }
+            if report != nil { throw ValidationError("--relayd leaves no trace here to draw: run rlctl report on the relay's output folder") }
+            if snapshots.snapshotOnStall != nil { throw ValidationError("--snapshot-on-stall writes its snapshots here: not with --relayd") }
+        }
         if tracer == .embedded && (subbufSize != nil || numSubbuf != nil) {
             throw ValidationError("--subbuf-size and --num-subbuf set up LTTng's buffers: not with --tracer embedded")
         }
@@ -131,6 +143,7 @@ struct Record: ParsableCommand {
 
     func run() throws {
         if let threshold = snapshots.snapshotOnStall { return try recordSnapshots(threshold: threshold) }
+        if let relayd { return try recordToRelay(relayd) }
         Interruptions.shared.prepare("the program")
         let useLTTng = try chooseLTTng()
         let destination = try TraceDestination(requested: output, label: "record")
@@ -242,6 +255,55 @@ struct Record: ParsableCommand {
                                               maxSnapshots: snapshots.maximum, folder: destination.path,
                                               program: command.joined(separator: " "))
         Interruptions.shared.output { print(format == .json ? text.json() : text.text()) }
+        guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
+    }
+
+    /// --relayd: the program's events stream to a relay daemon through a live LTTng session; nothing is written
+    /// here, so rlctl says where the trace went and what this host lost instead of summarizing it.
+    private func recordToRelay(_ url: String) throws {
+        Interruptions.shared.prepare("the program")
+        do { try LTTngTools.requireInstalled() } catch { throw Failure.input("rlctl record --relayd needs lttng-tools: \(error)") }
+        try LTTngRecording.ensureSessionDaemon()
+        if let reason = RelayURL.unreachableReason(url) {
+            throw Failure.input("cannot reach the relay daemon at \(url): \(reason) (is lttng-relayd running there, listening on that port?)")
+        }
+        var environment = ProcessInfo.processInfo.environment
+        let anyProgram = any ? try AnyProgramSetup(program: command[0], lttng: true, followChildren: followChildren,
+                                                   destination: TraceDestination(requested: nil, label: "relay")) : nil
+        defer { anyProgram?.removeMarkerFolder() }
+        if let anyProgram {
+            environment = anyProgram.recording.environment(environment)
+        } else {
+            environment[TracerEnvironment.tracer] = "lttng"
+            environment[TracerEnvironment.folder] = nil
+        }
+        let child = try GatedChild(command, environment: environment)
+        let session: LTTngSession
+        do {
+            session = try LTTngSession.create(name: LTTngSession.uniqueName("relay"), relay: url,
+                                              trackedProcess: followChildren ? nil : child.pid,
+                                              channelOptions: LTTngRecording.channelOptions(subbufferSize: subbufSize, subbufferCount: numSubbuf))
+            try session.start()
+        } catch {
+            child.abandon()
+            throw Failure.input("cannot stream to the relay daemon at \(url): \(error)")
+        }
+        let ending = try runToItsEnd(child) { session.destroy() }
+        let end: LTTngSession.StreamingEnd
+        do { end = try session.stopStreaming() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
+        let host = RelayURL.localHostName
+        var lines = ["\(command.joined(separator: " ")) \(ending); its runloop events streamed to the relay daemon at \(url)",
+                     "  on the relay: <its output folder>/\(host)/\(session.name)-<date>/ (rlctl summarize <output folder> reads every host; --host \(host) this one)"]
+        switch end.discardedEvents {
+        case .some(0): lines.append("  lost on this host: none")
+        case .some(let lost): lines.append("  lost on this host: \(lost) events discarded with full buffers (raise --subbuf-size or --num-subbuf); the summary counts them too")
+        case nil: lines.append("  lost on this host: unknown (the session daemon did not say)")
+        }
+        Interruptions.shared.output { print(lines.joined(separator: "\n")) }
+        if let problem = end.relayProblem {
+            throw Failure(message: "the relay daemon at \(url) did not take the end of the trace (\(problem)): it went away during the recording, and what it holds of session \(session.name) stops early",
+                          status: .incomplete)
+        }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
     }
 

@@ -38,6 +38,7 @@ struct Report: ParsableCommand {
     var budget: String?
 
     @OptionGroup var comparison: ComparisonOptions
+    @OptionGroup var hostOption: HostOption
     @OptionGroup var analysis: AnalysisOptions
 
     func validate() throws {
@@ -53,14 +54,14 @@ struct Report: ParsableCommand {
         let options = analysis.summarizerOptions(drawing: true)
         let page: String
         if let input {
-            let report = try loadReport(at: input, options: options)
+            let report = try loadReport(at: input, options: options, host: hostOption.host)
             var about = [(report.isTraceFolder ? "trace" : report.tracer == "summary" ? "summary" : "run report") + ": \(input)"]
             if let workload = report.workloadName { about.append("workload: \(workload)") }
             if !report.isTraceFolder && report.tracer != "summary" { about.append("tracer: \(report.tracer), \(report.repetitions.count) repetition(s)") }
             page = try HTMLReportOptions.page(for: report, title: "rlctl report: \(name(of: input))", about: about, budget: budget)
         } else {
-            let a = try loadReport(at: baseline!, options: options)
-            let b = try loadReport(at: current!, options: options)
+            let a = try loadReport(at: baseline!, options: options, host: hostOption.host)
+            let b = try loadReport(at: current!, options: options, host: hostOption.host)
             let result = try comparison.compare(a, b)
             let context = HTMLReport.Context(title: "rlctl comparison: \(name(of: baseline!)) → \(name(of: current!))",
                                              about: ["baseline: \(baseline!)", "current: \(current!)", "threshold: \(comparison.threshold)"])

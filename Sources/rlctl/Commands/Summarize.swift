@@ -1,3 +1,4 @@
+import Analysis
 import ArgumentParser
 
 struct Summarize: ParsableCommand {
@@ -11,6 +12,13 @@ struct Summarize: ParsableCommand {
         full buffer). Wall, busy and asleep time come from the events that are there: a run cut off counts up to \
         its loop's last event, a run whose begin a flight-recorder ring overwrote counts from its loop's first. \
         The trace line says why a trace is incomplete; every figure over a window with lost events is marked (!).
+
+        A folder holding several hosts' traces (the output folder of an lttng-relayd that hosts streamed to with \
+        rlctl record --relayd, or any folder of traces from different machines or sessions) is summarized per \
+        host: a table of every host, then each host's summary. Hosts are told apart by the hostname and session \
+        name each trace's metadata carries; a host that sent several sessions shows as HOST/SESSION. A host whose \
+        trace cannot be read (a relay daemon that died mid-session) is listed as unreadable, the others are still \
+        summarized, and the exit status is 2. --host NAME summarizes one host alone.
         """
     )
 
@@ -20,10 +28,18 @@ struct Summarize: ParsableCommand {
     @Option(help: "Output format: text, json or markdown.")
     var format: SummaryFormat = .text
 
+    @OptionGroup var hostOption: HostOption
     @OptionGroup var analysis: AnalysisOptions
 
     func run() throws {
-        let result = try summarizeTrace(at: trace, options: analysis.summarizerOptions)
-        print(try format.render(result, title: format == .json ? nil : trace))
+        switch try summarizeFolder(at: trace, host: hostOption.host, options: analysis.summarizerOptions) {
+        case .single(let result):
+            print(try format.render(result, title: format == .json ? nil : trace + (hostOption.host.map { ", host \($0)" } ?? "")))
+        case .fleet(let fleet):
+            print(try format.render(fleet, title: trace))
+            if !fleet.unreadable.isEmpty {
+                throw Failure.input("the traces of \(fleet.unreadable.map(\.name).joined(separator: ", ")) cannot be read (why: above); the other hosts are summarized")
+            }
+        }
     }
 }

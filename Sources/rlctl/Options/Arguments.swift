@@ -38,15 +38,31 @@ struct AnalysisOptions: ParsableArguments {
 
 }
 
+/// Which host's traces to read in a folder holding several hosts' (an lttng-relayd output folder).
+struct HostOption: ParsableArguments {
+    @Option(help: "In a folder of several hosts' traces (lttng-relayd's output folder), read only this host's (NAME or NAME/SESSION, as summarize lists them).")
+    var host: String?
+}
+
 extension SummaryFormat {
     func render(_ summary: TraceSummary, title: String?) throws -> String {
+        try render(text: { SummaryReport.text(summary, title: title) }, json: { try SummaryReport.json(summary) },
+                   markdown: { SummaryReport.markdown(summary, title: title) })
+    }
+
+    func render(_ fleet: FleetSummary, title: String) throws -> String {
+        try render(text: { FleetReport.text(fleet, title: title) }, json: { try FleetReport.json(fleet) },
+                   markdown: { FleetReport.markdown(fleet, title: title) })
+    }
+
+    private func render(text: () -> String, json: () throws -> String, markdown: () -> String) throws -> String {
         switch self {
-        case .text: return SummaryReport.text(summary, title: title)
+        case .text: return text()
         case .json:
-            do { return try SummaryReport.json(summary) } catch {
+            do { return try json() } catch {
                 throw Failure(message: "cannot write the summary as JSON: \(error)", status: .violation)
             }
-        case .markdown: return SummaryReport.markdown(summary, title: title)
+        case .markdown: return markdown()
         }
     }
 }

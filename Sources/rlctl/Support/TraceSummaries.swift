@@ -6,9 +6,15 @@ func summarizeTrace(at path: String, options: TraceSummarizer.Options) throws ->
     do { return try TraceSummarizer.summarize(traceAt: path, options: options) } catch { throw Failure.input("\(error)") }
 }
 
+/// Summarizes a trace folder, per host when it holds several hosts' traces; input problems become one-line
+/// failures with exit status 2.
+func summarizeFolder(at path: String, host: String?, options: TraceSummarizer.Options) throws -> FolderSummary {
+    do { return try TraceSummarizer.summarizeEach(traceAt: path, host: host, options: options) } catch { throw Failure.input("\(error)") }
+}
+
 /// Reads `path` as a trace folder, a summary JSON (`summarize --format json`) or a run report (`run --output`).
-func loadReport(at path: String, options: TraceSummarizer.Options) throws -> RunReport {
-    do { return try RunReport.load(from: path, options: options) } catch { throw Failure.input("\(error)") }
+func loadReport(at path: String, options: TraceSummarizer.Options, host: String? = nil) throws -> RunReport {
+    do { return try RunReport.load(from: path, options: options, host: host) } catch { throw Failure.input("\(error)") }
 }
 
 /// A budget file, or a one-line failure saying why it cannot be used.

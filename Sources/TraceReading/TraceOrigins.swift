@@ -1,0 +1,97 @@
+import Foundation
+import TraceModel
+
+/// Where the traces under one folder came from: a relay daemon's output folder (`lttng-relayd -o DIR`) holds
+/// `DIR/<hostname>/<session>-<date>/…` for every host that streamed to it, and each host's loops must be
+/// summarized apart (loop ids restart in every process, and hosts' monotonic clocks are unrelated).
+///
+/// The host and the session come from each trace's own metadata (`env { hostname = …; trace_name = …; }`, which
+/// LTTng and the embedded recorder both write), not from folder names, so a folder copied or renamed still
+/// groups right.
+public struct TraceOrigin: Sendable, Equatable {
+    /// The machine that recorded (its hostname when it recorded), "" when the metadata does not say.
+    public var host: String
+    /// The LTTng session's name ("" for the embedded recorder, whose traces have none).
+    public var session: String
+    /// The trace folders (absolute paths, sorted) recorded by that host in that session.
+    public var directories: [String]
+    /// How the origin is shown and selected (`--host`): the host alone, or `host/session` when that host sent
+    /// several sessions.
+    public var name: String
+
+    public init(host: String, session: String, directories: [String], name: String) {
+        self.host = host
+        self.session = session
+        self.directories = directories
+        self.name = name
+    }
+}
+
+public enum TraceOrigins {
+    /// The origins of the traces at or under `path`, in order of name; one origin for an ordinary trace folder.
+    /// - Throws: ``TraceReadError`` when the path is missing or holds no trace (as ``CTFTraceFolders``).
+    public static func find(at path: String) throws(TraceReadError) -> [TraceOrigin] {
+        let directories = try CTFTraceFolders.find(at: path)
+        var groups: [String: (host: String, session: String, directories: [String])] = [:]
+        var unknown: [TraceOrigin] = []
+        let root = directories.count == 1 ? "" : URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path + "/"
+        for directory in directories {
+            let environment = metadataEnvironment(of: directory)
+            guard let host = environment["hostname"] else {
+                // An unreadable or cut-off metadata file (a relay daemon that died before it wrote any) says
+                // nothing: the folder stands alone, named by where it is, and its reader says what is wrong.
+                let name = directory.hasPrefix(root) ? String(directory.dropFirst(root.count)) : directory
+                unknown.append(TraceOrigin(host: "", session: "", directories: [directory], name: name))
+                continue
+            }
+            let session = environment["trace_name"] ?? ""
+            groups["\(host)\u{0}\(session)", default: (host, session, [])].directories.append(directory)
+        }
+        let sessionsPerHost = Dictionary(grouping: groups.values, by: \.host).mapValues(\.count)
+        return (unknown + groups.values.map { group in
+            let name = sessionsPerHost[group.host, default: 0] > 1 ? "\(group.host)/\(group.session)" : group.host
+            return TraceOrigin(host: group.host, session: group.session, directories: group.directories.sorted(), name: name)
+        }).sorted { ($0.name, $0.directories.first ?? "") < ($1.name, $1.directories.first ?? "") }
+    }
+
+    /// The origins `selection` names (a host, or `host/session`), or all of them when it is nil.
+    /// - Throws: ``TraceReadError`` naming the hosts there are when none matches.
+    public static func find(at path: String, selecting selection: String?) throws(TraceReadError) -> [TraceOrigin] {
+        let origins = try find(at: path)
+        guard let selection else { return origins }
+        let chosen = origins.filter { $0.name == selection || $0.host == selection }
+        guard !chosen.isEmpty else {
+            let known = origins.map { $0.name.isEmpty ? "(unnamed)" : $0.name }.joined(separator: ", ")
+            throw TraceReadError(path: path, reason: "no trace from host \"\(selection)\" here (the traces come from: \(known))")
+        }
+        return chosen
+    }
+
+    /// The string settings of a trace's `env` block. LTTng's metadata file is packetized (binary packet headers
+    /// between stretches of text), but the block sits whole in its first packet.
+    static func metadataEnvironment(of directory: String) -> [String: String] {
+        guard let head = try? EmbeddedTraceReader.readPrefix(of: directory + "/metadata", bytes: 16_384),
+              let start = head.range(of: "env {") else { return [:] }
+        let block = head[start.upperBound...].prefix { $0 != "}" }
+        var settings: [String: String] = [:]
+        for line in block.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2 else { continue }
+            let value = parts[1].trimmingCharacters(in: .whitespaces)
+            guard value.hasPrefix("\""), let end = value.dropFirst().firstIndex(of: "\"") else { continue }
+            settings[parts[0].trimmingCharacters(in: .whitespaces)] = String(value[value.index(after: value.startIndex)..<end])
+        }
+        return settings
+    }
+}
+
+extension TraceReaders {
+    /// A reader for one origin's traces (``TraceOrigins``): the embedded reader for a single embedded trace, else
+    /// the CTF reader over its folders.
+    public static func open(_ origin: TraceOrigin) throws(TraceReadError) -> any TraceEventReader {
+        if origin.directories.count == 1, EmbeddedTraceReader.recognizes(path: origin.directories[0]) {
+            return try EmbeddedTraceReader(path: origin.directories[0])
+        }
+        return try CTFTraceReader(directories: origin.directories, reportedPath: origin.directories.count == 1 ? origin.directories[0] : origin.name)
+    }
+}

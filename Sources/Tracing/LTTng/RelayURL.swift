@@ -1,0 +1,81 @@
+import Glibc
+
+/// The relay daemon URLs `lttng create --set-url` takes, and the name this host's traces have on a relay.
+public enum RelayURL {
+    static let schemes = ["net://", "net6://", "tcp://", "tcp6://"]
+
+    /// The relay daemon's control port when the URL names none (`lttng-relayd`'s default).
+    public static let defaultControlPort: UInt16 = 5342
+
+    /// The host and control port of a well-formed URL.
+    public static func controlEndpoint(_ url: String) -> (host: String, port: UInt16)? {
+        guard isWellFormed(url), let scheme = schemes.first(where: { url.hasPrefix($0) }) else { return nil }
+        var rest = Substring(url.dropFirst(scheme.count))
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        let host: Substring
+        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            rest = rest[rest.index(after: close)...]
+        } else {
+            host = rest.prefix { $0 != ":" }
+            rest = rest.dropFirst(host.count)
+        }
+        let port = rest.dropFirst().split(separator: ":").first.flatMap { UInt16($0) } ?? defaultControlPort
+        return (String(host), port)
+    }
+
+    /// Why the relay daemon at `url` cannot be reached (a TCP connection to its control port within `timeout`),
+    /// nil when it answers. lttng itself only finds out later, and says "Unknown error".
+    public static func unreachableReason(_ url: String, timeout: Duration = .seconds(5)) -> String? {
+        guard let (host, port) = controlEndpoint(url) else { return "not a relay daemon URL" }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_family = url.hasPrefix("net6://") || url.hasPrefix("tcp6://") ? AF_INET6 : AF_UNSPEC
+        var found: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &found)
+        guard status == 0, let first = found else { return "cannot resolve \(host): \(String(cString: gai_strerror(status)))" }
+        defer { freeaddrinfo(found) }
+        let fd = socket(first.pointee.ai_family, first.pointee.ai_socktype | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return "cannot make a socket: \(String(cString: strerror(errno)))" }
+        defer { close(fd) }
+        if connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 { return nil }
+        guard errno == EINPROGRESS else { return "\(host) port \(port): \(String(cString: strerror(errno)))" }
+        var waiting = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        guard poll(&waiting, 1, milliseconds) == 1 else { return "\(host) port \(port): no answer within \(timeout)" }
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+        return error == 0 ? nil : "\(host) port \(port): \(String(cString: strerror(error)))"
+    }
+
+    /// Whether `url` has a relay scheme, a host, and ports (when given) that are numbers in range: what lttng
+    /// itself would reject later with a less clear message.
+    public static func isWellFormed(_ url: String) -> Bool {
+        guard let scheme = schemes.first(where: { url.hasPrefix($0) }) else { return false }
+        var rest = Substring(url.dropFirst(scheme.count))
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        var host: Substring
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { return false }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            rest = rest[rest.index(after: close)...]
+        } else {
+            host = rest.prefix { $0 != ":" }
+            rest = rest.dropFirst(host.count)
+        }
+        guard !host.isEmpty, !host.contains("/") else { return false }
+        guard !rest.isEmpty else { return true }
+        guard rest.hasPrefix(":") else { return false }
+        let ports = rest.dropFirst().split(separator: ":", omittingEmptySubsequences: false)
+        return ports.count <= 2 && ports.allSatisfy { UInt16($0).map { $0 > 0 } ?? false }
+    }
+
+    /// This machine's name as the session daemon gives it to the relay (`gethostname`): the folder the relay
+    /// writes this host's sessions into.
+    public static var localHostName: String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "?" }
+        return String(cString: buffer)
+    }
+}
