@@ -78,6 +78,14 @@ let package = Package(
                 .product(name: "Tracing", package: "rlctl"),
             ]
         ),
+        // A loop that emits runloop events at a chosen rate: the load of relay-fleet-bench.sh.
+        .executableTarget(
+            name: "eventpump",
+            dependencies: [
+                .product(name: "RunLoopCore", package: "rlctl"),
+                .product(name: "Tracing", package: "rlctl"),
+            ]
+        ),
         // tracebench's C baseline: the `runloop` tracepoints called from C, with call sites of its own and the
         // probes of the provider library LTTngSink loads (LTTNG_UST_TRACEPOINT_PROBE_DYNAMIC_LINKAGE: it dlopens
         // liblttng-ust-tracepoint, hence libdl). Its header search path to the provider
