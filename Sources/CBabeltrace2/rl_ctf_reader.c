@@ -32,7 +32,14 @@ static pthread_mutex_t rl_bt_lock = PTHREAD_MUTEX_INITIALIZER;
 static const bt_plugin *rl_ctf_plugin;
 static const bt_plugin *rl_utils_plugin;
 static const bt_component_class_source *rl_fs_class;
+static const bt_component_class_source *rl_live_class;
 static const bt_component_class_filter *rl_muxer_class;
+
+/// Whether an input is an LTTng live session on a relay daemon (`net://RELAY[:PORT]/host/HOST/SESSION`) rather
+/// than a trace folder.
+static int rl_is_live_url(const char *input) {
+    return strncmp(input, "net://", 6) == 0 || strncmp(input, "net4://", 7) == 0 || strncmp(input, "net6://", 7) == 0;
+}
 
 int rl_ctf_available(void) { return 1; }
 
@@ -56,6 +63,8 @@ typedef struct rl_class_info {
     /// Member index of `vtid`/`tid` in the event common context, and of `tid`/`vtid` in the packet context.
     int64_t context_tid;
     int64_t packet_tid;
+    /// Member index of `vpid`/`pid` in the event common context (-1: none).
+    int64_t context_pid;
     int has_clock;
     uint64_t frequency;
     /// Set when the class does not match the schema: reading one of its events is an error.
@@ -65,6 +74,9 @@ typedef struct rl_class_info {
 /// One babeltrace2 graph reading traces in this process (the reader's child process, or the fallback).
 typedef struct rl_graph {
     bt_graph *graph;
+    /// Reading an LTTng live session: no data yet is not the end, and batches go out at least every
+    /// rl_live_heartbeat_ms, empty if need be.
+    int live;
     int finished;
     int failed;
     char *error;
@@ -212,6 +224,7 @@ static void rl_describe_class(rl_class_info *info, const bt_event_class *event_c
     info->key = event_class;
     info->context_tid = -1;
     info->packet_tid = -1;
+    info->context_pid = -1;
     const char *name = bt_event_class_get_name(event_class);
     info->event = rl_event_for_name(name);
     if (info->event < 0) return;
@@ -232,6 +245,8 @@ static void rl_describe_class(rl_class_info *info, const bt_event_class *event_c
     const bt_stream_class *stream_class = bt_event_class_borrow_stream_class_const(event_class);
     info->context_tid = rl_tid_member(bt_stream_class_borrow_event_common_context_field_class_const(stream_class),
                                       "vtid", "tid");
+    info->context_pid = rl_tid_member(bt_stream_class_borrow_event_common_context_field_class_const(stream_class),
+                                      "vpid", "pid");
     if (bt_stream_class_supports_packets(stream_class)) {
         info->packet_tid = rl_tid_member(bt_stream_class_borrow_packet_context_field_class_const(stream_class),
                                          "tid", "vtid");
@@ -373,6 +388,9 @@ static int rl_flatten_event(rl_graph *reader, const bt_message *message) {
         if (packet) rl_read_tid(bt_packet_borrow_context_field_const(packet), info->packet_tid, &tid);
     }
     record->tid = tid;
+    int32_t pid = 0;
+    rl_read_tid(bt_event_borrow_common_context_field_const(event), info->context_pid, &pid);
+    record->pid = pid;
     if (rl_set_stream(reader, record, bt_event_borrow_stream_const(event), 0) != 0) return -1;
     if (info->has_clock) {
         const bt_clock_snapshot *snapshot = bt_message_event_borrow_default_clock_snapshot_const(message);
@@ -520,6 +538,7 @@ static char *rl_load_classes(void) {
         return strdup("babeltrace2's `utils` plugin was not found (is the babeltrace2 package installed?)");
     }
     rl_fs_class = bt_plugin_borrow_source_component_class_by_name_const(rl_ctf_plugin, "fs");
+    rl_live_class = bt_plugin_borrow_source_component_class_by_name_const(rl_ctf_plugin, "lttng-live");
     rl_muxer_class = bt_plugin_borrow_filter_component_class_by_name_const(rl_utils_plugin, "muxer");
     if (!rl_fs_class || !rl_muxer_class) {
         rl_fs_class = NULL;
@@ -538,12 +557,21 @@ static char *rl_build_graph(rl_graph *reader, const char *const *trace_dirs, siz
     const bt_component_source **sources = calloc(count ? count : 1, sizeof *sources);
     if (!sources) return strdup("out of memory");
     for (size_t index = 0; index < count; index++) {
+        int live = rl_is_live_url(trace_dirs[index]);
+        if (live && !rl_live_class) {
+            free(sources);
+            return strdup("babeltrace2's `ctf` plugin lacks the `src.ctf.lttng-live` component class");
+        }
+        reader->live |= live;
         bt_value *params = bt_value_map_create();
         bt_value *inputs = NULL;
         int ok = params && bt_value_map_insert_empty_array_entry(params, "inputs", &inputs) ==
                                BT_VALUE_MAP_INSERT_ENTRY_STATUS_OK &&
                  bt_value_array_append_string_element(inputs, trace_dirs[index]) ==
-                     BT_VALUE_ARRAY_APPEND_ELEMENT_STATUS_OK;
+                     BT_VALUE_ARRAY_APPEND_ELEMENT_STATUS_OK &&
+                 // A live session that is gone (or never was) ends the reading instead of waiting for it.
+                 (!live || bt_value_map_insert_string_entry(params, "session-not-found-action", "end") ==
+                               BT_VALUE_MAP_INSERT_ENTRY_STATUS_OK);
         if (!ok) {
             bt_value_put_ref(params);
             free(sources);
@@ -552,7 +580,7 @@ static char *rl_build_graph(rl_graph *reader, const char *const *trace_dirs, siz
         char name[32];
         snprintf(name, sizeof name, "source-%zu", index);
         bt_graph_add_component_status status = bt_graph_add_source_component(
-            reader->graph, rl_fs_class, name, params, BT_LOGGING_LEVEL_NONE, &sources[index]);
+            reader->graph, live ? rl_live_class : rl_fs_class, name, params, BT_LOGGING_LEVEL_NONE, &sources[index]);
         bt_value_put_ref(params);
         if (status != BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
             free(sources);
@@ -629,8 +657,19 @@ static rl_graph *rl_graph_open(const char *const *trace_dirs, size_t count, char
 /// batch stays a few hundred kilobytes.
 static const size_t rl_batch_records = 2048;
 
+/// A live reading sends what it has (possibly nothing) at least this often, so that its reader can refresh and
+/// the parent's stall timeout measures a stuck child, not a quiet session.
+static const int rl_live_heartbeat_ms = 200;
+
+static uint64_t rl_monotonic_ms(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+}
+
 /// Runs the graph until the sink has flattened a batch of records (or the trace ends): 1 with records (their
-/// `text` still an offset into reader->text), 0 at the end, -1 on an error (reader->error).
+/// `text` still an offset into reader->text), 0 at the end, -1 on an error (reader->error). Reading a live
+/// session, 1 may come with no record: nothing arrived within rl_live_heartbeat_ms.
 static int rl_graph_next(rl_graph *reader) {
     if (reader->failed) return -1;
     if (reader->finished) return 0;
@@ -638,10 +677,20 @@ static int rl_graph_next(rl_graph *reader) {
     reader->text_length = 0;
     reader->batch_stream_count = 0;
     int result = 1;
+    const uint64_t started = reader->live ? rl_monotonic_ms() : 0;
     pthread_mutex_lock(&rl_bt_lock);
     while (reader->record_count < rl_batch_records) {
         bt_graph_run_once_status status = bt_graph_run_once(reader->graph);
-        if (status == BT_GRAPH_RUN_ONCE_STATUS_OK || status == BT_GRAPH_RUN_ONCE_STATUS_AGAIN) continue;
+        if (status == BT_GRAPH_RUN_ONCE_STATUS_OK) continue;
+        if (status == BT_GRAPH_RUN_ONCE_STATUS_AGAIN) {
+            if (!reader->live) continue;
+            // The relay has nothing new: hand out what there is, or wait a little without the lock.
+            if (reader->record_count > 0 || rl_monotonic_ms() - started >= (uint64_t)rl_live_heartbeat_ms) break;
+            pthread_mutex_unlock(&rl_bt_lock);
+            usleep(20000);
+            pthread_mutex_lock(&rl_bt_lock);
+            continue;
+        }
         if (status == BT_GRAPH_RUN_ONCE_STATUS_END) {
             reader->finished = 1;
             result = reader->record_count ? 1 : 0;
@@ -1107,6 +1156,8 @@ int rl_ctf_reader_next(rl_ctf_reader *reader, const rl_ctf_record **records, siz
     }
     switch (frame.kind) {
     case RL_FRAME_BATCH: {
+        // A live reading's heartbeat: nothing arrived.
+        if (frame.count == 0 && frame.text_length == 0) return 1;
         if (frame.count == 0 ||
             rl_reserve((void **)&reader->records, &reader->record_capacity, (size_t)frame.count, sizeof(rl_ctf_record)) != 0) {
             reader->failed = 1;

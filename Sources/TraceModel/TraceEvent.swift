@@ -10,11 +10,15 @@ public struct TraceEvent: Sendable, Equatable {
     public var timestamp: UInt64
     /// The kernel thread id that emitted the event (LTTng's `vtid` context).
     public var threadID: Int32
+    /// The process that emitted it (LTTng's `vpid` context), 0 when the trace does not say: rlctl's own
+    /// recordings trace one process and leave it out; a live view of every process (`rlctl top`) adds it.
+    public var processID: Int32
     public var payload: Payload
 
-    public init(timestamp: UInt64, threadID: Int32, payload: Payload) {
+    public init(timestamp: UInt64, threadID: Int32, processID: Int32 = 0, payload: Payload) {
         self.timestamp = timestamp
         self.threadID = threadID
+        self.processID = processID
         self.payload = payload
     }
 

@@ -80,32 +80,70 @@ public final class CTFTraceReader: TraceEventReader {
         handle = try Self.open(traceDirectories, reportedPath: reportedPath, stallTimeout: stallTimeout)
     }
 
+    /// Follows an LTTng live session on a relay daemon (`net://RELAY[:LIVE_PORT]/host/HOST/SESSION`, as
+    /// ``LiveSessions/list(relay:)`` gives them) as it records, from its beginning: ``nextAvailable()`` returns
+    /// what has arrived without waiting for more than a moment, and the reading ends when the session is
+    /// destroyed and read to its end (or is not there).
+    public init(liveSession url: String, stallTimeout: Duration = .seconds(30)) throws(TraceReadError) {
+        self.path = url
+        self.stallTimeout = stallTimeout
+        guard Self.isAvailable else { throw TraceReadError(path: url, reason: Self.unavailableReason) }
+        traceDirectories = []
+        handle = try Self.open([url], reportedPath: url, stallTimeout: stallTimeout)
+    }
+
     deinit {
         rl_ctf_reader_close(handle)
     }
 
-    /// The next `runloop` event in timestamp order, nil at the end.
+    /// What ``nextAvailable()`` found.
+    public enum Available {
+        case event(TraceEvent)
+        /// Nothing arrived for a moment (about 200 ms): a live session with nothing new.
+        case nothingYet
+        case end
+    }
+
+    /// The next event, or `.nothingYet` when a live session had nothing new for about 200 ms (a trace folder never
+    /// says that: it has its events at once).
+    public func nextAvailable() throws(TraceReadError) -> Available {
+        while true {
+            if let event = try nextBuffered() { return .event(event) }
+            if let failure { throw failure }
+            if finished { return .end }
+            fetch()
+            if recordCount == 0 && !finished && failure == nil { return .nothingYet }
+        }
+    }
+
+    /// The next `runloop` event in timestamp order, nil at the end (on a live session: waits until one arrives).
     public func next() throws(TraceReadError) -> TraceEvent? {
         while true {
-            while position < recordCount, let records {
-                let record = records[position]
-                position += 1
-                if record.kind == RL_CTF_RECORD_EVENT.rawValue {
-                    do {
-                        let event = try decode(record)
-                        health.eventsRead += 1
-                        return event
-                    } catch {
-                        failure = error    // a corrupt trace stays unreadable from here on
-                        throw error
-                    }
-                }
-                account(loss: record)
-            }
+            if let event = try nextBuffered() { return event }
             if let failure { throw failure }
             if finished { return nil }
             fetch()
         }
+    }
+
+    /// The next event of the batch in hand (losses on the way accounted), nil when the batch is used up.
+    private func nextBuffered() throws(TraceReadError) -> TraceEvent? {
+        while position < recordCount, let records {
+            let record = records[position]
+            position += 1
+            if record.kind == RL_CTF_RECORD_EVENT.rawValue {
+                do {
+                    let event = try decode(record)
+                    health.eventsRead += 1
+                    return event
+                } catch {
+                    failure = error    // a corrupt trace stays unreadable from here on
+                    throw error
+                }
+            }
+            account(loss: record)
+        }
+        return nil
     }
 
     // ===== batches =====
@@ -192,7 +230,8 @@ public final class CTFTraceReader: TraceEventReader {
         }
         var fields = RecordFields(record: record, reader: self)
         do {
-            return TraceEvent(timestamp: record.timestamp, threadID: record.tid, payload: try TraceEventDecoding.payload(id, &fields))
+            return TraceEvent(timestamp: record.timestamp, threadID: record.tid, processID: record.pid,
+                              payload: try TraceEventDecoding.payload(id, &fields))
         } catch {
             // src.ctf.fs names each stream after its data file.
             let stream = texts.string(record.stream, Int(record.stream_length))

@@ -50,6 +50,8 @@ typedef struct rl_ctf_record {
     uint8_t count_known;
     /// The emitting thread (`vtid` context, else packet-context `tid`, else 0).
     int32_t tid;
+    /// The emitting process (`vpid` context, else `pid`, else 0: rlctl's sessions add only `vtid`).
+    int32_t pid;
     /// The event's time (CLOCK_MONOTONIC ns: the clock's value, without its offset); for losses, the start.
     uint64_t timestamp;
     /// For losses: the end of the window.
@@ -71,7 +73,8 @@ typedef struct rl_ctf_reader rl_ctf_reader;
 int rl_ctf_available(void);
 
 
-/// Opens the CTF traces in `trace_dirs` (folders holding a `metadata` file) as one time-ordered sequence.
+/// Opens the CTF traces in `trace_dirs` (folders holding a `metadata` file, or LTTng live session URLs) as one
+/// time-ordered sequence.
 /// Returns NULL and sets *error (free it with rl_ctf_free_string) when the traces cannot be opened.
 ///
 /// The babeltrace2 graph runs in a child process (this executable, started again; see rl_ctf_reader.c), so
@@ -80,8 +83,10 @@ int rl_ctf_available(void);
 /// graph in this process instead (for debugging; a corrupt trace may then abort the process).
 rl_ctf_reader *rl_ctf_reader_open(const char *const *trace_dirs, size_t count, int stall_timeout_ms, char **error);
 
-/// The next batch of records: 1 with *records/*count set (count > 0), 0 at the end, -1 on an error (see
-/// rl_ctf_reader_error; the reader is then unusable).
+/// The next batch of records: 1 with *records/*count set, 0 at the end, -1 on an error (see
+/// rl_ctf_reader_error; the reader is then unusable). The count is above 0, except when reading an LTTng live
+/// session (an input `net://RELAY[:PORT]/host/HOST/SESSION` instead of a folder), where a batch comes at least
+/// every 200 ms, empty when nothing arrived; a live reading ends when the session is destroyed and read to its end.
 int rl_ctf_reader_next(rl_ctf_reader *reader, const rl_ctf_record **records, size_t *count);
 
 /// The last error's message (babeltrace2's error causes, most specific last), or NULL.

@@ -198,16 +198,23 @@ public struct LTTngSession: Sendable {
     /// `lttng create --live --set-url`): the relay writes the trace under its output folder, in
     /// `<this host's name>/<session>-<date>/`, and live readers can follow it while it records. The relay is first
     /// contacted when the events are enabled, so an unreachable one fails here.
-    public static func create(name: String, relay: String, trackedProcess: pid_t? = nil,
-                              channelOptions: [String] = []) throws(LTTngError) -> LTTngSession {
-        try LTTngTools.lttng(["create", name, "--live", "--set-url=\(relay)"])
+    ///
+    /// - Parameters:
+    ///   - liveTimer: how often the tracer sends what it has to the relay, for live readers (LTTng's default, 1 s,
+    ///     when nil).
+    ///   - contexts: the context fields each event carries (`vpid` too, for a reader of several processes).
+    public static func create(name: String, relay: String, trackedProcess: pid_t? = nil, channelOptions: [String] = [],
+                              liveTimer: Duration? = nil, contexts: [String] = ["vtid"]) throws(LTTngError) -> LTTngSession {
+        let live = liveTimer.map { "--live=\(max(1, $0.components.seconds * 1_000_000 + $0.components.attoseconds / 1_000_000_000_000))" } ?? "--live"
+        try LTTngTools.lttng(["create", name, live, "--set-url=\(relay)"])
         var session = LTTngSession(name: name, output: relay)
         session.streamsToRelay = true
-        return try session.enableRunLoopEvents(trackedProcess: trackedProcess, channelOptions: channelOptions)
+        return try session.enableRunLoopEvents(trackedProcess: trackedProcess, channelOptions: channelOptions, contexts: contexts)
     }
 
-    /// Enables every `runloop` event with the `vtid` context in a new session; destroys the session when that fails.
-    private func enableRunLoopEvents(trackedProcess: pid_t?, channelOptions: [String]) throws(LTTngError) -> LTTngSession {
+    /// Enables every `runloop` event with the given contexts in a new session; destroys the session when that fails.
+    private func enableRunLoopEvents(trackedProcess: pid_t?, channelOptions: [String],
+                                     contexts: [String] = ["vtid"]) throws(LTTngError) -> LTTngSession {
         let session = self
         do {
             if let trackedProcess { try session.track(processID: trackedProcess) }
@@ -217,7 +224,7 @@ public struct LTTngSession: Sendable {
                 enable.append("--channel=rlctl")
             }
             try LTTngTools.lttng(enable)
-            try LTTngTools.lttng(["add-context", "--userspace", "--type=vtid", "--session=\(name)"]
+            try LTTngTools.lttng(["add-context", "--userspace"] + contexts.map { "--type=\($0)" } + ["--session=\(name)"]
                                  + (channelOptions.isEmpty ? [] : ["--channel=rlctl"]))
         } catch {
             session.destroy()
