@@ -10,7 +10,7 @@ struct RLCtl: ParsableCommand {
         Exit status: 0 success; 1 a budget violation or a regression; 2 a usage or input error; 3 the data is \
         incomplete (lost events) and the budget forbids that.
         """,
-        subcommands: [Run.self, Record.self, Summarize.self, Export.self, Report.self, Check.self, Compare.self, List.self, Doctor.self]
+        subcommands: [Run.self, Record.self, Summarize.self, Export.self, Report.self, Check.self, Compare.self, List.self, Top.self, Doctor.self]
     )
 
     /// Every failure ends as one line on stderr and a documented exit status; never a stack trace.

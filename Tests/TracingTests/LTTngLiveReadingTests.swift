@@ -11,38 +11,6 @@ import TraceReading
 /// end of the reading when the session is destroyed.
 @Suite(.serialized, .enabled(if: LTTngTestEnvironment.shouldRun, LTTngTestEnvironment.skipComment))
 struct LTTngLiveReadingTests {
-    /// A relay daemon on three free loopback ports, stopped at the end.
-    final class Relay {
-        let process = Process()
-        let output = temporaryPath("live-relay")
-        let controlPort: Int
-        var recordURL: String { "net://127.0.0.1:\(controlPort):\(controlPort + 1)" }
-        var liveURL: String { "net://127.0.0.1:\(controlPort + 2)" }
-
-        init() throws {
-            controlPort = 20_000 + Int(getpid() % 1000) * 3 + Int.random(in: 0..<3) * 3000
-            let relayd = try #require(LTTngTools.path(of: "lttng-relayd"), "lttng-relayd is part of lttng-tools")
-            process.executableURL = URL(fileURLWithPath: relayd)
-            process.arguments = ["--output=\(output)", "--control-port=tcp://127.0.0.1:\(controlPort)",
-                                 "--data-port=tcp://127.0.0.1:\(controlPort + 1)", "--live-port=tcp://127.0.0.1:\(controlPort + 2)"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let deadline = ContinuousClock.now + .seconds(10)
-            while RelayURL.unreachableReason(recordURL, timeout: .milliseconds(200)) != nil {
-                try #require(ContinuousClock.now < deadline && process.isRunning, "lttng-relayd did not listen on \(controlPort)")
-                usleep(20_000)
-            }
-        }
-
-        deinit {
-            // SIGKILL: the daemon inherits the test process's blocked signals, SIGTERM among them.
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            try? FileManager.default.removeItem(atPath: output)
-        }
-    }
-
     /// The signals of `range` read from `reader` within `limit`, in order; stops early once all came.
     static func readSignals(_ reader: CTFTraceReader, _ range: Range<UInt64>, within limit: Duration) throws -> [UInt64] {
         var seen: [UInt64] = []
@@ -63,22 +31,25 @@ struct LTTngLiveReadingTests {
 
     @Test func eventsArriveWhileTheSessionRecordsAndTheReadingEndsWithIt() throws {
         guard LTTngTestEnvironment.requireAvailable() else { return }
-        let relay = try Relay()
+        let relay = try LocalRelayDaemon()
+        defer { relay.stop(); relay.removeOutput() }
         let name = LTTngSession.uniqueName("live-test")
         let session = try LTTngSession.create(name: name, relay: relay.recordURL, trackedProcess: getpid(), liveTimer: .milliseconds(100),
                                               contexts: ["vtid", "vpid"])
         defer { session.destroy() }
         try session.startForThisProcess()
         let sink = LTTngSink()
-        let first: Range<UInt64> = 9_100_000..<9_101_000
-        for id in first { sink.sourceSignaled(sourceID: id, at: 0) }
-
+        // A live reader starts where the session is when it attaches (earlier events are not sent): attach first.
+        sink.sourceSignaled(sourceID: 9_000_000, at: 0)
         let sessions = try LiveSessions.list(relay: relay.liveURL)
         let listed = try #require(sessions.first { $0.name == name }, "\(sessions)")
         #expect(listed.host == RelayURL.localHostName)
         #expect(listed.url == "\(relay.liveURL)/host/\(listed.host)/\(name)")
-
         let reader = try CTFTraceReader(liveSession: listed.url)
+        while case .event = try reader.nextAvailable() {}
+
+        let first: Range<UInt64> = 9_100_000..<9_101_000
+        for id in first { sink.sourceSignaled(sourceID: id, at: 0) }
         #expect(try Self.readSignals(reader, first, within: .seconds(15)) == Array(first))
         // More events while the reader follows: they come too, in order, while the session still records.
         let second: Range<UInt64> = 9_200_000..<9_200_500

@@ -11,7 +11,7 @@ import TestSupport
         }
         // Every command answers `help COMMAND`, --help and -h with the same manual, record included (it used to
         // take them for the program to record); after `--` they are the program's.
-        for command in ["run", "record", "summarize", "export", "report", "check", "compare", "list", "doctor"] {
+        for command in ["run", "record", "summarize", "export", "report", "check", "compare", "list", "top", "doctor"] {
             let manual = try CLI.run(["help", command])
             #expect(manual.termination == .exited(0) && manual.stderr.isEmpty, "rlctl help \(command): \(manual.termination) \(manual.stderr)")
             #expect(manual.stdout.hasPrefix("OVERVIEW: ") && manual.stdout.contains("\nUSAGE: rlctl \(command)"),
@@ -51,6 +51,8 @@ import TestSupport
           compare                 Compare two runs and fail only on a regression the
                                   noise cannot explain.
           list                    Describe the built-in workloads.
+          top                     A live view of every traced loop, on this machine or
+                                  streaming to an LTTng relay daemon.
           doctor                  Check the tracing set-up and say what to fix.
 
           See 'rlctl help <subcommand>' for detailed help.

@@ -6,13 +6,13 @@ import TestSupport
 /// The exit statuses the README documents, for the cases that used to get them wrong.
 @Suite struct ExitCodeTests {
     @Test func noArgumentsIsAUsageError() throws {
-        try assertCommand([], stderr: "rlctl: name a command: run, record, summarize, export, report, check, compare, list, doctor (rlctl --help describes them)\n",
+        try assertCommand([], stderr: "rlctl: name a command: run, record, summarize, export, report, check, compare, list, top, doctor (rlctl --help describes them)\n",
                           status: 2)
     }
 
     @Test func helpForAnUnknownTopicIsAUsageError() throws {
         try assertCommand(["help", "nosuch"],
-                          stderr: "rlctl: no help topic \"nosuch\": the commands are run, record, summarize, export, report, check, compare, list, doctor\n",
+                          stderr: "rlctl: no help topic \"nosuch\": the commands are run, record, summarize, export, report, check, compare, list, top, doctor\n",
                           status: 2)
         try assertCommand(["help", "run", "extra"], stderr: "rlctl: help takes one command (got run extra)\n", status: 2)
         // Known topics and plain help still succeed (their text: CommandTests.helpIsTheManual).

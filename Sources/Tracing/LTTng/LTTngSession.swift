@@ -101,6 +101,34 @@ public enum LTTngTools {
     /// would hold them open for ever).
     private static func startSessionDaemon() throws(LTTngError) {
         guard let executable = path(of: "lttng-sessiond") else { throw LTTngError("`lttng-sessiond` not found in PATH: \(installHint)") }
+        let pid = try spawnDaemon(executable, ["--daemonize"])
+        guard let status = waitForExit(pid, within: .seconds(30)) else {
+            kill(pid, SIGKILL)
+            var ignored: Int32 = 0
+            waitpid(pid, &ignored, 0)
+            throw LTTngError("`lttng-sessiond --daemonize` did not finish within 30 s")
+        }
+        let exited = status & 0x7f == 0
+        if !exited || (status >> 8) & 0xff != 0 {
+            let how = exited ? "exit \((status >> 8) & 0xff)" : "signal \(status & 0x7f)"
+            throw LTTngError("`lttng-sessiond --daemonize` failed (\(how)) and no session daemon answers; run it by hand to see why")
+        }
+    }
+
+    /// Waits for a child to exit: its wait status, or nil when it still runs after `limit`.
+    static func waitForExit(_ pid: pid_t, within limit: Duration) -> Int32? {
+        var status: Int32 = 0
+        let deadline = ContinuousClock.now + limit
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            guard ContinuousClock.now < deadline else { return nil }
+            usleep(10_000)
+        }
+        return status
+    }
+
+    /// Starts a daemon from a clean slate: standard streams on /dev/null, no blocked or ignored signals (the
+    /// caller's mask would otherwise be inherited, SIGTERM blocked among them).
+    static func spawnDaemon(_ executable: String, _ arguments: [String]) throws(LTTngError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -117,28 +145,16 @@ public enum LTTngTools {
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup("--daemonize"), nil]
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         let environment: [UnsafeMutablePointer<CChar>?] =
             ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (arguments + environment).forEach { free($0) } }
+        defer { (argv + environment).forEach { free($0) } }
         var pid = pid_t()
-        let result = posix_spawn(&pid, executable, &actions, &attributes, arguments, environment)
-        guard result == 0 else { throw LTTngError("cannot start lttng-sessiond: \(String(cString: strerror(result)))") }
-        var status: Int32 = 0
-        let deadline = ContinuousClock.now + .seconds(30)
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            guard ContinuousClock.now < deadline else {
-                kill(pid, SIGKILL)
-                waitpid(pid, &status, 0)
-                throw LTTngError("`lttng-sessiond --daemonize` did not finish within 30 s")
-            }
-            usleep(10_000)
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environment)
+        guard result == 0 else {
+            throw LTTngError("cannot start \((executable as NSString).lastPathComponent): \(String(cString: strerror(result)))")
         }
-        let exited = status & 0x7f == 0
-        if !exited || (status >> 8) & 0xff != 0 {
-            let how = exited ? "exit \((status >> 8) & 0xff)" : "signal \(status & 0x7f)"
-            throw LTTngError("`lttng-sessiond --daemonize` failed (\(how)) and no session daemon answers; run it by hand to see why")
-        }
+        return pid
     }
 
     private final class OutputCollector: @unchecked Sendable {

@@ -280,9 +280,12 @@ struct Record: ParsableCommand {
         let child = try GatedChild(command, environment: environment)
         let session: LTTngSession
         do {
+            // A flush every 500 ms: what `rlctl top` shows is at most that old, plus its own interval; vpid tells
+            // the processes of a session apart (--follow-children) there.
             session = try LTTngSession.create(name: LTTngSession.uniqueName("relay"), relay: url,
                                               trackedProcess: followChildren ? nil : child.pid,
-                                              channelOptions: LTTngRecording.channelOptions(subbufferSize: subbufSize, subbufferCount: numSubbuf))
+                                              channelOptions: LTTngRecording.channelOptions(subbufferSize: subbufSize, subbufferCount: numSubbuf),
+                                              liveTimer: .milliseconds(500), contexts: ["vtid", "vpid"])
             try session.start()
         } catch {
             child.abandon()

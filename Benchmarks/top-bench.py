@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""What `rlctl top` costs and how late it shows things (issue 15's goals: an event on screen within 2 s; at most
+5% of a core per 100k events/s).
+
+  python3 Benchmarks/top-bench.py [--rounds N] [--seconds S] [RATE ...]
+
+Delay: `rlctl top` (this machine's loops, 1 s interval, no terminal: a table per interval) runs while
+eventpump burns 300 ms once; the delay is from the end of that burn (eventpump prints it, CLOCK_MONOTONIC) to the
+first table that shows a stall of at least 250 ms (read with time.monotonic_ns, the same clock). N rounds.
+
+CPU: `rlctl top` follows eventpump at each RATE (events/s) for S seconds; its CPU is rlctl's, its reader child's
+and its relay daemon's, and the session listings it ran (utime + stime, cutime + cstime from /proc), over the S
+seconds after a 2 s warm-up; the Swift side (rlctl) and the decoding (the reader child, libbabeltrace2) apart. The LTTng side (the consumer and relay
+daemons, which every live session costs) is measured apart.
+"""
+import argparse, os, statistics, subprocess, sys, threading, time
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def bin_path(package=None):
+    args = ["swift", "build", "-c", "release", "--show-bin-path"] + (["--package-path", package] if package else [])
+    return subprocess.run(args, cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+
+def cpu_ticks(pids):
+    """utime + stime, and for each process the children it reaped (cutime + cstime: the session listings)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            total += sum(int(field) for field in fields[11:15])
+        except OSError:
+            pass
+    return total
+
+def descendants(pid):
+    children, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        try:
+            for task in os.listdir(f"/proc/{parent}/task"):
+                for child in open(f"/proc/{parent}/task/{task}/children").read().split():
+                    children.append(int(child)); frontier.append(int(child))
+        except OSError:
+            pass
+    return children
+
+def pids_named(name):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if open(f"/proc/{entry}/comm").read().strip() == name: found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("rates", nargs="*", type=int, default=[100_000, 1_000_000])
+    options = parser.parse_args()
+    subprocess.run(["swift", "build", "-c", "release", "--product", "rlctl"], cwd=root, check=True, capture_output=True)
+    subprocess.run(["swift", "build", "-c", "release", "--package-path", "Benchmarks", "--product", "eventpump"], cwd=root, check=True, capture_output=True)
+    rlctl = os.path.join(bin_path(), "rlctl")
+    pump = os.path.join(bin_path(os.path.join(root, "Benchmarks")), "eventpump")
+    environment = dict(os.environ, RLCTL_TRACER="lttng")
+    hz = os.sysconf("SC_CLK_TCK")
+
+    delays = []
+    for _ in range(options.rounds):
+        top = subprocess.Popen([rlctl, "top", "--stall", "250ms"], stdout=subprocess.PIPE, text=True)
+        seen = {}
+        def watch():
+            for line in top.stdout:
+                cells = line.split()
+                # The worst-stall column (next to last): only the burn passes --stall 250ms.
+                if "RunLoopCore" in cells and cells[-2] != "-" and "at" not in seen:
+                    seen["at"] = time.monotonic_ns()
+        watcher = threading.Thread(target=watch, daemon=True); watcher.start()
+        time.sleep(1.5)
+        pump_run = subprocess.run([pump, "2000", "5", "2"], env=environment, capture_output=True, text=True)
+        time.sleep(1.5)
+        top.terminate(); top.wait()
+        ends = [int(l.split()[1]) for l in pump_run.stdout.splitlines() if l.startswith("burn-end ")]
+        if ends and "at" in seen:
+            delays.append((seen["at"] - ends[0]) / 1e9)
+    print(f"delay from a stall's end to rlctl top's screen (1 s interval), {len(delays)} of {options.rounds} rounds seen: "
+          + (f"median {statistics.median(delays):.2f} s, max {max(delays):.2f} s, all {', '.join(f'{d:.2f}' for d in delays)}" if delays else "none"))
+
+    for rate in options.rates:
+        top = subprocess.Popen([rlctl, "top"], stdout=subprocess.DEVNULL)
+        time.sleep(1)
+        pump_run = subprocess.Popen([pump, str(rate), str(options.seconds + 4)], env=environment, stdout=subprocess.DEVNULL)
+        time.sleep(2)
+        mine = [top.pid] + descendants(top.pid)
+        daemons = pids_named("lttng-consumerd")
+        before, before_daemons, started = cpu_ticks(mine), cpu_ticks(daemons), time.monotonic()
+        swift_before = cpu_ticks([top.pid])
+        time.sleep(options.seconds)
+        after, after_daemons, elapsed = cpu_ticks(mine), cpu_ticks(daemons), time.monotonic() - started
+        swift_side = cpu_ticks([top.pid])
+        pump_run.wait(); top.terminate(); top.wait()
+        share = (after - before) / hz / elapsed * 100
+        swift_share = (swift_side - swift_before) / hz / elapsed * 100
+        print(f"{rate:>9,} events/s: rlctl top {share:.1f}% of a core ({share / (rate / 100_000):.2f}% per 100k events/s): "
+              f"rlctl {swift_share:.1f}%, decoding and relay {share - swift_share:.1f}%; "
+              f"consumer daemon {(after_daemons - before_daemons) / hz / elapsed * 100:.1f}%")
+
+main()

@@ -1,0 +1,196 @@
+import Foundation
+import TraceModel
+
+/// One loop's figures over the last interval of a live view (`rlctl top`): one row of the table.
+public struct LiveLoopRow: Codable, Sendable, Equatable {
+    public var host: String
+    public var session: String
+    /// The process (0 when the session does not carry `vpid`).
+    public var processID: Int32
+    public var threadID: Int32
+    public var loopID: UInt64
+    /// The loop's name (`loop_create`), when its creation was seen.
+    public var name: String?
+    /// RunLoopCore, Foundation, NIO or wait (any program's loop, through the wait interposer).
+    public var kind: String
+    /// Busy ÷ (busy + asleep) over the interval.
+    public var utilization: Double
+    public var iterationsPerSecond: Double
+    /// The worst p99 of the loop's wake-up latencies (timer, source, block, port, job) in the interval; nil when
+    /// none was measured (or the kind has none: NIO, Foundation, wait loops).
+    public var wakeLatencyP99Nanoseconds: UInt64?
+    /// The busiest iteration over the stall threshold in the interval, nil when none passed it.
+    public var worstStallNanoseconds: UInt64?
+    /// Events the tracer lost in the interval, in this loop's session (losses are per stream, not per loop).
+    public var lostEvents: UInt64
+}
+
+/// What `rlctl top` sorts by.
+public enum LiveLoopOrder: String, CaseIterable, Sendable {
+    case utilization, iterations, latency, stall, lost
+
+    public func sorted(_ rows: [LiveLoopRow]) -> [LiveLoopRow] {
+        rows.sorted { a, b in
+            let (x, y) = (key(a), key(b))
+            return x != y ? x > y : (a.host, a.processID, a.loopID) < (b.host, b.processID, b.loopID)
+        }
+    }
+
+    private func key(_ row: LiveLoopRow) -> Double {
+        switch self {
+        case .utilization: return row.utilization
+        case .iterations: return row.iterationsPerSecond
+        case .latency: return Double(row.wakeLatencyP99Nanoseconds ?? 0)
+        case .stall: return Double(row.worstStallNanoseconds ?? 0)
+        case .lost: return Double(row.lostEvents)
+        }
+    }
+}
+
+/// The events of one live source (an LTTng live session), shown interval by interval. Two summaries per process:
+/// one of everything since the view attached, whose busy time, wall time, iterations and stalls the rows take
+/// the difference of from one interval to the next (an iteration under way at an interval's end belongs to the
+/// interval it ends in, so a long stall is never cut in two and lost), and one of the interval alone, for the
+/// wake-up latencies (each measured by one callout event) and the adapted loops (each NIO tick one event).
+/// Names and kinds, which come once at a loop's start, are kept. Fed by one reader thread while the view's
+/// thread takes intervals: every method takes the lock.
+public final class LiveLoopSource: @unchecked Sendable {
+    public let host: String
+    public let session: String
+    private let options: TraceSummarizer.Options
+    private let lock = NSLock()
+    private var cumulative: [Int32: TraceSummarizer] = [:]
+    private var interval: [Int32: TraceSummarizer] = [:]
+    private var previous: [LoopKey: Totals] = [:]
+    private var lostInInterval: UInt64 = 0
+    private var names: [LoopKey: String] = [:]
+    private var kinds: [LoopKey: String] = [:]
+    /// When the source's reading ended (the session was destroyed), or why it failed.
+    public private(set) var ended: String?
+    /// Whether its reader has attached: the view's intervals hold its events from then.
+    public private(set) var attached = false
+
+    struct LoopKey: Hashable {
+        var processID: Int32
+        var loopID: UInt64
+    }
+
+    /// A loop's running totals at the end of the last interval.
+    struct Totals {
+        var busy: UInt64 = 0
+        var wall: UInt64 = 0
+        var iterations: UInt64 = 0
+        /// The latest stall already shown (stalls are kept in the order they happen): later ones are new.
+        var shownStallAt: UInt64?
+    }
+
+    public init(host: String, session: String, stallThresholdNanoseconds: UInt64) {
+        self.host = host
+        self.session = session
+        var options = TraceSummarizer.Options()
+        options.stallThreshold = stallThresholdNanoseconds
+        options.keep = 1
+        // The interval's worst stall is looked for among the stalls kept since the view attached.
+        options.stallsPerLoop = 4096
+        self.options = options
+    }
+
+    public func consume(_ event: TraceEvent) {
+        lock.lock()
+        defer { lock.unlock() }
+        remember(event)
+        cumulative[event.processID, default: TraceSummarizer(options: options)].consume(event)
+        interval[event.processID, default: TraceSummarizer(options: options)].consume(event)
+    }
+
+    private func remember(_ event: TraceEvent) {
+        switch event.payload {
+        case .loopCreate(let loopID, _, let name):
+            names[LoopKey(processID: event.processID, loopID: loopID)] = name
+        case .loopAdapted(let loopID, let adapter, _):
+            kinds[LoopKey(processID: event.processID, loopID: loopID)] = adapter == .nio ? "NIO" : "Foundation"
+        default:
+            break
+        }
+    }
+
+    public func noteLoss(events: UInt64) {
+        lock.lock()
+        lostInInterval = lostInInterval.addingReportingOverflow(events).overflow ? .max : lostInInterval + events
+        lock.unlock()
+    }
+
+    public func end(_ why: String) {
+        lock.lock()
+        ended = why
+        lock.unlock()
+    }
+
+    public func markAttached() {
+        lock.lock()
+        attached = true
+        lock.unlock()
+    }
+
+    var isSettled: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return attached || ended != nil
+    }
+
+    /// The rows of the interval that ends now (`seconds` long), and a fresh interval.
+    public func takeInterval(seconds: Double) -> [LiveLoopRow] {
+        lock.lock()
+        defer { lock.unlock() }
+        let lost = lostInInterval
+        lostInInterval = 0
+        let taken = interval
+        interval = [:]
+        var rows: [LiveLoopRow] = []
+        for (processID, summarizer) in cumulative {
+            let whole = summarizer.finish(health: TraceHealth())
+            let recent = taken[processID]?.finish(health: TraceHealth())
+            func row(_ loopID: UInt64, thread: Int32, kind: String, utilization: Double, perSecond: Double,
+                     latency: UInt64?, stall: UInt64?) -> LiveLoopRow {
+                let key = LoopKey(processID: processID, loopID: loopID)
+                return LiveLoopRow(host: host, session: session, processID: processID, threadID: thread, loopID: loopID,
+                                   name: names[key], kind: kinds[key] ?? kind, utilization: utilization,
+                                   iterationsPerSecond: perSecond, wakeLatencyP99Nanoseconds: latency,
+                                   worstStallNanoseconds: stall, lostEvents: lost)
+            }
+            for loop in whole.loops {
+                let key = LoopKey(processID: processID, loopID: loop.loopID ?? 0)
+                let before = previous[key] ?? Totals()
+                let stalls = loop.worstStalls.filter { stall in before.shownStallAt.map { stall.atNanoseconds > $0 } ?? true }
+                let now = Totals(busy: loop.busyNanoseconds, wall: loop.wallNanoseconds, iterations: loop.iterations,
+                                 shownStallAt: loop.worstStalls.map(\.atNanoseconds).max() ?? before.shownStallAt)
+                previous[key] = now
+                let inInterval = recent?.loops.first { $0.loopID == loop.loopID }
+                // Rates over the time the loop's own events span, not over the wall interval: a live session
+                // arrives in flushes (every 500 ms with record --relayd), so an interval may hold one flush more or
+                // less.
+                let wall = now.wall &- before.wall
+                guard wall > 0 && wall <= now.wall || inInterval != nil else { continue }
+                let busy = now.busy &- before.busy
+                let wake = inInterval?.wakeLatency
+                let latencies = [wake?.timer, wake?.source, wake?.block, wake?.port, wake?.job].compactMap { $0 }.filter { $0.count > 0 }
+                rows.append(row(loop.loopID ?? 0, thread: loop.threadID ?? 0, kind: "RunLoopCore",
+                                utilization: wall > 0 ? min(1, Double(busy) / Double(wall)) : 0,
+                                perSecond: wall > 0 ? Double(now.iterations &- before.iterations) * 1e9 / Double(wall) : 0,
+                                latency: latencies.map(\.p99).max(), stall: stalls.map(\.busyNanoseconds).max()))
+            }
+            for loop in recent?.nio?.loops ?? [] {
+                rows.append(row(loop.loopID, thread: loop.threadID, kind: "NIO", utilization: loop.utilization,
+                                perSecond: loop.ticksPerSecond, latency: nil, stall: loop.worstStalls.map(\.busyNanoseconds).max()))
+            }
+            for loop in recent?.waits?.loops ?? [] {
+                rows.append(LiveLoopRow(host: host, session: session, processID: loop.pid ?? processID, threadID: loop.threadID,
+                                        loopID: UInt64(bitPattern: Int64(loop.target)), name: loop.thread ?? loop.process, kind: "wait",
+                                        utilization: loop.utilization, iterationsPerSecond: loop.iterationsPerSecond,
+                                        wakeLatencyP99Nanoseconds: nil, worstStallNanoseconds: loop.worstStalls.map(\.busyNanoseconds).max(),
+                                        lostEvents: lost))
+            }
+        }
+        return rows
+    }
+}

@@ -1,0 +1,103 @@
+import Analysis
+import ArgumentParser
+import Foundation
+import Glibc
+import Tracing
+import Workloads
+
+extension LiveLoopOrder: ExpressibleByArgument {}
+
+enum TopFormat: String, ExpressibleByArgument, CaseIterable {
+    case text, json
+}
+
+struct Top: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "A live view of every traced loop, on this machine or streaming to an LTTng relay daemon.",
+        discussion: """
+        One row per loop: host, process, thread, loop, kind (RunLoopCore, Foundation, NIO, or a wait loop of any \
+        program), and over the last interval its utilization, iterations per second, worst wake-up latency p99 \
+        (timer, source, block, port or job; none for the other kinds), its busiest iteration over --stall, and the \
+        events the tracer lost. A view starts when it attaches: loops created before it show by id, without name.
+
+        With no --relayd, rlctl top shows every process on this machine whose loops emit to LTTng (programs with \
+        the LTTng sink, or recorded by rlctl record with LTTng): it starts a relay daemon of its own on free \
+        loopback ports and a live session of every process's runloop events (with the vtid and vpid contexts), \
+        and removes both when it ends. A program that starts later appears, one that ends drops out.
+
+        --relayd net://HOST[:LIVE_PORT] follows every live session of that relay daemon instead: programs on any \
+        number of hosts recorded with rlctl record --relayd. The port is the relay's live port (lttng-relayd \
+        --live-port, 5344 by default), not the one record --relayd streams to. Sessions are listed again every \
+        2 s; a relay daemon that stops answering is said on the status line until it is back.
+
+        Keys: q quits; u, i, l, s and x sort by utilization, iterations, latency, stall and lost. Without a \
+        terminal rlctl prints one table per interval; --once prints one interval and exits, --format json as one \
+        JSON document.
+
+        Not built yet: embedded recordings still being written.
+
+        Examples:
+          rlctl top
+          rlctl top --relayd net://collector
+          rlctl top --relayd net://127.0.0.1:5344 --once --format json
+        """
+    )
+
+    @Option(help: "A relay daemon's live URL, net://HOST[:LIVE_PORT] (default: this machine's loops, through a relay of rlctl's own).")
+    var relayd: String?
+
+    @Option(help: "How often the view refreshes, e.g. 1s (100ms to 60s).", transform: durationArgument)
+    var interval: DurationValue = .seconds(1)
+
+    @Option(help: "Sort by utilization, iterations, latency, stall or lost.")
+    var sort: LiveLoopOrder = .utilization
+
+    @Flag(help: "Print one interval and exit.")
+    var once = false
+
+    @Option(help: "text or json (json with --once).")
+    var format: TopFormat = .text
+
+    @OptionGroup var analysis: AnalysisOptions
+
+    func validate() throws {
+        if let relayd {
+            guard relayd.hasPrefix("net://") || relayd.hasPrefix("net4://") || relayd.hasPrefix("net6://"),
+                  relayd.split(separator: "/").count == 2 else {
+                throw ValidationError("--relayd takes a relay daemon's live URL, net://HOST[:LIVE_PORT] (got \"\(relayd)\")")
+            }
+        }
+        guard interval.nanoseconds >= 100_000_000 && interval.nanoseconds <= 60_000_000_000 else {
+            throw ValidationError("--interval must be between 100ms and 60s (got \(interval))")
+        }
+        if format == .json && !once { throw ValidationError("--format json prints one interval: give --once") }
+    }
+
+    func run() throws {
+        var local: LTTngLocalLiveSession?
+        if relayd == nil {
+            try LTTngRecording.requireUsable("rlctl top")
+            do { local = try LTTngLocalLiveSession() } catch { throw Failure.input("cannot watch this machine's loops: \(error)") }
+        }
+        defer { local?.close() }
+        let url = relayd ?? local!.liveURL
+        let shownAs = relayd ?? "this machine"
+        let view = LiveRelayView(relay: url, stallThresholdNanoseconds: UInt64(analysis.stall.nanoseconds))
+        defer { view.stop() }
+        let seconds = Double(interval.nanoseconds) / 1e9
+        let screen = TopScreen(view: view, interval: interval, order: sort, relay: shownAs)
+        // The first listing and attachment, before the view's first interval begins.
+        view.refreshSessions()
+        view.waitUntilAttached(timeout: .seconds(10))
+        guard screen.pause(.milliseconds(300)) else { return }
+        _ = view.takeInterval(seconds: seconds)
+        if once {
+            guard screen.pause(.nanoseconds(interval.nanoseconds)) else { return }
+            let shown = view.takeInterval(seconds: seconds)
+            if let problem = shown.problem { throw Failure.input("cannot read the relay daemon at \(shownAs): \(problem)") }
+            print(format == .json ? try LiveTopTable.json(shown, order: sort) : LiveTopTable.text(shown, order: sort, relay: shownAs, interval: "\(interval)"))
+            return
+        }
+        try screen.run()
+    }
+}

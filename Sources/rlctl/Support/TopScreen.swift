@@ -1,0 +1,94 @@
+import Analysis
+import Foundation
+import Glibc
+import Workloads
+
+/// Set by SIGINT and SIGTERM while `rlctl top` owns the terminal, so that it leaves it as it found it.
+nonisolated(unsafe) private var topInterrupted: sig_atomic_t = 0
+
+/// `rlctl top`'s screen: the table redrawn every interval on a terminal (keys read without echo), or printed
+/// one table after another when standard input or output is not a terminal.
+struct TopScreen {
+    let view: LiveRelayView
+    let interval: DurationValue
+    var order: LiveLoopOrder
+    let relay: String
+
+    private static let keys: [UInt8: LiveLoopOrder] = [
+        UInt8(ascii: "u"): .utilization, UInt8(ascii: "i"): .iterations, UInt8(ascii: "l"): .latency,
+        UInt8(ascii: "s"): .stall, UInt8(ascii: "x"): .lost,
+    ]
+
+    init(view: LiveRelayView, interval: DurationValue, order: LiveLoopOrder, relay: String) {
+        self.view = view
+        self.interval = interval
+        self.order = order
+        self.relay = relay
+        // SIGINT and SIGTERM end the view like `q`, so that the terminal, the session and the relay daemon rlctl
+        // started are left as they were.
+        signal(SIGINT) { _ in topInterrupted = 1 }
+        signal(SIGTERM) { _ in topInterrupted = 1 }
+    }
+
+    /// Waits `duration`, or less when SIGINT or SIGTERM came (then false).
+    func pause(_ duration: Duration) -> Bool {
+        let deadline = ContinuousClock.now + duration
+        while ContinuousClock.now < deadline && topInterrupted == 0 { usleep(20_000) }
+        return topInterrupted == 0
+    }
+
+    func run() throws {
+        let terminal = isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1
+        var saved = termios()
+        if terminal {
+            tcgetattr(STDIN_FILENO, &saved)
+            var raw = saved
+            raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
+            tcsetattr(STDIN_FILENO, TCSANOW, &raw)
+            print("\u{1B}[?25l", terminator: "")
+        }
+        defer {
+            if terminal {
+                tcsetattr(STDIN_FILENO, TCSANOW, &saved)
+                print("\u{1B}[?25h")
+            }
+        }
+        var order = self.order
+        var last = ContinuousClock.now
+        var shown = LiveRelayView.Interval(rows: [], sessions: 0, problem: nil)
+        let length = Duration.nanoseconds(interval.nanoseconds)
+        func draw() {
+            let table = LiveTopTable.text(shown, order: order, relay: relay, interval: "\(interval)", width: terminalWidth())
+            print(terminal ? "\u{1B}[H\u{1B}[2J" + table : table + "\n")
+            fflush(nil)
+        }
+        while topInterrupted == 0 {
+            let deadline = last + length
+            while ContinuousClock.now < deadline && topInterrupted == 0 {
+                guard terminal else {
+                    usleep(50_000)
+                    continue
+                }
+                var ready = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+                guard poll(&ready, 1, 50) == 1 else { continue }
+                var key: UInt8 = 0
+                guard read(STDIN_FILENO, &key, 1) == 1 else { return }
+                if key == UInt8(ascii: "q") { return }
+                if let chosen = Self.keys[key] {
+                    order = chosen
+                    draw()
+                }
+            }
+            let now = ContinuousClock.now
+            let elapsed = now - last
+            last = now
+            shown = view.takeInterval(seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            draw()
+        }
+    }
+
+    private func terminalWidth() -> Int {
+        var size = winsize()
+        return ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 132
+    }
+}

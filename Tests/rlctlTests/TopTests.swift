@@ -1,0 +1,119 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+
+/// `rlctl top` (issue 15, item 3) on a relay daemon of the test's own: a program streaming to it with `rlctl
+/// record --relayd` shows as a row with its figures over the last interval, and drops out when it ends.
+@Suite(.serialized, .enabled(if: LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
+struct TopTests {
+    static func rows(_ output: ProcessOutput) throws -> (sessions: Int, loops: [[String: Any]]) {
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output.stdout)\(output.stderr)")
+        return (document["sessions"] as? Int ?? -1, document["loops"] as? [[String: Any]] ?? [])
+    }
+
+    @Test func aRecordedProgramShowsAsARowWhileItRuns() throws {
+        guard LTTngCLIEnvironment.requirement.requireMet() else { return }
+        let relay = try LocalRelayDaemon()
+        defer { relay.stop(); relay.removeOutput() }
+        let empty = try CLI.run(["top", "--relayd", relay.liveURL, "--once", "--interval", "200ms"])
+        #expect(empty.status == 0, "\(empty.stderr)")
+        #expect(empty.stdout.contains("(no live session on the relay daemon)"), "\(empty.stdout)")
+
+        // runloop-demo: about 700 iterations a second, 24 ms burned in every 20th 60 Hz frame.
+        // Long enough for both views below even on a loaded machine (each --once attaches, then shows a second).
+        let recording = try CLI.start(["record", "--relayd", relay.recordURL, "--", CLI.sibling("runloop-demo"), "10"])
+        usleep(1_000_000)
+        let shown = try CLI.run(["top", "--relayd", relay.liveURL, "--once", "--format", "json", "--stall", "20ms"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let (sessions, loops) = try Self.rows(shown)
+        #expect(sessions == 1)
+        let loop = try #require(loops.first, "\(shown.stdout)")
+        #expect(loops.count == 1)
+        #expect(loop["kind"] as? String == "RunLoopCore")
+        #expect(!(loop["host"] as? String ?? "").isEmpty)
+        #expect((loop["processID"] as? Int ?? 0) > 0, "record --relayd sessions carry vpid")
+        #expect((loop["threadID"] as? Int ?? 0) > 0)
+        let iterations = loop["iterationsPerSecond"] as? Double ?? 0
+        #expect(iterations > 200 && iterations < 5_000, "\(loop)")
+        let utilization = loop["utilization"] as? Double ?? 0
+        #expect(utilization > 0.01 && utilization < 0.6, "\(loop)")
+        #expect((loop["worstStallNanoseconds"] as? Int ?? 0) >= 20_000_000, "every 20th frame burns 24 ms: \(loop)")
+        #expect(loop["lostEvents"] as? Int == 0)
+
+        let text = try CLI.run(["top", "--relayd", relay.liveURL, "--once", "--sort", "stall"])
+        let lines = text.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("rlctl top — \(relay.liveURL), 1 session(s), 1 loop(s), every 1s, sorted by stall") == true, "\(text.stdout)")
+        #expect(lines.count == 3 && lines[1].hasPrefix("host ") && lines[2].contains("RunLoopCore"), "\(text.stdout)")
+
+        let ended = try recording.wait()
+        #expect(ended.status == 0, "\(ended.stderr)")
+        let after = try CLI.run(["top", "--relayd", relay.liveURL, "--once", "--format", "json", "--interval", "300ms"])
+        #expect(try Self.rows(after).loops.isEmpty, "the program ended: \(after.stdout)")
+    }
+
+    /// With no relay: every process of this machine emitting to LTTng, told apart by process; rlctl's own relay
+    /// daemon and session are gone afterwards.
+    @Test func withNoRelayItShowsThisMachinesProcesses() throws {
+        guard LTTngCLIEnvironment.requirement.requireMet() else { return }
+        let demo = CLI.sibling("runloop-demo")
+        let programs = try (0..<2).map { _ in
+            try RunningProcess(demo, ["4"], ProcessOptions(environment: ["RLCTL_TRACER": "lttng"], timeout: .seconds(60)))
+        }
+        usleep(300_000)
+        let shown = try CLI.run(["top", "--once", "--format", "json"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let loops = try Self.rows(shown).loops
+        let processes = Set(loops.compactMap { $0["processID"] as? Int })
+        for program in programs { #expect(processes.contains(Int(program.pid)), "\(program.pid) in \(shown.stdout)") }
+        for loop in loops where programs.contains(where: { Int($0.pid) == loop["processID"] as? Int }) {
+            #expect((loop["iterationsPerSecond"] as? Double ?? 0) > 200, "\(loop)")
+        }
+        for program in programs { _ = try program.wait() }
+        let sessions = try runProcess("/usr/bin/env", ["lttng", "list"]).stdout
+        #expect(!sessions.contains("rlctl-top-"), "\(sessions)")
+        let relays = try runProcess("/usr/bin/pgrep", ["-af", "lttng-relayd.*rlctl-top-"]).stdout
+        #expect(relays.isEmpty, "\(relays)")
+    }
+
+    /// A relay daemon that goes away is said on the status line, and its sessions are followed again once it is
+    /// back: a program recorded to the restarted relay shows.
+    @Test func itSurvivesARelayDaemonRestarting() throws {
+        guard LTTngCLIEnvironment.requirement.requireMet() else { return }
+        let relay = try LocalRelayDaemon()
+        defer { relay.stop(); relay.removeOutput() }
+        let top = try CLI.start(["top", "--relayd", relay.liveURL, "--interval", "300ms"], timeout: .seconds(60))
+        usleep(1_000_000)
+        relay.stop()
+        usleep(3_000_000)
+        try relay.restart()
+        let recording = try CLI.start(["record", "--relayd", relay.recordURL, "--", CLI.sibling("runloop-demo"), "3"])
+        usleep(2_500_000)
+        kill(top.pid, SIGINT)
+        let viewed = try top.wait()
+        _ = try recording.wait()
+        #expect(viewed.status == 0, "\(viewed.stderr)")
+        let tables = viewed.stdout.components(separatedBy: "rlctl top — ").dropFirst()
+        let down = tables.firstIndex { $0.contains("RELAY NOT ANSWERING: cannot connect to the relay daemon's live port") }
+        let back = tables.lastIndex { $0.contains("RunLoopCore") }
+        #expect(down != nil, "\(viewed.stdout.suffix(1500))")
+        #expect(back != nil && down.map { back! > $0 } == true, "\(viewed.stdout.suffix(1500))")
+    }
+
+    @Test func badRelaysAndFlagsAreOneLineErrors() throws {
+        guard LTTngCLIEnvironment.requirement.requireMet() else { return }
+        let cases: [([String], String)] = [
+            (["--relayd", "localhost"], "--relayd takes a relay daemon's live URL, net://HOST[:LIVE_PORT]"),
+            (["--relayd", "net://127.0.0.1/host/x/y"], "--relayd takes a relay daemon's live URL"),
+            (["--interval", "0"], "--interval must be between 100ms and 60s"),
+            (["--format", "json"], "--format json prints one interval: give --once"),
+            (["--relayd", "net://127.0.0.1:1", "--once"], "cannot read the relay daemon at net://127.0.0.1:1: cannot connect to the relay daemon's live port"),
+        ]
+        for (flags, message) in cases {
+            let result = try CLI.run(["top"] + flags, timeout: .seconds(30))
+            #expect(result.status == 2, "\(flags): \(result.stdout)\(result.stderr)")
+            #expect(result.stderr.contains(message), "\(flags): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(flags): \(result.stderr)")
+        }
+    }
+}
