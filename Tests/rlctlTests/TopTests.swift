@@ -100,6 +100,24 @@ struct TopTests {
         #expect(back != nil && down.map { back! > $0 } == true, "\(viewed.stdout.suffix(1500))")
     }
 
+    /// On a terminal (a pseudo-terminal from `script`): the table is redrawn in place, `s` sorts by stall at once,
+    /// `q` quits, and the cursor is given back.
+    @Test func onATerminalKeysSortAndQuit() throws {
+        guard LTTngCLIEnvironment.requirement.requireMet() else { return }
+        let relay = try LocalRelayDaemon()
+        defer { relay.stop(); relay.removeOutput() }
+        let command = "'\(CLI.binary)' top --relayd \(relay.liveURL) --interval 300ms"
+        let session = try runProcess("/bin/bash", ["-c", "(sleep 1.5; printf s; sleep 1; printf q) | script -qec \"\(command)\" /dev/null"],
+                                     ProcessOptions(timeout: .seconds(30)))
+        #expect(session.status == 0, "\(session.stdout)\(session.stderr)")
+        let screen = session.stdout
+        let byUtilization = try #require(screen.range(of: "sorted by utilization"), "\(screen.prefix(400))")
+        let byStall = try #require(screen.range(of: "sorted by stall"), "\(screen.suffix(400))")
+        #expect(byUtilization.lowerBound < byStall.lowerBound)
+        #expect(screen.contains("\u{1B}[H\u{1B}[2Jrlctl top — \(relay.liveURL)"), "redrawn in place")
+        #expect(screen.hasSuffix("\u{1B}[?25h\r\n") || screen.hasSuffix("\u{1B}[?25h\n"), "the cursor is shown again: \(screen.suffix(40).debugDescription)")
+    }
+
     @Test func badRelaysAndFlagsAreOneLineErrors() throws {
         guard LTTngCLIEnvironment.requirement.requireMet() else { return }
         let cases: [([String], String)] = [
