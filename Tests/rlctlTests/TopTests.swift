@@ -76,6 +76,23 @@ struct TopTests {
         #expect(relays.isEmpty, "\(relays)")
     }
 
+    /// Any program's loop, recorded through the wait interposer with LTTng, shows as a `wait` row: Python's asyncio
+    /// waking every 10 ms, about 100 iterations a second or more (each sleep is a wait; callbacks add some).
+    @Test func anyProgramsWaitLoopShows() throws {
+        guard LTTngCLIEnvironment.requirement.requireMet() else { return }
+        let python = try #require(TestEnvironment.executable("python3"), "python3 (scripts/install-deps.sh)")
+        let script = "import asyncio\nasync def main():\n    for _ in range(600): await asyncio.sleep(0.01)\nasyncio.run(main())\n"
+        let recording = try CLI.start(["record", "--any", "--tracer", "lttng", "--", python, "-c", script])
+        usleep(1_000_000)
+        let shown = try CLI.run(["top", "--once", "--format", "json"])
+        _ = try recording.wait()
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let waits = try Self.rows(shown).loops.filter { $0["kind"] as? String == "wait" }
+        let loop = try #require(waits.first { ($0["iterationsPerSecond"] as? Double ?? 0) > 50 }, "\(shown.stdout)")
+        #expect((loop["processID"] as? Int ?? 0) > 0)
+        #expect((loop["utilization"] as? Double ?? 1) < 0.5, "\(loop)")
+    }
+
     /// A relay daemon that goes away is said on the status line, and its sessions are followed again once it is
     /// back: a program recorded to the restarted relay shows.
     @Test func itSurvivesARelayDaemonRestarting() throws {

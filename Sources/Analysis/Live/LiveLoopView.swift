@@ -50,8 +50,9 @@ public enum LiveLoopOrder: String, CaseIterable, Sendable {
 /// The events of one live source (an LTTng live session), shown interval by interval. Two summaries per process:
 /// one of everything since the view attached, whose busy time, wall time, iterations and stalls the rows take
 /// the difference of from one interval to the next (an iteration under way at an interval's end belongs to the
-/// interval it ends in, so a long stall is never cut in two and lost), and one of the interval alone, for the
-/// wake-up latencies (each measured by one callout event) and the adapted loops (each NIO tick one event).
+/// interval it ends in, so a long stall is never cut in two and lost; any program's wait loops alike), and one of
+/// the interval alone, for the wake-up latencies (each measured by one callout event) and the NIO loops (each tick
+/// one event).
 /// Names and kinds, which come once at a loop's start, are kept. Fed by one reader thread while the view's
 /// thread takes intervals: every method takes the lock.
 public final class LiveLoopSource: @unchecked Sendable {
@@ -183,11 +184,23 @@ public final class LiveLoopSource: @unchecked Sendable {
                 rows.append(row(loop.loopID, thread: loop.threadID, kind: "NIO", utilization: loop.utilization,
                                 perSecond: loop.ticksPerSecond, latency: nil, stall: loop.worstStalls.map(\.busyNanoseconds).max()))
             }
-            for loop in recent?.waits?.loops ?? [] {
-                rows.append(LiveLoopRow(host: host, session: session, processID: loop.pid ?? processID, threadID: loop.threadID,
+            // Any program's wait loops, differenced like RunLoopCore's: busy + sleep is the time their iterations
+            // cover (a wait loop's utilization is busy ÷ (busy + sleep)).
+            for loop in whole.waits?.loops ?? [] {
+                let key = LoopKey(processID: loop.pid ?? processID,
+                                  loopID: UInt64(UInt32(bitPattern: loop.threadID)) << 32 | UInt64(UInt32(bitPattern: loop.target)))
+                let before = previous[key] ?? Totals()
+                let stalls = loop.worstStalls.filter { stall in before.shownStallAt.map { stall.atNanoseconds > $0 } ?? true }
+                let now = Totals(busy: loop.busyNanoseconds, wall: loop.busyNanoseconds &+ loop.sleepNanoseconds, iterations: loop.iterations,
+                                 shownStallAt: loop.worstStalls.map(\.atNanoseconds).max() ?? before.shownStallAt)
+                previous[key] = now
+                let wall = now.wall &- before.wall
+                guard wall > 0 && wall <= now.wall else { continue }
+                rows.append(LiveLoopRow(host: host, session: session, processID: key.processID, threadID: loop.threadID,
                                         loopID: UInt64(bitPattern: Int64(loop.target)), name: loop.thread ?? loop.process, kind: "wait",
-                                        utilization: loop.utilization, iterationsPerSecond: loop.iterationsPerSecond,
-                                        wakeLatencyP99Nanoseconds: nil, worstStallNanoseconds: loop.worstStalls.map(\.busyNanoseconds).max(),
+                                        utilization: min(1, Double(now.busy &- before.busy) / Double(wall)),
+                                        iterationsPerSecond: Double(now.iterations &- before.iterations) * 1e9 / Double(wall),
+                                        wakeLatencyP99Nanoseconds: nil, worstStallNanoseconds: stalls.map(\.busyNanoseconds).max(),
                                         lostEvents: lost))
             }
         }
