@@ -46,6 +46,14 @@ struct RelayFleetTests {
             #expect(said.contains("lost on this host: none"), "\(said)")
         }
 
+        // rlctl top on the relay, while the three hosts recorded: a row for each host's loop.
+        let top = try String(contentsOfFile: "\(work)/top.json", encoding: .utf8)
+        let live = try #require(try JSONSerialization.jsonObject(with: Data(top.utf8)) as? [String: Any],
+                                "\(top)\((try? String(contentsOfFile: "\(work)/top.err", encoding: .utf8)) ?? "")")
+        #expect(live["sessions"] as? Int == 3, "\(top)")
+        let liveHosts = (live["loops"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "RunLoopCore" }.compactMap { $0["host"] as? String }
+        #expect(liveHosts.sorted() == ["rlhost1", "rlhost2", "rlhost3"], "\(top)")
+
         // summarize: one row and one section per host, named by the hostname each host's traces carry.
         let text = try CLI.run(["summarize", "\(work)/relay"])
         #expect(text.status == 0, "\(text.stderr)")

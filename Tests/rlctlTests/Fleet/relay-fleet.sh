@@ -3,6 +3,7 @@
 # at the end; RelayFleetTests reads what they leave in WORK:
 #   - WORK/relay: the relay's output folder; WORK/hN: host N's `rlctl record --relayd` output and status, and
 #     WORK/hN/local, the local recording of the same events;
+#   - WORK/top.json: `rlctl top --relayd --once --format json` while the three hosts record;
 #   - WORK/cut, WORK/cut-relay: host 1 again, streaming to a second relay daemon killed mid-session.
 # Usage: relay-fleet.sh WORK RLCTL PROGRAM
 set -euo pipefail
@@ -11,10 +12,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/lib/fleet-namespaces.sh"
 
 fleet_make 3
 fleet_start_relay "$work/relay"
-# Host 3 runs twice as long: its figures differ from the others', which a budget can tell apart.
-fleet_run_host 1 "$work/h1" 1 "$rlctl" -- "$program" 0.8 & first=$!
-fleet_run_host 2 "$work/h2" 1 "$rlctl" -- "$program" 0.8 & second=$!
-fleet_run_host 3 "$work/h3" 1 "$rlctl" -- "$program" 1.6 & third=$!
+# Host 3 runs longer: its figures differ from the others', which a budget can tell apart.
+fleet_run_host 1 "$work/h1" 1 "$rlctl" -- "$program" 4 & first=$!
+fleet_run_host 2 "$work/h2" 1 "$rlctl" -- "$program" 4 & second=$!
+fleet_run_host 3 "$work/h3" 1 "$rlctl" -- "$program" 5 & third=$!
+# Meanwhile every host's loops, live, from the relay's side (its live port listens on its own loopback), once
+# the three sessions are there.
+for _ in $(seq 100); do
+    [ "$(ip netns exec "$fleet_relay" babeltrace2 --input-format=lttng-live net://127.0.0.1 2>/dev/null | grep -c '/host/rlhost')" -ge 3 ] && break
+    sleep 0.1
+done
+ip netns exec "$fleet_relay" "$rlctl" top --relayd net://127.0.0.1 --once --format json >"$work/top.json" 2>"$work/top.err" || true
 wait $first && wait $second && wait $third
 fleet_stop_relay
 sleep 0.3
