@@ -14,9 +14,6 @@ public struct LiveSession: Sendable, Equatable {
 }
 
 public enum LiveSessions {
-    /// The live port of a relay daemon (`lttng-relayd --live-port`) when a URL names none.
-    public static let defaultLivePort = 5344
-
     /// The sessions on the relay daemon at `relay` (`net://HOST[:LIVE_PORT]`), through babeltrace2's
     /// `src.ctf.lttng-live` (its CLI's session listing).
     /// - Throws: ``TraceReadError`` saying why, when the relay cannot be reached or babeltrace2 is missing.

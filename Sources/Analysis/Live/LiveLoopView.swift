@@ -139,8 +139,10 @@ public final class LiveLoopSource: @unchecked Sendable {
         return attached || ended != nil
     }
 
-    /// The rows of the interval that ends now (`seconds` long), and a fresh interval.
-    public func takeInterval(seconds: Double) -> [LiveLoopRow] {
+    /// The rows of the interval that ends now, and a fresh interval. Rates are over the time each loop's own
+    /// events span, not over the wall interval: a live session arrives in flushes (every 500 ms with record
+    /// --relayd), so an interval may hold one flush more or less.
+    public func takeInterval() -> [LiveLoopRow] {
         lock.lock()
         defer { lock.unlock() }
         let lost = lostInInterval
@@ -167,9 +169,6 @@ public final class LiveLoopSource: @unchecked Sendable {
                                  shownStallAt: loop.worstStalls.map(\.atNanoseconds).max() ?? before.shownStallAt)
                 previous[key] = now
                 let inInterval = recent?.loops.first { $0.loopID == loop.loopID }
-                // Rates over the time the loop's own events span, not over the wall interval: a live session
-                // arrives in flushes (every 500 ms with record --relayd), so an interval may hold one flush more or
-                // less.
                 let wall = now.wall &- before.wall
                 guard wall > 0 && wall <= now.wall || inInterval != nil else { continue }
                 let busy = now.busy &- before.busy

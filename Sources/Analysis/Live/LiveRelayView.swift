@@ -105,14 +105,14 @@ public final class LiveRelayView: @unchecked Sendable {
         return stopped
     }
 
-    /// The rows of the interval that ends now (`seconds` long, the time since the last call), every source's.
-    public func takeInterval(seconds: Double) -> Interval {
+    /// The rows of the interval that ends now (since the last call), every source's.
+    public func takeInterval() -> Interval {
         refreshSessions()
         lock.lock()
         let current = Array(sources.values)
         let problem = self.problem
         lock.unlock()
-        return Interval(rows: current.flatMap { $0.takeInterval(seconds: seconds) }, sessions: current.count, problem: problem)
+        return Interval(rows: current.flatMap { $0.takeInterval() }, sessions: current.count, problem: problem)
     }
 
     /// Waits until every session listed so far has its reader attached (or ended), at most `timeout`: a view

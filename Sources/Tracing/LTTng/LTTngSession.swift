@@ -187,8 +187,6 @@ public struct LTTngSession: Sendable {
     public let name: String
     /// The trace folder (`lttng create --output`), or the relay daemon's URL for a session that streams to one.
     public let output: String
-    /// Streams to a relay daemon (``create(name:relay:trackedProcess:channelOptions:)``) instead of writing here.
-    public var streamsToRelay = false
 
     /// A session name no other rlctl process uses.
     public static func uniqueName(_ label: String) -> String {
@@ -223,9 +221,7 @@ public struct LTTngSession: Sendable {
                               liveTimer: Duration? = nil, contexts: [String] = ["vtid"]) throws(LTTngError) -> LTTngSession {
         let live = liveTimer.map { "--live=\(max(1, $0.components.seconds * 1_000_000 + $0.components.attoseconds / 1_000_000_000_000))" } ?? "--live"
         try LTTngTools.lttng(["create", name, live, "--set-url=\(relay)"])
-        var session = LTTngSession(name: name, output: relay)
-        session.streamsToRelay = true
-        return try session.enableRunLoopEvents(trackedProcess: trackedProcess, channelOptions: channelOptions, contexts: contexts)
+        return try LTTngSession(name: name, output: relay).enableRunLoopEvents(trackedProcess: trackedProcess, channelOptions: channelOptions, contexts: contexts)
     }
 
     /// Enables every `runloop` event with the given contexts in a new session; destroys the session when that fails.

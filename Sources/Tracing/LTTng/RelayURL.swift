@@ -9,19 +9,7 @@ public enum RelayURL {
 
     /// The host and control port of a well-formed URL.
     public static func controlEndpoint(_ url: String) -> (host: String, port: UInt16)? {
-        guard isWellFormed(url), let scheme = schemes.first(where: { url.hasPrefix($0) }) else { return nil }
-        var rest = Substring(url.dropFirst(scheme.count))
-        if rest.hasSuffix("/") { rest = rest.dropLast() }
-        let host: Substring
-        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") {
-            host = rest[rest.index(after: rest.startIndex)..<close]
-            rest = rest[rest.index(after: close)...]
-        } else {
-            host = rest.prefix { $0 != ":" }
-            rest = rest.dropFirst(host.count)
-        }
-        let port = rest.dropFirst().split(separator: ":").first.flatMap { UInt16($0) } ?? defaultControlPort
-        return (String(host), port)
+        parse(url).map { (String($0.host), $0.ports.first ?? defaultControlPort) }
     }
 
     /// Why the relay daemon at `url` cannot be reached (a TCP connection to its control port within `timeout`),
@@ -51,24 +39,28 @@ public enum RelayURL {
 
     /// Whether `url` has a relay scheme, a host, and ports (when given) that are numbers in range: what lttng
     /// itself would reject later with a less clear message.
-    public static func isWellFormed(_ url: String) -> Bool {
-        guard let scheme = schemes.first(where: { url.hasPrefix($0) }) else { return false }
+    public static func isWellFormed(_ url: String) -> Bool { parse(url) != nil }
+
+    /// The host (without an IPv6 address's brackets) and the ports a URL names, nil when it is not well formed.
+    private static func parse(_ url: String) -> (host: Substring, ports: [UInt16])? {
+        guard let scheme = schemes.first(where: { url.hasPrefix($0) }) else { return nil }
         var rest = Substring(url.dropFirst(scheme.count))
         if rest.hasSuffix("/") { rest = rest.dropLast() }
-        var host: Substring
+        let host: Substring
         if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]") else { return false }
+            guard let close = rest.firstIndex(of: "]") else { return nil }
             host = rest[rest.index(after: rest.startIndex)..<close]
             rest = rest[rest.index(after: close)...]
         } else {
             host = rest.prefix { $0 != ":" }
             rest = rest.dropFirst(host.count)
         }
-        guard !host.isEmpty, !host.contains("/") else { return false }
-        guard !rest.isEmpty else { return true }
-        guard rest.hasPrefix(":") else { return false }
-        let ports = rest.dropFirst().split(separator: ":", omittingEmptySubsequences: false)
-        return ports.count <= 2 && ports.allSatisfy { UInt16($0).map { $0 > 0 } ?? false }
+        guard !host.isEmpty, !host.contains("/") else { return nil }
+        guard !rest.isEmpty else { return (host, []) }
+        guard rest.hasPrefix(":") else { return nil }
+        let ports = rest.dropFirst().split(separator: ":", omittingEmptySubsequences: false).map { UInt16($0) ?? 0 }
+        guard ports.count <= 2, ports.allSatisfy({ $0 > 0 }) else { return nil }
+        return (host, ports)
     }
 
     /// This machine's name as the session daemon gives it to the relay (`gethostname`): the folder the relay

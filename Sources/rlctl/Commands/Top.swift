@@ -84,16 +84,15 @@ struct Top: ParsableCommand {
         let shownAs = relayd ?? "this machine"
         let view = LiveRelayView(relay: url, stallThresholdNanoseconds: UInt64(analysis.stall.nanoseconds))
         defer { view.stop() }
-        let seconds = Double(interval.nanoseconds) / 1e9
         let screen = TopScreen(view: view, interval: interval, order: sort, relay: shownAs)
         // The first listing and attachment, before the view's first interval begins.
         view.refreshSessions()
         view.waitUntilAttached(timeout: .seconds(10))
         guard screen.pause(.milliseconds(300)) else { return }
-        _ = view.takeInterval(seconds: seconds)
+        _ = view.takeInterval()
         if once {
             guard screen.pause(.nanoseconds(interval.nanoseconds)) else { return }
-            let shown = view.takeInterval(seconds: seconds)
+            let shown = view.takeInterval()
             if let problem = shown.problem { throw Failure.input("cannot read the relay daemon at \(shownAs): \(problem)") }
             print(format == .json ? try LiveTopTable.json(shown, order: sort) : LiveTopTable.text(shown, order: sort, relay: shownAs, interval: "\(interval)"))
             return

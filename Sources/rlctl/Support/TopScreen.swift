@@ -79,10 +79,8 @@ struct TopScreen {
                     draw()
                 }
             }
-            let now = ContinuousClock.now
-            let elapsed = now - last
-            last = now
-            shown = view.takeInterval(seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            last = ContinuousClock.now
+            shown = view.takeInterval()
             draw()
         }
     }
