@@ -1,6 +1,8 @@
 // An HTTP server on Node's own loop, for `rlctl record --any`'s tests and the README: every BURN_EVERY ms a
 // timer burns BURN ms of CPU on the loop (a stall rlctl must find). It runs for SECONDS, then writes what
 // Node's own meter says, performance.eventLoopUtilization() over the loop's whole life, to REPORT (JSON) and exits.
+// The burns stop half an interval before the end: a burn in the iteration that exits would never be followed by
+// a wait, so nobody (rlctl or anyone else watching the waits) could say how long that iteration was.
 //
 //     node node-server.js PORT SECONDS BURN_EVERY_MS BURN_MS REPORT
 const http = require('http');
@@ -30,8 +32,9 @@ server.listen(Number(port), '127.0.0.1', () => {
     console.log(`listening on 127.0.0.1:${port}`);
 });
 
+setTimeout(() => clearInterval(burner), Number(seconds) * 1000 - Number(burnEvery) / 2);
+
 setTimeout(() => {
-    clearInterval(burner);
     const elu = performance.eventLoopUtilization();
     fs.writeFileSync(report, JSON.stringify({
         utilization: elu.utilization, active_ms: elu.active, idle_ms: elu.idle, burns, requests, pid: process.pid,
