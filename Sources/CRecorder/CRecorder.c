@@ -71,7 +71,17 @@ static void *rlrec_realloc(void *block, size_t size) {
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-enum { SUB_FREE = 0, SUB_FILLING = 1, SUB_READY = 2 };
+// SUB_COPYING: a closed packet a snapshot is copying (rlrec_copy_ring); the flight recorder may not take it back
+// until the copy is done.
+enum { SUB_FREE = 0, SUB_FILLING = 1, SUB_READY = 2, SUB_COPYING = 3 };
+
+// What the flight recorder keeps of each sub-buffer beside its bytes (producer-written; read by a snapshot once
+// it holds the packet as SUB_COPYING).
+typedef struct sub_info {
+    uint64_t events;                  // in the packet, when it closed (overwrite accounting)
+    uint64_t drops_at_open;           // events the thread had dropped (not overwritten) when the packet opened
+    uint64_t overwritten_at_close;    // events the ring had overwritten when the packet closed
+} sub_info;
 
 // One thread's buffer. Fields marked (producer) are touched only by the owning thread while recording, and by
 // rlrec_stop after it has waited for the thread to leave its event (busy == 0). The fields every event reads
@@ -91,12 +101,13 @@ typedef struct thread_buffer {
     uint64_t first_ts;
     // (producer, per packet)
     uint64_t seq, discarded, recorded;
+    uint64_t overwritten;             // the part of `discarded` the flight recorder overwrote (not dropped)
     uint64_t reported_discards;       // `discarded` as written in the last closed packet
     int32_t tid;
     uint32_t sub_count;
     size_t memory_size;               // bytes mapped at `memory`
-    _Atomic int *state;               // per sub-buffer: SUB_FREE / SUB_FILLING / SUB_READY
-    uint64_t *packet_events;          // per sub-buffer: events in it (for overwrite accounting)
+    _Atomic int *state;               // per sub-buffer: SUB_FREE / SUB_FILLING / SUB_READY / SUB_COPYING
+    sub_info *subs;                   // per sub-buffer
     uint8_t final_packet[PACKET_HEADER_SIZE];   // a header-only packet reporting drops made after the last one
     // (consumer)
     uint32_t consume_next;
@@ -375,7 +386,8 @@ static void write_packet_header(uint8_t *p, thread_buffer *tb, uint64_t begin_ts
 /// Fills the packet header and context of the current sub-buffer and hands it to the consumer.
 static void close_current(thread_buffer *tb) {
     write_packet_header(sub_base(tb, tb->current), tb, tb->first_ts, tb->offset);
-    tb->packet_events[tb->current] = tb->events;
+    tb->subs[tb->current].events = tb->events;
+    tb->subs[tb->current].overwritten_at_close = tb->overwritten;
     atomic_store_explicit(&tb->state[tb->current], SUB_READY, memory_order_release);
     tb->current = UINT32_MAX;
     tb->offset = tb->sub_size;
@@ -387,6 +399,7 @@ static void open_sub_buffer(thread_buffer *tb, uint32_t index, uint64_t ts) {
     tb->offset = PACKET_HEADER_SIZE;
     tb->first_ts = tb->last_ts = ts;
     tb->events = 0;
+    tb->subs[index].drops_at_open = tb->discarded - tb->overwritten;
 }
 
 /// Moves to the next sub-buffer; returns 0 when none is free (discard mode: the event is dropped).
@@ -400,10 +413,18 @@ static int switch_sub_buffer(thread_buffer *tb, uint64_t ts) {
     }
     int state = atomic_load_explicit(&tb->state[next], memory_order_acquire);
     if (state == SUB_READY && g_config.overwrite) {
-        // Flight recorder: the oldest packet gives way; its events count as lost.
-        __atomic_store_n(&tb->discarded, tb->discarded + tb->packet_events[next], __ATOMIC_RELAXED);
-        __atomic_store_n(&tb->recorded, tb->recorded - tb->packet_events[next], __ATOMIC_RELAXED);
-        atomic_store_explicit(&tb->state[next], SUB_FILLING, memory_order_relaxed);
+        // Flight recorder: the oldest packet gives way; its events count as lost. Unless a snapshot is copying
+        // it right now (then this event, and the thread's next ones until the copy is done, are dropped and
+        // counted): acquire, so that the copy's reads come before this thread writes over them.
+        int expected = SUB_READY;
+        if (!atomic_compare_exchange_strong_explicit(&tb->state[next], &expected, SUB_FILLING, memory_order_acquire,
+                                                     memory_order_relaxed)) {
+            return 0;
+        }
+        uint64_t lost = tb->subs[next].events;
+        tb->overwritten += lost;
+        __atomic_store_n(&tb->discarded, tb->discarded + lost, __ATOMIC_RELAXED);
+        __atomic_store_n(&tb->recorded, tb->recorded - lost, __ATOMIC_RELAXED);
     } else if (state != SUB_FREE) {
         return 0;
     } else {
@@ -420,8 +441,8 @@ static void free_buffer_memory(thread_buffer *tb) {
     tb->memory = NULL;
     rlrec_free((void *)tb->state);
     tb->state = NULL;
-    rlrec_free(tb->packet_events);
-    tb->packet_events = NULL;
+    rlrec_free(tb->subs);
+    tb->subs = NULL;
 }
 
 static __attribute__((noinline, cold)) thread_buffer *attach_thread(uint64_t tag) {
@@ -439,8 +460,8 @@ static __attribute__((noinline, cold)) thread_buffer *attach_thread(uint64_t tag
     void *memory = mmap(NULL, tb->memory_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     tb->memory = memory == MAP_FAILED ? NULL : memory;
     tb->state = rlrec_calloc(tb->sub_count, sizeof *tb->state);
-    tb->packet_events = rlrec_calloc(tb->sub_count, sizeof *tb->packet_events);
-    if (!tb->memory || !tb->state || !tb->packet_events) {
+    tb->subs = rlrec_calloc(tb->sub_count, sizeof *tb->subs);
+    if (!tb->memory || !tb->state || !tb->subs) {
         free_buffer_memory(tb);
         rlrec_free(tb);
         return NULL;
@@ -640,6 +661,112 @@ static inline uint8_t *put_string(uint8_t *p, const char *s, uint32_t size) {
 
 uint64_t rlrec_last_timestamp(void) {
     return (atomic_load_explicit(&g_hot.state, memory_order_relaxed) & 1) ? t_last_stamp : 0;
+}
+
+// ===== flight-recorder snapshots =====
+
+void rlrec_close_thread_packet(void) {
+    uint64_t state = atomic_load_explicit(&g_hot.state, memory_order_acquire);
+    if (!(state & 1)) return;
+    thread_buffer *tb = t_buffer;
+    if (!tb || tb->tag != state) return;
+    // The handshake with rlrec_stop, as an event does it (see reserve).
+    atomic_store_explicit(&tb->busy, 1, memory_order_relaxed);
+    if (LIKELY(atomic_load_explicit(&g_hot.asymmetric, memory_order_relaxed))) atomic_signal_fence(memory_order_seq_cst);
+    else atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&g_hot.state, memory_order_acquire) == state && tb->current != UINT32_MAX && tb->events > 0) {
+        // When the next sub-buffer cannot be had (a snapshot copies it), the packet is closed all the same and
+        // the thread's next event looks for room again.
+        switch_sub_buffer(tb, tb->last_ts);
+    }
+    atomic_store_explicit(&tb->busy, 0, memory_order_release);
+}
+
+static uint64_t packet_sequence(thread_buffer *tb, uint32_t index) {
+    uint64_t seq;
+    memcpy(&seq, sub_base(tb, index) + 52, 8);
+    return seq;
+}
+
+static uint32_t packet_bytes(thread_buffer *tb, uint32_t index) {
+    uint64_t bits;
+    memcpy(&bits, sub_base(tb, index) + 36, 8);
+    return (uint32_t)(bits / 8);
+}
+
+int rlrec_copy_ring(rlrec_stream_sink sink, void *context) {
+    if (!g_config.overwrite) return -1;
+    int copied = 0;
+    uint32_t *pinned = NULL;
+    uint32_t pinned_capacity = 0;
+    for (uint32_t i = 0;; i++) {
+        pthread_mutex_lock(&g_registry_lock);
+        if (i >= g_buffer_count || !(atomic_load(&g_hot.state) & 1)) {
+            pthread_mutex_unlock(&g_registry_lock);
+            break;
+        }
+        thread_buffer *tb = g_buffers[i];
+        if (pinned_capacity < tb->sub_count) {
+            rlrec_free(pinned);
+            pinned = rlrec_calloc(tb->sub_count, sizeof *pinned);
+            pinned_capacity = pinned ? tb->sub_count : 0;
+            if (!pinned) {
+                pthread_mutex_unlock(&g_registry_lock);
+                return -1;
+            }
+        }
+        // Hold every closed packet at once, so that the thread cannot take one back between two copies: it
+        // drops (and counts) events instead, for as long as the copy takes, if its ring comes round that far.
+        uint32_t count = 0;
+        for (uint32_t s = 0; s < tb->sub_count; s++) {
+            int expected = SUB_READY;
+            if (atomic_compare_exchange_strong_explicit(&tb->state[s], &expected, SUB_COPYING, memory_order_acquire,
+                                                        memory_order_relaxed)) {
+                pinned[count++] = s;
+            }
+        }
+        // Oldest first, as a stream file holds them.
+        for (uint32_t a = 1; a < count; a++) {
+            uint32_t index = pinned[a];
+            uint64_t seq = packet_sequence(tb, index);
+            uint32_t b = a;
+            while (b > 0 && packet_sequence(tb, pinned[b - 1]) > seq) { pinned[b] = pinned[b - 1]; b--; }
+            pinned[b] = index;
+        }
+        size_t total = 0;
+        for (uint32_t a = 0; a < count; a++) total += packet_bytes(tb, pinned[a]);
+        uint8_t *stream = count ? rlrec_calloc(1, total) : NULL;
+        if (stream) {
+            // A packet's events_discarded counts what the ring overwrote too; in a snapshot only drops inside its
+            // span are losses: the count becomes the drops since the snapshot's first packet opened.
+            // Sequence numbers count from the copy's first packet the same way: the packets the ring let go
+            // before it are not missing from the snapshot.
+            uint64_t base = tb->subs[pinned[0]].drops_at_open, first_seq = packet_sequence(tb, pinned[0]);
+            size_t at = 0;
+            for (uint32_t a = 0; a < count; a++) {
+                uint32_t index = pinned[a], bytes = packet_bytes(tb, index);
+                memcpy(stream + at, sub_base(tb, index), bytes);
+                uint64_t discarded;
+                memcpy(&discarded, stream + at + 60, 8);
+                uint64_t dropped = discarded - tb->subs[index].overwritten_at_close;
+                put64(stream + at + 60, dropped >= base ? dropped - base : 0);
+                put64(stream + at + 52, packet_sequence(tb, index) - first_seq);
+                at += bytes;
+            }
+        }
+        for (uint32_t a = 0; a < count; a++) {
+            atomic_store_explicit(&tb->state[pinned[a]], SUB_READY, memory_order_release);
+        }
+        int32_t tid = tb->tid;
+        pthread_mutex_unlock(&g_registry_lock);
+        if (stream) {
+            sink(context, tid, stream, total);
+            rlrec_free(stream);
+            copied++;
+        }
+    }
+    rlrec_free(pinned);
+    return copied;
 }
 
 // ===== control =====

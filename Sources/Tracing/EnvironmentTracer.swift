@@ -20,6 +20,9 @@ import TraceModel
 /// - Anything else: nothing is installed; an unusable value is reported once on stderr, never fatal.
 /// - `RLCTL_STALL_THRESHOLD=50ms` (read by RunLoopCore itself, ``Loop/stallThreshold``): iterations busier than
 ///   that are traced as `loop_stall` events, with their longest callout.
+/// - `RLCTL_SNAPSHOT_ON_STALL=50ms` with `RLCTL_TRACER=embedded` (and `RLCTL_MAX_SNAPSHOTS`, `RLCTL_SNAPSHOT_GAP`):
+///   instead of a whole recording, a flight recorder that writes a snapshot into the folder for each stall that
+///   busy (`rlctl record --snapshot-on-stall`); set `RLCTL_STALL_THRESHOLD` too, so that the loops report them.
 /// - `RLCTL_WATCHDOG=500ms`, with a tracer installed: a ``LoopWatchdog`` over every loop of the process traces a
 ///   loop still busy in one iteration after that long as `loop_hang`, while it is stuck.
 ///
@@ -53,6 +56,13 @@ public enum TracerEnvironment {
     public static let watchdog = "RLCTL_WATCHDOG"
     /// A duration: ``Loop/stallThreshold`` (read by RunLoopCore).
     public static let stallThreshold = "RLCTL_STALL_THRESHOLD"
+    /// A duration, with `RLCTL_TRACER=embedded`: the recorder is a flight recorder writing a snapshot into
+    /// `RLCTL_TRACE_DIR` for each stall this busy (``EmbeddedRecorder/Options/stallSnapshots``).
+    public static let snapshotOnStall = "RLCTL_SNAPSHOT_ON_STALL"
+    /// With ``snapshotOnStall``: the most snapshots (default 10).
+    public static let maxSnapshots = "RLCTL_MAX_SNAPSHOTS"
+    /// With ``snapshotOnStall``: the least time between two snapshots (a duration, default 1s).
+    public static let snapshotGap = "RLCTL_SNAPSHOT_GAP"
 }
 
 /// The process's one environment-requested recording, and its ending at exit or on a terminating signal.
@@ -85,8 +95,13 @@ final class EnvironmentRecording: @unchecked Sendable {
         let environment = ProcessInfo.processInfo.environment
         let requested = environment[TracerEnvironment.tracer] ?? ""
         let folder = environment[TracerEnvironment.folder] ?? ""
-        unsetenv(TracerEnvironment.tracer)
-        unsetenv(TracerEnvironment.folder)
+        let snapshotText = environment[TracerEnvironment.snapshotOnStall] ?? ""
+        let maxText = environment[TracerEnvironment.maxSnapshots] ?? ""
+        let gapText = environment[TracerEnvironment.snapshotGap] ?? ""
+        for name in [TracerEnvironment.tracer, TracerEnvironment.folder, TracerEnvironment.snapshotOnStall,
+                     TracerEnvironment.maxSnapshots, TracerEnvironment.snapshotGap] {
+            unsetenv(name)
+        }
         switch requested {
         case "":
             return .none
@@ -95,8 +110,17 @@ final class EnvironmentRecording: @unchecked Sendable {
             return .lttng
         case "embedded":
             guard !folder.isEmpty else { return .failed("\(TracerEnvironment.tracer)=embedded needs \(TracerEnvironment.folder), the trace folder") }
+            let tracer: Recording.Tracer
+            if snapshotText.isEmpty {
+                tracer = .embedded()
+            } else {
+                switch Self.snapshotPolicy(threshold: snapshotText, maximum: maxText, gap: gapText) {
+                case .success(let policy): tracer = .embeddedSnapshots(policy)
+                case .failure(let problem): return .failed(problem.reason)
+                }
+            }
             do {
-                recording = try Recording.start(.embedded(), into: folder)
+                recording = try Recording.start(tracer, into: folder)
             } catch {
                 return .failed("cannot record into \(folder): \(error.reason)")
             }
@@ -105,6 +129,40 @@ final class EnvironmentRecording: @unchecked Sendable {
         default:
             return .failed("\(TracerEnvironment.tracer)=\(requested) is not a tracer (embedded or lttng)")
         }
+    }
+
+    private struct PolicyProblem: Error { let reason: String }
+
+    /// RLCTL_SNAPSHOT_ON_STALL and its limits, each checked.
+    private static func snapshotPolicy(threshold: String, maximum: String, gap: String) -> Result<StallSnapshotPolicy, PolicyProblem> {
+        func duration(_ name: String, _ text: String) -> Result<Int64, PolicyProblem> {
+            do { return .success(try DurationText.nanoseconds(text)) } catch {
+                return .failure(PolicyProblem(reason: "\(name)=\(text) is not a duration: \(error.description)"))
+            }
+        }
+        let thresholdNanoseconds: Int64
+        switch duration(TracerEnvironment.snapshotOnStall, threshold) {
+        case .success(let value) where value > 0: thresholdNanoseconds = value
+        case .success: return .failure(PolicyProblem(reason: "\(TracerEnvironment.snapshotOnStall)=\(threshold): the threshold must be longer than zero"))
+        case .failure(let problem): return .failure(problem)
+        }
+        var most = 10
+        if !maximum.isEmpty {
+            guard let value = Int(maximum), value >= 1 else {
+                return .failure(PolicyProblem(reason: "\(TracerEnvironment.maxSnapshots)=\(maximum) is not a number of snapshots (1 or more)"))
+            }
+            most = value
+        }
+        var gapNanoseconds: Int64 = 1_000_000_000
+        if !gap.isEmpty {
+            switch duration(TracerEnvironment.snapshotGap, gap) {
+            case .success(let value) where value >= 0: gapNanoseconds = value
+            case .success: return .failure(PolicyProblem(reason: "\(TracerEnvironment.snapshotGap)=\(gap): the gap cannot be negative"))
+            case .failure(let problem): return .failure(problem)
+            }
+        }
+        return .success(StallSnapshotPolicy(thresholdNanoseconds: UInt64(thresholdNanoseconds), maxSnapshots: most,
+                                            minimumGap: .nanoseconds(gapNanoseconds)))
     }
 
     /// RLCTL_WATCHDOG's watchdog over every loop; a value that is not a duration longer than zero is reported on

@@ -25,6 +25,10 @@ public final class Recording: @unchecked Sendable {
         /// folder each time one of its loops reports a stall (``LTTngStallSnapshots``); ``Loop/stallThreshold`` is
         /// set meanwhile.
         case lttngSnapshots(SnapshotOptions)
+        /// The embedded recorder as a flight recorder that writes a snapshot into the folder each time one of
+        /// this process's loops reports a stall the policy accepts (``EmbeddedRecorder/Options/stallSnapshots``);
+        /// ``Loop/stallThreshold`` is set meanwhile.
+        case embeddedSnapshots(StallSnapshotPolicy, EmbeddedRecorder.Options = .init())
         /// No sink: the loops run untraced, to measure what tracing itself costs.
         case none
     }
@@ -76,9 +80,10 @@ public final class Recording: @unchecked Sendable {
         public var recorder: EmbeddedRecorder.Summary?
         /// How the embedded recorder stamped its events.
         public var clock: EmbeddedRecorder.ClockReport?
-        /// The snapshots taken (``Tracer/lttngSnapshots``), oldest first.
-        public var snapshots: [LTTngStallSnapshots.Snapshot]?
-        /// Why no snapshot could be taken after some point (the trigger could not be armed again), if so.
+        /// The snapshots taken (``Tracer/lttngSnapshots``, ``Tracer/embeddedSnapshots``), oldest first.
+        public var snapshots: [StallSnapshotFolder]?
+        /// Why no snapshot could be taken after some point (LTTng: the trigger could not be armed again; embedded:
+        /// a snapshot could not be written), if so.
         public var snapshotProblem: String?
     }
 
@@ -106,16 +111,14 @@ public final class Recording: @unchecked Sendable {
         case .none:
             recording = Recording(folder: nil, recorder: nil, session: nil)
         case .embedded(let options):
-            let recorder: EmbeddedRecorder
-            do {
-                recorder = try EmbeddedRecorder(directory: folder, options: options)
-                try recorder.start()
-            } catch let error as RecorderError {
-                throw .recorder(error)
-            } catch {
-                throw .recorder(RecorderError("\(error)"))
-            }
+            let recorder = try startRecorder(into: folder, options: options)
             recording = Recording(folder: folder, recorder: recorder, session: nil)
+            LoopEventSink.install(recorder)
+        case .embeddedSnapshots(let policy, var options):
+            options.stallSnapshots = policy
+            let recorder = try startRecorder(into: folder, options: options)
+            recording = Recording(folder: folder, recorder: recorder, session: nil)
+            Loop.stallThreshold = .nanoseconds(Int64(policy.thresholdNanoseconds))
             LoopEventSink.install(recorder)
         case .lttng(let options):
             let session: LTTngSession
@@ -144,6 +147,18 @@ public final class Recording: @unchecked Sendable {
             LoopEventSink.install(LTTngSink())
         }
         return recording
+    }
+
+    private static func startRecorder(into folder: String, options: EmbeddedRecorder.Options) throws(RecordingError) -> EmbeddedRecorder {
+        do {
+            let recorder = try EmbeddedRecorder(directory: folder, options: options)
+            try recorder.start()
+            return recorder
+        } catch let error as RecorderError {
+            throw .recorder(error)
+        } catch {
+            throw .recorder(RecorderError("\(error)"))
+        }
     }
 
     /// Records what `body` does, stopping when it returns or throws.
@@ -188,6 +203,11 @@ public final class Recording: @unchecked Sendable {
                 return .failure(.recorder(RecorderError("\(error)")))
             }
             outcome.clock = embeddedRecorder.clockReport
+            if embeddedRecorder.options.stallSnapshots != nil {
+                Loop.stallThreshold = nil
+                outcome.snapshots = outcome.recorder?.snapshots
+                outcome.snapshotProblem = outcome.recorder?.snapshotProblem
+            }
         }
         if let session {
             do { try session.stop() } catch { return .failure(.lttngStop(error)) }

@@ -302,6 +302,8 @@ import Tracing
 
     /// The recorder and its reader agree with the summary: NIO events written through the embedded recorder's sink.
     @Test func anEmbeddedTraceOfANIOLoopSummarizesAsTheEventsSay() throws {
+        recordingLock.lock()
+        defer { recordingLock.unlock() }
         let folder = temporaryPath("nio-embedded")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let recording = try Recording.start(.embedded(), into: folder)

@@ -47,3 +47,11 @@ public func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool
     }
     return condition()
 }
+
+/// Names the calling thread (prctl(PR_SET_NAME), through /proc: Swift does not import the variadic prctl).
+public func setCurrentThreadName(_ name: String) {
+    let fd = open("/proc/thread-self/comm", O_WRONLY)
+    guard fd >= 0 else { return }
+    _ = name.withCString { write(fd, $0, strlen($0)) }
+    close(fd)
+}

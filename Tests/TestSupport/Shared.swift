@@ -15,6 +15,9 @@ public final class TestLock: @unchecked Sendable {
         mutex.deallocate()
     }
 
+    public func lock() { pthread_mutex_lock(mutex) }
+    public func unlock() { pthread_mutex_unlock(mutex) }
+
     public func withLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
@@ -40,3 +43,7 @@ public final class Shared<Value>: @unchecked Sendable {
         try lock.withLock { try body(&storage) }
     }
 }
+
+/// One embedded recording (and one installed sink, one `Loop.stallThreshold`) at a time per process: every test
+/// target runs in the same process, and tests that record, in any of them, take this lock.
+public let recordingLock = TestLock()

@@ -454,10 +454,3 @@ func currentThreadID() -> Int32 {
     return Int32(text.split(separator: "/").last ?? "") ?? 0
 }
 
-/// Names the calling thread (prctl(PR_SET_NAME), through /proc: Swift does not import the variadic prctl).
-func setCurrentThreadName(_ name: String) {
-    let fd = open("/proc/thread-self/comm", O_WRONLY)
-    guard fd >= 0 else { return }
-    _ = name.withCString { write(fd, $0, strlen($0)) }
-    close(fd)
-}

@@ -18,9 +18,6 @@ func readAll(_ reader: inout some TraceEventReader) -> (events: [TraceEvent], er
     }
 }
 
-/// One recording at a time per process: tests that record take this lock.
-let recordingLock = NSLock()
-
 /// Records what `body` does (on new threads it starts itself), returning the trace folder and summary.
 func record(_ name: String, options: EmbeddedRecorder.Options = .init(), _ body: () -> Void) throws -> (String, EmbeddedRecorder.Summary) {
     recordingLock.lock()

@@ -1,6 +1,7 @@
 /// What `rlctl record --snapshot-on-stall` prints when the program has ended: every snapshot, the stall that
-/// took it (the last one the loops reported before rlctl saw the snapshot's folder), what led to it, and how long
-/// after the stall the snapshot appeared.
+/// took it (the last one the loops reported before the snapshot's folder appeared), what led to it, and how long
+/// after the stall the snapshot appeared (LTTng: when rlctl first saw its folder; the embedded recorder: when it
+/// had written it).
 public struct SnapshotListing: Encodable, Sendable {
     public var snapshots: [StallSnapshot]
     /// When rlctl first saw each snapshot's folder (CLOCK_MONOTONIC ns, the trace's clock).
@@ -9,8 +10,12 @@ public struct SnapshotListing: Encodable, Sendable {
     public var maxSnapshots: Int
     public var folder: String
     public var program: String
+    /// Who took the snapshots: "LTTng", or "embedded flight recorder".
+    public var tracer: String
 
-    public init(snapshots: [StallSnapshot], seenAt: [UInt64], threshold: UInt64, maxSnapshots: Int, folder: String, program: String) {
+    public init(snapshots: [StallSnapshot], seenAt: [UInt64], threshold: UInt64, maxSnapshots: Int, folder: String, program: String,
+                tracer: String) {
+        self.tracer = tracer
         self.snapshots = snapshots
         self.seenAt = seenAt
         self.threshold = threshold
@@ -25,7 +30,7 @@ public struct SnapshotListing: Encodable, Sendable {
     }
 
     public func text() -> String {
-        var out = ["\(program) — snapshots on stalls of \(formatNanoseconds(threshold)) or more (LTTng), in \(folder)"]
+        var out = ["\(program) — snapshots on stalls of \(formatNanoseconds(threshold)) or more (\(tracer)), in \(folder)"]
         guard !snapshots.isEmpty else {
             out.append("no loop reported a stall that long: no snapshot taken")
             return out.joined(separator: "\n")

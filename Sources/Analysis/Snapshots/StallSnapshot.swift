@@ -39,10 +39,12 @@ public struct StallSnapshotReader {
     private struct OpenIteration {
         var iteration: StallSnapshot.Iteration
         var depth: UInt32
+        /// Its longest callout so far, to be named once the whole snapshot is read.
+        var longest: (kind: CalloutKind, id: UInt64)?
     }
 
     private struct LoopHistory {
-        var done: [StallSnapshot.Iteration] = []
+        var done: [OpenIteration] = []
         var open: [OpenIteration] = []
         /// Callouts in progress: kind, id and start.
         var callouts: [(kind: CalloutKind, id: UInt64, start: UInt64)] = []
@@ -51,6 +53,9 @@ public struct StallSnapshotReader {
     private var loops: [UInt64: LoopHistory] = [:]
     private var labels: [UInt64: String] = [:]
     private var names: [UInt64: String] = [:]
+    /// The longest callouts of each stall's `before` iterations, in the same order: they are named once the
+    /// whole snapshot is read, because a flight recorder's dump of names comes after the events it names.
+    private var beforeCallouts: [[(kind: CalloutKind, id: UInt64)?]] = []
 
     /// Reads `reader` to its end.
     public static func read(_ reader: inout some TraceEventReader, path: String) throws(TraceReadError) -> StallSnapshot {
@@ -61,6 +66,13 @@ public struct StallSnapshotReader {
             if snapshot.firstEventNanoseconds == nil { snapshot.firstEventNanoseconds = event.timestamp }
             snapshot.lastEventNanoseconds = event.timestamp
             if let stall = state.consume(event) { snapshot.stalls.append(stall) }
+        }
+        for index in snapshot.stalls.indices {
+            let loopID = snapshot.stalls[index].report.loopID
+            if snapshot.stalls[index].report.loopName == nil { snapshot.stalls[index].report.loopName = state.names[loopID] }
+            for (position, callout) in state.beforeCallouts[index].enumerated() {
+                if let callout { snapshot.stalls[index].before[position].longestCallout = state.calloutName(callout.kind, callout.id) }
+            }
         }
         snapshot.eventsLost = reader.health.eventsLost
         return snapshot
@@ -78,9 +90,9 @@ public struct StallSnapshotReader {
             if activity == .beforeTimers || activity == .exit {
                 while let last = history.open.last, last.depth >= place.depth {
                     history.open.removeLast()
-                    var done = last.iteration
-                    let elapsed = ts > done.startNanoseconds ? ts - done.startNanoseconds : 0
-                    done.busyNanoseconds = elapsed > done.sleptNanoseconds ? elapsed - done.sleptNanoseconds : 0
+                    var done = last
+                    let elapsed = ts > done.iteration.startNanoseconds ? ts - done.iteration.startNanoseconds : 0
+                    done.iteration.busyNanoseconds = elapsed > done.iteration.sleptNanoseconds ? elapsed - done.iteration.sleptNanoseconds : 0
                     history.done.append(done)
                     if history.done.count > Self.iterationsBefore { history.done.removeFirst() }
                 }
@@ -114,8 +126,10 @@ public struct StallSnapshotReader {
             ended(loopID, CalloutKind.mainQueueCalloutID, at: ts)
         case .loopStall(let stall):
             let report = TraceSummary.ReportedStalls.Stall(stall, reportedAt: ts, loopName: names[stall.loopID])
-            let before = (loops[stall.loopID]?.done ?? []).filter { $0.number != stall.iteration && $0.startNanoseconds < stall.start }
-            return StallSnapshot.Stall(report: report, before: Array(before.suffix(Self.iterationsBefore)))
+            let before = (loops[stall.loopID]?.done ?? []).filter { $0.iteration.number != stall.iteration && $0.iteration.startNanoseconds < stall.start }
+                .suffix(Self.iterationsBefore)
+            beforeCallouts.append(before.map(\.longest))
+            return StallSnapshot.Stall(report: report, before: before.map(\.iteration))
         default:
             break
         }
@@ -132,12 +146,16 @@ public struct StallSnapshotReader {
         let callout = history.callouts.remove(at: index)
         let duration = ts > callout.start ? ts - callout.start : 0
         if let last = history.open.indices.last, duration >= history.open[last].iteration.longestCalloutNanoseconds {
-            let label = callout.kind.isItem ? labels[id] : nil
-            let name = label.map { "\(callout.kind) '\($0)'" } ?? (callout.kind == .mainQueue ? "main queue" : "\(callout.kind) \(id)")
-            history.open[last].iteration.longestCallout = name
+            history.open[last].iteration.longestCallout = calloutName(callout.kind, id)
             history.open[last].iteration.longestCalloutNanoseconds = duration
+            history.open[last].longest = (callout.kind, id)
         }
         loops[loopID] = history
+    }
+
+    private func calloutName(_ kind: CalloutKind, _ id: UInt64) -> String {
+        let label = kind.isItem ? labels[id] : nil
+        return label.map { "\(kind) '\($0)'" } ?? (kind == .mainQueue ? "main queue" : "\(kind) \(id)")
     }
 }
 

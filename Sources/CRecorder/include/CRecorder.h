@@ -61,6 +61,23 @@ void rlrec_release(const rlrec_packet *packet);
 /// Frees the stopped recording's buffers, after every packet was taken and released.
 void rlrec_reset(void);
 
+// ===== flight-recorder snapshots (overwrite mode) =====
+
+/// Closes the calling thread's packet now, so that its events so far are in the next rlrec_copy_ring (a loop
+/// calls it after reporting the stall that takes a snapshot). A no-op when not recording.
+void rlrec_close_thread_packet(void);
+
+/// Receives one thread's stream: its closed packets, oldest first, one after another.
+typedef void (*rlrec_stream_sink)(void *context, int32_t tid, const uint8_t *data, size_t size);
+/// Overwrite mode: copies every thread's closed packets while recording goes on, and hands each thread's copy
+/// to `sink` (from the calling thread, with no lock held). A copy is a stream of its own: a packet's
+/// events_discarded counts only the events dropped since the copy's first packet began, not what the ring
+/// overwrote before it, and sequence numbers start at 0 with the first packet. While a
+/// thread's packets are copied, that thread drops (and counts) events rather than overwrite one of them, should
+/// its ring come round to it. Returns the number of threads copied, or -1 (not in overwrite mode, no memory).
+/// One caller at a time, never while rlrec_stop or rlrec_take run.
+int rlrec_copy_ring(rlrec_stream_sink sink, void *context);
+
 typedef struct {
     uint64_t events_recorded;   // events written into packets
     uint64_t events_discarded;  // events dropped or overwritten, all threads

@@ -31,10 +31,7 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
     }
 
     /// A snapshot written, and when rlctl first saw its folder (CLOCK_MONOTONIC ns, the trace's clock).
-    public struct Snapshot: Sendable, Equatable {
-        public var path: String
-        public var seenAtNanoseconds: UInt64
-    }
+    public typealias Snapshot = StallSnapshotFolder
 
     public let session: LTTngSession
     public var output: String { session.output }

@@ -58,6 +58,11 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         /// stopping the recording (SIGKILL, a crash) loses at most about this much of each thread's recent
         /// events, not a whole packet's worth. Nil: packets are written only when full.
         public var switchInterval: Duration? = .milliseconds(100)
+        /// Snapshots on stalls: the recorder keeps each thread's newest packets (``Mode-swift.enum/overwrite``,
+        /// whatever ``mode`` says) and writes nothing while it runs but, for each stall a loop reports that the
+        /// policy accepts, a snapshot of the rings: a trace folder `DIRECTORY/snapshot-N`
+        /// (``EmbeddedRecorder/snapshotRoot(_:)`` lists them). Nil: a recording of the whole run.
+        public var stallSnapshots: StallSnapshotPolicy?
 
         public init() {}
     }
@@ -86,12 +91,18 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         public var eventsLost: UInt64
         public var threads: Int
         public var bytesWritten: UInt64
+        /// With ``Options/stallSnapshots``: the snapshots written, oldest first.
+        public var snapshots: [StallSnapshotFolder] = []
+        /// With ``Options/stallSnapshots``: why a snapshot could not be written, if one could not.
+        public var snapshotProblem: String?
     }
 
     public let directory: String
     public let options: Options
     private let uuid: [UInt8]
     private var writer: WriterThread?
+    private var snapshots: EmbeddedStallSnapshots?
+    private let metadata: String
     private var streams: [Int32: Int32] = [:]       // tid -> fd, writer thread only (then stop)
     private var writeError: String?
     private var bytesWritten: UInt64 = 0
@@ -116,6 +127,10 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         bytes[6] = (bytes[6] & 0x0F) | 0x40   // version 4
         bytes[8] = (bytes[8] & 0x3F) | 0x80   // RFC 4122 variant
         self.uuid = bytes
+        var realtime = timespec()
+        clock_gettime(CLOCK_REALTIME, &realtime)
+        let offset = Int64(realtime.tv_sec) * 1_000_000_000 + Int64(realtime.tv_nsec) - Int64(bitPattern: Loop.Instant.now.nanoseconds)
+        metadata = TraceSchema.metadata(uuid: bytes, clockOffsetNanoseconds: offset, hostname: ProcessInfo.processInfo.hostName)
         super.init()
         try prepareDirectory()
     }
@@ -128,15 +143,17 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
             if fm.fileExists(atPath: directory + "/metadata") {
                 throw RecorderError("\(directory) already holds a trace; choose another folder or delete it")
             }
+            if options.stallSnapshots != nil,
+               ((try? fm.contentsOfDirectory(atPath: directory)) ?? []).contains(where: { $0.hasPrefix(EmbeddedStallSnapshots.folderPrefix) }) {
+                throw RecorderError("\(directory) already holds snapshots; choose another folder or delete it")
+            }
         } else {
             do { try fm.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
                 throw RecorderError("cannot create \(directory): \(error.localizedDescription)")
             }
         }
-        var realtime = timespec()
-        clock_gettime(CLOCK_REALTIME, &realtime)
-        let offset = Int64(realtime.tv_sec) * 1_000_000_000 + Int64(realtime.tv_nsec) - Int64(bitPattern: Loop.Instant.now.nanoseconds)
-        let metadata = TraceSchema.metadata(uuid: uuid, clockOffsetNanoseconds: offset, hostname: ProcessInfo.processInfo.hostName)
+        // Snapshots carry the metadata each; the folder holding them is no trace itself.
+        guard options.stallSnapshots == nil else { return }
         do { try metadata.write(toFile: directory + "/metadata", atomically: true, encoding: .utf8) } catch {
             throw RecorderError("cannot write \(directory)/metadata: \(error.localizedDescription)")
         }
@@ -150,7 +167,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         var config = rlrec_config()
         config.sub_buffer_size = UInt32(options.packetSize)
         config.sub_buffer_count = UInt32(options.packetsPerThread)
-        config.overwrite = options.mode == .overwrite ? 1 : 0
+        config.overwrite = options.mode == .overwrite || options.stallSnapshots != nil ? 1 : 0
         config.clock = options.clock == .automatic ? RLREC_CLOCK_AUTOMATIC : RLREC_CLOCK_GETTIME
         if let interval = options.switchInterval {
             let (seconds, attoseconds) = interval.components
@@ -163,7 +180,9 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
             throw RecorderError("another embedded recording is running in this process")
         }
         state = .recording
-        if options.mode == .discard {
+        if let policy = options.stallSnapshots {
+            snapshots = EmbeddedStallSnapshots(root: directory, metadata: metadata, policy: policy)
+        } else if options.mode == .discard {
             // Overwrite mode writes only at stop: the producers may take back any unwritten packet until then.
             writer = WriterThread(interval: options.flushInterval) { [unowned self] in self.drain() }
         }
@@ -178,6 +197,17 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         let stats = rlrec_statistics()
         return (stats.events_recorded, stats.events_discarded + stats.threads_without_buffer)
     }
+
+    /// With ``Options/stallSnapshots``: takes a snapshot now, as a stall would (the calling thread's events so
+    /// far are in it), unless the policy's maximum or gap forbids it. Returns whether one was asked for; it is
+    /// written by the recorder's snapshot thread (``snapshotsWritten`` counts it once it is on disk).
+    @discardableResult
+    public func requestSnapshot() -> Bool {
+        snapshots?.request(at: Loop.Instant.now.nanoseconds) ?? false
+    }
+
+    /// With ``Options/stallSnapshots``: how many snapshots are written so far.
+    public var snapshotsWritten: Int { snapshots?.written.count ?? 0 }
 
     /// The clock of the running recording, or of the last one stopped.
     public var clockReport: ClockReport {
@@ -195,6 +225,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         defer { stateLock.unlock() }
         guard state == .recording else { throw RecorderError("this recorder is not recording") }
         state = .stopped
+        if let snapshots { return try stopSnapshots(snapshots) }
         rlrec_stop()
         writer?.finish()
         writer = nil
@@ -220,6 +251,25 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         return Summary(directory: directory, eventsRecorded: stats.events_recorded,
                        eventsLost: stats.events_discarded + stats.threads_without_buffer,
                        threads: Int(stats.threads), bytesWritten: bytesWritten)
+    }
+
+    /// Stops a recording of snapshots on stalls: the snapshot under way completes, the rings are let go unwritten,
+    /// and the root's `.snapshots` file counts the run's events.
+    private func stopSnapshots(_ snapshots: EmbeddedStallSnapshots) throws -> Summary {
+        let taken = snapshots.finish()
+        rlrec_stop()
+        var packet = rlrec_packet()
+        while rlrec_take(&packet) == 1 { rlrec_release(&packet) }
+        while rlrec_take_final(&packet) == 1 { rlrec_release(&packet) }
+        let stats = rlrec_statistics()
+        rlrec_reset()
+        let lost = stats.events_discarded + stats.threads_without_buffer
+        try EmbeddedStallSnapshots.writeRootFile(directory, recorded: stats.events_recorded, lost: lost, snapshots: taken.count)
+        var summary = Summary(directory: directory, eventsRecorded: stats.events_recorded, eventsLost: lost,
+                              threads: Int(stats.threads), bytesWritten: 0)
+        summary.snapshots = taken
+        summary.snapshotProblem = snapshots.problem
+        return summary
     }
 
     /// Moves every ready packet to its stream file (writer thread, or the stopping thread after it joined).
@@ -262,10 +312,12 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
 
     public override func loopCreated(loopID: UInt64, threadID: Int32, name: String) {
         rlrec_loop_create(loopID, threadID, name)
+        snapshots?.loopCreated(loopID, threadID: threadID, name: name)
     }
 
     public override func itemLabeled(id: UInt64, kind: ItemKind, label: String) {
         rlrec_item_label(id, kind.rawValue, label)
+        snapshots?.itemLabeled(id, kind: kind.rawValue, label: label)
     }
 
     public override func activity(_ activity: Loop.Activity, _ context: Context) {
@@ -357,6 +409,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     public override func loopStall(_ context: Context, start: UInt64, busy: UInt64, threshold: UInt64, culprit: Culprit) {
         rlrec_loop_stall(context.loopID, context.modeCString, context.iteration, start, busy, threshold,
                          culprit.kind.rawValue, culprit.id, culprit.duration, culprit.label)
+        snapshots?.stallReported(busy: busy, at: start &+ busy)
     }
 
     public override func loopHang(loopID: UInt64, iteration: UInt64, busy: UInt64, threshold: UInt64) {

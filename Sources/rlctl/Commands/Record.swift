@@ -34,15 +34,18 @@ struct Record: ParsableCommand {
         RLCTL_WATCHDOG=500ms a loop still busy in one iteration after that long is traced as a loop_hang while it \
         is stuck. The summary lists both ("stalls the loops reported", "hangs the watchdog reported").
 
-        Snapshots on stalls (--snapshot-on-stall 50ms): instead of a whole recording, an LTTng session in \
-        snapshot mode keeps the program's newest events in memory, and each stall its loops report at that \
-        threshold (loop_stall, which rlctl asks for with RLCTL_STALL_THRESHOLD) makes the session daemon write a \
-        snapshot: a trace folder holding the events before and including the stall. At most --max-snapshots are \
-        taken, at least --snapshot-gap apart. When the program ends, rlctl lists them and explains each: the \
-        stall, its longest callout and the iterations before it. The snapshots stay in --output (default: a new \
-        folder rlctl-snapshots-PID in the current folder); every rlctl command reads them. The sub-buffers \
-        (--subbuf-size, --num-subbuf) set how far back a snapshot reaches. This needs LTTng: the embedded \
-        recorder's flight-recorder snapshots are not built yet.
+        Snapshots on stalls (--snapshot-on-stall 50ms): instead of a whole recording, only the program's newest \
+        events are kept, in memory, and each stall its loops report at that threshold (loop_stall, which rlctl \
+        asks for with RLCTL_STALL_THRESHOLD) writes a snapshot: a trace folder holding the events before and \
+        including the stall. With LTTng, a session in snapshot mode and a trigger on the stall event, so the \
+        session daemon writes the snapshot with no rlctl code in between; the sub-buffers (--subbuf-size, \
+        --num-subbuf) set how far back it reaches. With the embedded recorder (--tracer embedded, or when LTTng \
+        cannot be used here, which rlctl says), the program's recorder is a flight recorder: 16 packets of \
+        256 KiB per thread, and the stalled loop's thread hands its newest packet over before a thread of the \
+        recorder copies the rings to disk. At most --max-snapshots are taken, at least --snapshot-gap apart. \
+        When the program ends, rlctl lists them and explains each: the stall, its longest callout and the \
+        iterations before it. The snapshots stay in --output (default: a new folder rlctl-snapshots-PID in the \
+        current folder); every rlctl command reads them.
 
         A program killed by SIGKILL or a crash still leaves a readable embedded trace, up to each thread's last \
         written packet; the summary says the recording was cut off. SIGINT, SIGTERM or SIGHUP with their default \
@@ -124,7 +127,6 @@ struct Record: ParsableCommand {
         try snapshots.check()
         if snapshots.snapshotOnStall != nil {
             if any { throw ValidationError("--snapshot-on-stall goes with loops that report their stalls (RunLoopCore, the adapters), not with --any") }
-            if tracer == .embedded { throw ValidationError("--snapshot-on-stall needs LTTng: the embedded recorder's flight-recorder snapshots are not built yet") }
             if report != nil { throw ValidationError("--report draws a whole recording; with --snapshot-on-stall run rlctl report on a snapshot folder") }
         }
         if let relayd {
@@ -220,8 +222,9 @@ struct Record: ParsableCommand {
     /// trigger take the snapshots, and each is explained when the program has ended.
     private func recordSnapshots(threshold: DurationValue) throws {
         Interruptions.shared.prepare("the program")
-        try LTTngRecording.requireUsable("rlctl record --snapshot-on-stall")
-        try LTTngRecording.ensureSessionDaemon()
+        guard try chooseLTTng(fallingBackTo: "taking the snapshots with the embedded recorder's flight recorder") else {
+            return try recordEmbeddedSnapshots(threshold: threshold)
+        }
         let destination = try StallSnapshots.destination(output)
         var environment = ProcessInfo.processInfo.environment
         environment[TracerEnvironment.tracer] = "lttng"
@@ -253,7 +256,35 @@ struct Record: ParsableCommand {
         if let problem = session.rearmProblem { note("no snapshot after the last one listed: \(problem)") }
         let text = try StallSnapshots.listing(taken, thresholdNanoseconds: UInt64(threshold.nanoseconds),
                                               maxSnapshots: snapshots.maximum, folder: destination.path,
-                                              program: command.joined(separator: " "))
+                                              program: command.joined(separator: " "), tracer: "LTTng")
+        Interruptions.shared.output { print(format == .json ? text.json() : text.text()) }
+        guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
+    }
+
+    /// --snapshot-on-stall with the embedded recorder: the program's own recorder is the flight recorder and
+    /// writes the snapshots (told by RLCTL_SNAPSHOT_ON_STALL and its limits); rlctl reads what it left.
+    private func recordEmbeddedSnapshots(threshold: DurationValue) throws {
+        let destination = try StallSnapshots.destination(output)
+        var environment = ProcessInfo.processInfo.environment
+        environment[TracerEnvironment.tracer] = "embedded"
+        environment[TracerEnvironment.folder] = destination.path
+        environment[TracerEnvironment.stallThreshold] = "\(threshold.nanoseconds)ns"
+        environment[TracerEnvironment.snapshotOnStall] = "\(threshold.nanoseconds)ns"
+        environment[TracerEnvironment.maxSnapshots] = "\(snapshots.maximum)"
+        environment[TracerEnvironment.snapshotGap] = "\(snapshots.gap.nanosecondsClamped)ns"
+        let child = try GatedChild(command, environment: environment)
+        let ending = try runToItsEnd(child) {}
+        let root = EmbeddedRecorder.snapshotRoot(destination.path)
+        for folder in root.cutOff { note("\(folder) is cut off: the program ended while it was being written") }
+        if root.snapshots.isEmpty && root.cutOff.isEmpty && (root.eventsRecorded ?? 0) == 0 {
+            guard ending.succeeded else {
+                throw Failure(message: "\(child.command) \(ending), and no runloop events reached the flight recorder", status: .violation)
+            }
+            throw nothingTraced(child, ending, reached: "the flight recorder")
+        }
+        let text = try StallSnapshots.listing(root.snapshots, thresholdNanoseconds: UInt64(threshold.nanoseconds),
+                                              maxSnapshots: snapshots.maximum, folder: destination.path,
+                                              program: command.joined(separator: " "), tracer: "embedded flight recorder")
         Interruptions.shared.output { print(format == .json ? text.json() : text.text()) }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
     }
@@ -339,7 +370,7 @@ struct Record: ParsableCommand {
     }
 
     /// Whether to record with LTTng: as asked, or (auto) when it can be used here, saying why not on stderr.
-    private func chooseLTTng() throws -> Bool {
+    private func chooseLTTng(fallingBackTo fallback: String = "recording with the embedded recorder") throws -> Bool {
         switch tracer {
         case .embedded:
             return false
@@ -353,7 +384,7 @@ struct Record: ParsableCommand {
                 try LTTngRecording.ensureSessionDaemon()
                 return true
             } catch let failure as Failure {
-                FileHandle.standardError.write(Data("rlctl: recording with the embedded recorder: \(failure.message)\n".utf8))
+                FileHandle.standardError.write(Data("rlctl: \(fallback): \(failure.message)\n".utf8))
                 return false
             }
         }

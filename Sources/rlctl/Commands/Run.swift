@@ -26,10 +26,11 @@ struct Run: ParsableCommand {
           rlctl run --file workload.yaml
           rlctl run jank --snapshot-on-stall 20ms --trace jank-stalls
 
-        --snapshot-on-stall 20ms records with LTTng in snapshot mode instead, and each stall the workload's loop \
-        reports at that threshold makes LTTng write a snapshot (see rlctl record --help); the snapshots are listed \
-        and explained at the end, in --trace (default: a new folder rlctl-snapshots-PID in the current folder). The \
-        embedded recorder's snapshots are not built yet.
+        --snapshot-on-stall 20ms records the newest events only, in memory, and each stall the workload's loop \
+        reports at that threshold writes a snapshot of them (see rlctl record --help): the embedded recorder as a \
+        flight recorder (the default), or an LTTng session in snapshot mode with --tracer lttng. The snapshots are \
+        listed and explained at the end, in --trace (default: a new folder rlctl-snapshots-PID in the current \
+        folder); --buffer-kib sets how far back they reach.
         """
     )
 
@@ -85,7 +86,7 @@ struct Run: ParsableCommand {
     func validate() throws {
         try snapshots.check()
         if snapshots.snapshotOnStall != nil {
-            if tracer == .none { throw ValidationError("--snapshot-on-stall records with LTTng: not with --tracer none") }
+            if tracer == .none { throw ValidationError("--snapshot-on-stall needs a tracer to take snapshots: not with --tracer none") }
             if `repeat` != 1 || output != nil || report != nil || flightRecorder {
                 throw ValidationError("--snapshot-on-stall writes snapshots, not a whole recording: not with --repeat, --output, --report or --flight-recorder")
             }
@@ -186,22 +187,32 @@ struct Run: ParsableCommand {
         return try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil))
     }
 
-    /// --snapshot-on-stall: the workload under an LTTng snapshot session, then the snapshots explained.
+    /// --snapshot-on-stall: the workload under the embedded flight recorder or an LTTng snapshot session, then the
+    /// snapshots explained.
     private func runWithSnapshots(_ spec: WorkloadSpec, threshold: DurationValue) throws {
-        try LTTngRecording.requireUsable("rlctl run --snapshot-on-stall")
-        try LTTngRecording.ensureSessionDaemon()
         let destination = try StallSnapshots.destination(trace)
-        let tracer = Recording.Tracer.lttngSnapshots(.init(threshold: threshold.duration, maxSnapshots: snapshots.maximum,
-                                                           minimumGap: snapshots.gap, channelOptions: lttngChannel))
-        let (workload, recorded) = try InterruptibleRun(runner: WorkloadRunner(spec: spec), tracer: tracer).run(into: destination)
+        let recordingTracer: Recording.Tracer
+        let tracerName: String
+        if tracer == .lttng {
+            try LTTngRecording.requireUsable("rlctl run --snapshot-on-stall --tracer lttng")
+            try LTTngRecording.ensureSessionDaemon()
+            recordingTracer = .lttngSnapshots(.init(threshold: threshold.duration, maxSnapshots: snapshots.maximum,
+                                                    minimumGap: snapshots.gap, channelOptions: lttngChannel))
+            tracerName = "LTTng"
+        } else {
+            recordingTracer = .embeddedSnapshots(.init(thresholdNanoseconds: UInt64(threshold.nanoseconds), maxSnapshots: snapshots.maximum,
+                                                       minimumGap: snapshots.gap), embeddedOptions)
+            tracerName = "embedded flight recorder"
+        }
+        let (workload, recorded) = try InterruptibleRun(runner: WorkloadRunner(spec: spec), tracer: recordingTracer).run(into: destination)
         if let problem = recorded.snapshotProblem { note("no snapshot after the last one listed: \(problem)") }
         guard let workload else { return }
         let name = self.workload?.rawValue ?? file!
         // What the workload managed meanwhile (its throughput), as --tracer none prints it.
-        let ran = workload.untracedDescription(of: spec, tracedBy: "LTTng snapshots on stalls")
+        let ran = workload.untracedDescription(of: spec, tracedBy: "\(tracerName == "LTTng" ? "LTTng" : "embedded") snapshots on stalls")
         let listing = try StallSnapshots.listing(recorded.snapshots ?? [], thresholdNanoseconds: UInt64(threshold.nanoseconds),
                                                  maxSnapshots: snapshots.maximum, folder: destination.path,
-                                                 program: "rlctl run \(name) (\(spec.duration))")
+                                                 program: "rlctl run \(name) (\(spec.duration))", tracer: tracerName)
         Interruptions.shared.output { print(format == .json ? listing.json() : ran + "\n" + listing.text()) }
     }
 
@@ -212,14 +223,20 @@ struct Run: ParsableCommand {
                                              subbufferCount: 4)
     }
 
+    /// The embedded recorder's buffer for --buffer-kib: per thread, packets of 256 KiB.
+    private var embeddedOptions: EmbeddedRecorder.Options {
+        var options = EmbeddedRecorder.Options()
+        options.packetSize = 256 * 1024
+        options.packetsPerThread = max(2, bufferKib / 256)
+        return options
+    }
+
     /// The tracer with this run's buffer and flight-recorder options.
     private var recordingTracer: Recording.Tracer {
         switch tracer {
         case .none: return .none
         case .embedded:
-            var options = EmbeddedRecorder.Options()
-            options.packetSize = 256 * 1024
-            options.packetsPerThread = max(2, bufferKib / 256)
+            var options = embeddedOptions
             options.mode = flightRecorder ? .overwrite : .discard
             return .embedded(options)
         case .lttng:

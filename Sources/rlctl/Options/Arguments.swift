@@ -98,7 +98,7 @@ struct ComparisonOptions: ParsableArguments {
 
 /// --snapshot-on-stall and its limits, for `record` and `run`.
 struct SnapshotOnStallOptions: ParsableArguments {
-    @Option(help: "Take an LTTng snapshot each time a loop reports a stall this busy, e.g. 50ms (see above).",
+    @Option(help: "Take a snapshot each time a loop reports a stall this busy, e.g. 50ms (see above).",
             transform: durationArgument)
     var snapshotOnStall: DurationValue?
 

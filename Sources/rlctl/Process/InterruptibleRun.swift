@@ -37,6 +37,8 @@ struct InterruptibleRun {
                 return "running… \(elapsedOfTotal), \(progress?.recorded ?? 0) events written, \(progress?.lost ?? 0) lost"
             case .lttng: return "running… \(elapsedOfTotal), traced by LTTng"
             case .lttngSnapshots: return "running… \(elapsedOfTotal), LTTng snapshots on stalls"
+            case .embeddedSnapshots:
+                return "running… \(elapsedOfTotal), snapshots on stalls (embedded flight recorder): \(recording.embeddedRecorder?.snapshotsWritten ?? 0) written"
             case .none: return "running untraced…"
             }
         }

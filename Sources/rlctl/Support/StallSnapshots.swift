@@ -23,8 +23,8 @@ enum StallSnapshots {
     }
 
     /// Reads every snapshot taken and lists them, each with its stall and what led to it.
-    static func listing(_ taken: [LTTngStallSnapshots.Snapshot], thresholdNanoseconds threshold: UInt64, maxSnapshots: Int,
-                        folder: String, program: String) throws -> SnapshotListing {
+    static func listing(_ taken: [StallSnapshotFolder], thresholdNanoseconds threshold: UInt64, maxSnapshots: Int,
+                        folder: String, program: String, tracer: String) throws -> SnapshotListing {
         let explained = try taken.map { snapshot in
             do {
                 var reader = try TraceReaders.open(snapshot.path)
@@ -34,6 +34,6 @@ enum StallSnapshots {
             }
         }
         return SnapshotListing(snapshots: explained, seenAt: taken.map(\.seenAtNanoseconds), threshold: threshold,
-                               maxSnapshots: maxSnapshots, folder: folder, program: program)
+                               maxSnapshots: maxSnapshots, folder: folder, program: program, tracer: tracer)
     }
 }
