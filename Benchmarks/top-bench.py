@@ -2,7 +2,7 @@
 """What `rlctl top` costs and how late it shows things (issue 15's goals: an event on screen within 2 s; at most
 5% of a core per 100k events/s).
 
-  python3 Benchmarks/top-bench.py [--rounds N] [--seconds S] [RATE ...]
+  python3 Benchmarks/top-bench.py [--tracer lttng|embedded] [--rounds N] [--seconds S] [RATE ...]
 
 Delay: `rlctl top` (this machine's loops, 1 s interval, no terminal: a table per interval) runs while
 eventpump burns 300 ms once; the delay is from the end of that burn (eventpump prints it, CLOCK_MONOTONIC) to the
@@ -12,8 +12,12 @@ CPU: `rlctl top` follows eventpump at each RATE (events/s) for S seconds; its CP
 and its relay daemon's, and the session listings it ran (utime + stime, cutime + cstime from /proc), over the S
 seconds after a 2 s warm-up; the Swift side (rlctl) and the decoding (the reader child, libbabeltrace2) apart. The LTTng side (the consumer and relay
 daemons, which every live session costs) is measured apart.
+
+--tracer embedded: eventpump records with the embedded recorder into a temporary folder instead, and `rlctl top`
+runs without LTTng in its PATH, so that it follows that recording alone (its registry is the benchmark's own,
+RLCTL_LIVE_DIR). rlctl's CPU is then all there is: no reader child, no daemon.
 """
-import argparse, os, statistics, subprocess, sys, threading, time
+import argparse, os, shutil, statistics, subprocess, sys, tempfile, threading, time
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def bin_path(package=None):
@@ -57,18 +61,29 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--tracer", choices=["lttng", "embedded"], default="lttng")
     parser.add_argument("rates", nargs="*", type=int, default=[100_000, 1_000_000])
     options = parser.parse_args()
     subprocess.run(["swift", "build", "-c", "release", "--product", "rlctl"], cwd=root, check=True, capture_output=True)
     subprocess.run(["swift", "build", "-c", "release", "--package-path", "Benchmarks", "--product", "eventpump"], cwd=root, check=True, capture_output=True)
     rlctl = os.path.join(bin_path(), "rlctl")
     pump = os.path.join(bin_path(os.path.join(root, "Benchmarks")), "eventpump")
-    environment = dict(os.environ, RLCTL_TRACER="lttng")
+    scratch = tempfile.mkdtemp(prefix="top-bench-")
+    registry = os.path.join(scratch, "registry")
+    top_environment = dict(os.environ, RLCTL_LIVE_DIR=registry)
+    if options.tracer == "embedded":
+        top_environment["PATH"] = "/nonexistent-top-bench"
+    recordings = iter(range(1_000_000))
+    def pump_environment():
+        if options.tracer == "lttng":
+            return dict(os.environ, RLCTL_TRACER="lttng")
+        return dict(os.environ, RLCTL_TRACER="embedded", RLCTL_LIVE_DIR=registry,
+                    RLCTL_TRACE_DIR=os.path.join(scratch, f"pump-{next(recordings)}"))
     hz = os.sysconf("SC_CLK_TCK")
 
     delays = []
     for _ in range(options.rounds):
-        top = subprocess.Popen([rlctl, "top", "--stall", "250ms"], stdout=subprocess.PIPE, text=True)
+        top = subprocess.Popen([rlctl, "top", "--stall", "250ms"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=top_environment)
         seen = {}
         def watch():
             for line in top.stdout:
@@ -78,7 +93,7 @@ def main():
                     seen["at"] = time.monotonic_ns()
         watcher = threading.Thread(target=watch, daemon=True); watcher.start()
         time.sleep(1.5)
-        pump_run = subprocess.run([pump, "2000", "5", "2"], env=environment, capture_output=True, text=True)
+        pump_run = subprocess.run([pump, "2000", "5", "2"], env=pump_environment(), capture_output=True, text=True)
         time.sleep(1.5)
         top.terminate(); top.wait()
         ends = [int(l.split()[1]) for l in pump_run.stdout.splitlines() if l.startswith("burn-end ")]
@@ -88,9 +103,9 @@ def main():
           + (f"median {statistics.median(delays):.2f} s, max {max(delays):.2f} s, all {', '.join(f'{d:.2f}' for d in delays)}" if delays else "none"))
 
     for rate in options.rates:
-        top = subprocess.Popen([rlctl, "top"], stdout=subprocess.DEVNULL)
+        top = subprocess.Popen([rlctl, "top"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=top_environment)
         time.sleep(1)
-        pump_run = subprocess.Popen([pump, str(rate), str(options.seconds + 4)], env=environment, stdout=subprocess.DEVNULL)
+        pump_run = subprocess.Popen([pump, str(rate), str(options.seconds + 4)], env=pump_environment(), stdout=subprocess.DEVNULL)
         time.sleep(2)
         mine = [top.pid] + descendants(top.pid)
         daemons = pids_named("lttng-consumerd")
@@ -105,5 +120,6 @@ def main():
         print(f"{rate:>9,} events/s: rlctl top {share:.1f}% of a core ({share / (rate / 100_000):.2f}% per 100k events/s): "
               f"rlctl {swift_share:.1f}%, decoding and relay {share - swift_share:.1f}%; "
               f"consumer daemon {(after_daemons - before_daemons) / hz / elapsed * 100:.1f}%")
+    shutil.rmtree(scratch, ignore_errors=True)
 
 main()

@@ -29,6 +29,27 @@ public struct EmbeddedTraceReader: TraceEventReader {
 
     public init(path: String) throws(TraceReadError) {
         self.path = path
+        let (uuid, plan, head) = try Self.decodingSetUp(path)
+
+        // A recorder that writes an end file and did not write it was stopped by its process's death: the last
+        // packet of a stream may be cut short, and is then left out rather than taken for corruption.
+        if Self.value(of: "rlctl_end_file", in: head) != nil {
+            var isDirectory = false
+            health.recordingCutOff = !Self.exists(path + "/" + TraceSchema.endFileName, isDirectory: &isDirectory)
+        }
+        let names = try Self.streamFiles(in: path)
+        for name in names {
+            let cursor = try StreamCursor(path: path + "/" + name, uuid: uuid, plan: plan, mayEndMidPacket: health.recordingCutOff)
+            streams.append(cursor)
+        }
+        for index in streams.indices {
+            if try streams[index].advance(health: &health) { push(index) }
+        }
+    }
+
+    /// The trace's uuid and how to decode its events, from its metadata (checked: an rlctl recorder trace of a
+    /// format version this build reads), and the metadata's head (its trace-wide settings).
+    static func decodingSetUp(_ path: String) throws(TraceReadError) -> (uuid: [UInt8], plan: DecodingPlan, head: String) {
         let metadataPath = path + "/metadata"
         guard let head = try? Self.readPrefix(of: metadataPath, bytes: 8192) else {
             var isDirectory = false
@@ -53,21 +74,7 @@ public struct EmbeddedTraceReader: TraceEventReader {
         // The whole metadata: the event declarations follow the header.
         let metadata = try Self.readWhole(metadataPath, limit: Self.maxMetadataSize)
         let plan = try DecodingPlan(TraceMetadataEvents(parsing: metadata, path: metadataPath), path: metadataPath)
-
-        // A recorder that writes an end file and did not write it was stopped by its process's death: the last
-        // packet of a stream may be cut short, and is then left out rather than taken for corruption.
-        if Self.value(of: "rlctl_end_file", in: head) != nil {
-            var isDirectory = false
-            health.recordingCutOff = !Self.exists(path + "/" + TraceSchema.endFileName, isDirectory: &isDirectory)
-        }
-        let names = try Self.streamFiles(in: path)
-        for name in names {
-            let cursor = try StreamCursor(path: path + "/" + name, uuid: uuid, plan: plan, mayEndMidPacket: health.recordingCutOff)
-            streams.append(cursor)
-        }
-        for index in streams.indices {
-            if try streams[index].advance(health: &health) { push(index) }
-        }
+        return (uuid, plan, head)
     }
 
     public mutating func next() throws(TraceReadError) -> TraceEvent? {

@@ -23,6 +23,8 @@ final class StreamCursor {
     private let strings: UnsafeMutablePointer<(start: Int, end: Int)>
     private var stringCache: (bytes: [UInt8], string: String) = ([], "")
     private(set) var currentTimestamp: UInt64 = 0
+    /// The process every event of the stream is from, when the reader knows it (a live recording's registration).
+    var processID: Int32 = 0
 
     /// Packets larger than this are treated as corruption rather than allocated.
     static let maxPacketSize = 64 << 20
@@ -75,6 +77,39 @@ final class StreamCursor {
         lastTimestamp = timestamp
         currentTimestamp = timestamp
         return true
+    }
+
+    /// The byte offset in the file of the packet the current event is in.
+    var currentPacketOffset: UInt64 { packetOffset }
+
+    /// Moves past every whole packet the file holds now without decoding their events, taking over their
+    /// sequence numbers and discard counts as seen (a live view starts from here: what came before is not its
+    /// loss). A packet still being written is left for the next ``advance(health:)``.
+    func skipToEnd() throws(TraceReadError) {
+        let header = UnsafeMutableRawBufferPointer.allocate(byteCount: TraceSchema.packetHeaderSize, alignment: 8)
+        defer { header.deallocate() }
+        while true {
+            let got = try readFully(into: header.baseAddress!, count: header.count, at: nextPacketOffset)
+            guard got == header.count else { return }
+            func field<T: FixedWidthInteger>(_ type: T.Type, _ offset: Int) -> T {
+                T(littleEndian: header.loadUnaligned(fromByteOffset: offset, as: T.self))
+            }
+            guard field(UInt32.self, 0) == TraceSchema.magic else { throw fail("bad packet magic (not a CTF packet)", at: 0) }
+            let packetBits = field(UInt64.self, 44)
+            guard packetBits % 8 == 0, packetBits / 8 >= UInt64(header.count), packetBits / 8 <= UInt64(Self.maxPacketSize) else {
+                throw fail("impossible packet size (\(packetBits) bits)", at: 44)
+            }
+            var size = stat()
+            guard fstat(fd, &size) == 0, UInt64(size.st_size) >= nextPacketOffset + packetBits / 8 else { return }
+            packetOffset = nextPacketOffset
+            lastTimestamp = max(lastTimestamp, field(UInt64.self, 28))
+            lastSequence = field(UInt64.self, 52)
+            lastDiscarded = field(UInt64.self, 60)
+            threadID = field(Int32.self, 68)
+            nextPacketOffset += packetBits / 8
+            position = 0
+            contentEnd = 0
+        }
     }
 
     private func readFully(into buffer: UnsafeMutableRawPointer, count: Int, at offset: UInt64) throws(TraceReadError) -> Int {
@@ -232,7 +267,7 @@ final class StreamCursor {
         var fields = PacketFields(cursor: self)
         do {
             let payload = try TraceEventDecoding.payload(id, &fields)
-            return TraceEvent(timestamp: currentTimestamp, threadID: threadID, payload: payload)
+            return TraceEvent(timestamp: currentTimestamp, threadID: threadID, processID: processID, payload: payload)
         } catch {
             throw fail("corrupt event runloop:\(id.description.name): \(error.describe(id))", at: start)
         }

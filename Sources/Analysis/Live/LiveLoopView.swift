@@ -59,6 +59,8 @@ public final class LiveLoopSource: @unchecked Sendable {
     public let host: String
     public let session: String
     private let options: TraceSummarizer.Options
+    /// The running totals' summarizers keep no distribution; the interval's keep the wake-up latencies only.
+    private let totalsOptions: TraceSummarizer.Options
     private let lock = NSLock()
     private var cumulative: [Int32: TraceSummarizer] = [:]
     private var interval: [Int32: TraceSummarizer] = [:]
@@ -93,15 +95,41 @@ public final class LiveLoopSource: @unchecked Sendable {
         options.keep = 1
         // The interval's worst stall is looked for among the stalls kept since the view attached.
         options.stallsPerLoop = 4096
-        self.options = options
+        // Only p99s are shown: the distributions' power-of-two buckets would be a sweep of every histogram each interval.
+        options.distributionBuckets = false
+        var latencies = options
+        latencies.figures = .wakeLatencies
+        self.options = latencies
+        var totals = options
+        totals.figures = .totals
+        totalsOptions = totals
     }
 
     public func consume(_ event: TraceEvent) {
         lock.lock()
         defer { lock.unlock() }
+        take(event)
+    }
+
+    /// Several events under one lock.
+    public func consume(_ events: [TraceEvent]) {
+        lock.lock()
+        defer { lock.unlock() }
+        for event in events { take(event) }
+    }
+
+    private func take(_ event: TraceEvent) {
         remember(event)
-        cumulative[event.processID, default: TraceSummarizer(options: options)].consume(event)
+        cumulative[event.processID, default: TraceSummarizer(options: totalsOptions)].consume(event)
         interval[event.processID, default: TraceSummarizer(options: options)].consume(event)
+    }
+
+    /// An event from before the view attached that names a loop (`loop_create`, `loop_adapted`): kept for the
+    /// rows, not counted in any figure.
+    public func learnName(_ event: TraceEvent) {
+        lock.lock()
+        remember(event)
+        lock.unlock()
     }
 
     private func remember(_ event: TraceEvent) {

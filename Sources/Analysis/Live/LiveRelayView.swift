@@ -7,76 +7,50 @@ import TraceReading
 /// `relistEvery`, so a program that starts later is picked up and one that ends drops out. A relay that stops
 /// answering is said in ``Interval/problem``, and its sessions are followed again once it answers (a session read
 /// to its end is not read again).
-public final class LiveRelayView: @unchecked Sendable {
+public final class LiveRelayView: LiveView, @unchecked Sendable {
     public let relay: String
+    /// How an interval's problem begins when the relay daemon does not answer.
+    public static let notAnswering = "RELAY NOT ANSWERING: "
     private let stallThreshold: UInt64
-    private let relistEvery: Duration
+    private let followers: LiveFollowers
     private let lock = NSLock()
-    private var sources: [String: LiveLoopSource] = [:]
-    private var finished: Set<String> = []
     private var problem: String?
-    private var lastListing = ContinuousClock.now - .seconds(3600)
-    private var stopped = false
-
-    /// What one interval showed.
-    public struct Interval: Sendable {
-        public var rows: [LiveLoopRow]
-        /// Sessions being followed.
-        public var sessions: Int
-        /// Why the relay cannot be read now, nil when it answers.
-        public var problem: String?
-
-        public init(rows: [LiveLoopRow], sessions: Int, problem: String?) {
-            self.rows = rows
-            self.sessions = sessions
-            self.problem = problem
-        }
-    }
 
     public init(relay: String, stallThresholdNanoseconds: UInt64, relistEvery: Duration = .seconds(2)) {
         self.relay = relay
         self.stallThreshold = stallThresholdNanoseconds
-        self.relistEvery = relistEvery
+        followers = LiveFollowers(relistEvery: relistEvery)
     }
 
     /// Lists the relay's sessions (when due) and starts following the new ones.
-    public func refreshSessions() {
-        lock.lock()
-        guard !stopped, ContinuousClock.now - lastListing >= relistEvery else { lock.unlock(); return }
-        lastListing = ContinuousClock.now
-        lock.unlock()
+    public func refresh() {
+        guard followers.listingDue() else { return }
         let listed: [LiveSession]
         do {
             listed = try LiveSessions.list(relay: relay)
         } catch {
-            lock.lock()
-            problem = "\(error.reason)"
+            lock.withLock { problem = "\(error.reason)" }
             // The relay may come back with the same sessions, whose readers failed: read them again then.
-            finished.removeAll()
-            lock.unlock()
+            followers.forgetEnded()
             return
         }
-        lock.lock()
-        problem = nil
-        let fresh = listed.filter { sources[$0.url] == nil && !finished.contains($0.url) }
-        for session in fresh {
-            let source = LiveLoopSource(host: session.host, session: session.name, stallThresholdNanoseconds: stallThreshold)
-            sources[session.url] = source
-            Thread.detachNewThread { [weak self] in self?.follow(session.url, into: source) }
-        }
-        lock.unlock()
+        lock.withLock { problem = nil }
+        let threshold = stallThreshold
+        followers.follow(listed, key: \.url,
+                         source: { LiveLoopSource(host: $0.host, session: $0.name, stallThresholdNanoseconds: threshold) },
+                         endsForGood: { $0 == "ended" },
+                         read: { [weak self] session, source in self?.read(session.url, into: source) ?? "stopped" })
     }
 
-    private func follow(_ url: String, into source: LiveLoopSource) {
-        let why: String
+    private func read(_ url: String, into source: LiveLoopSource) -> String {
         do {
             let reader = try CTFTraceReader(liveSession: url)
             var lost: UInt64 = 0
             // A live reader starts where the session is when it attaches (the relay sends no past): from here
             // every event belongs to the view.
             source.markAttached()
-            reading: while true {
-                if isStopped { why = "stopped"; break }
+            while true {
+                if followers.isStopped { return "stopped" }
                 let next = try reader.nextAvailable()
                 let nowLost = reader.health.eventsLost
                 if nowLost > lost {
@@ -86,52 +60,27 @@ public final class LiveRelayView: @unchecked Sendable {
                 switch next {
                 case .event(let event): source.consume(event)
                 case .nothingYet: continue
-                case .end: why = "ended"; break reading
+                case .end: return "ended"
                 }
             }
         } catch {
-            why = error.reason
+            return error.reason
         }
-        source.end(why)
-        lock.lock()
-        sources[url] = nil
-        if why == "ended" { finished.insert(url) }
-        lock.unlock()
-    }
-
-    private var isStopped: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return stopped
     }
 
     /// The rows of the interval that ends now (since the last call), every source's.
-    public func takeInterval() -> Interval {
-        refreshSessions()
-        lock.lock()
-        let current = Array(sources.values)
-        let problem = self.problem
-        lock.unlock()
-        return Interval(rows: current.flatMap { $0.takeInterval() }, sessions: current.count, problem: problem)
+    public func takeInterval() -> LiveInterval {
+        refresh()
+        let (rows, sessions) = followers.takeInterval()
+        let problem = lock.withLock { self.problem }
+        return LiveInterval(rows: rows, sessions: sessions, problem: problem.map { Self.notAnswering + $0 },
+                            nothingToWatch: "no live session on the relay daemon")
     }
 
     /// Waits until every session listed so far has its reader attached (or ended), at most `timeout`: a view
     /// that shows one interval (`--once`) must not spend it starting readers.
-    public func waitUntilAttached(timeout: Duration) {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            lock.lock()
-            let current = Array(sources.values)
-            lock.unlock()
-            if current.allSatisfy(\.isSettled) { return }
-            usleep(20_000)
-        }
-    }
+    public func waitUntilAttached(timeout: Duration) { followers.waitUntilAttached(timeout: timeout) }
 
     /// Stops following (the reader threads end within a moment).
-    public func stop() {
-        lock.lock()
-        stopped = true
-        lock.unlock()
-    }
+    public func stop() { followers.stop() }
 }

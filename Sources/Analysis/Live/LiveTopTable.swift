@@ -2,10 +2,10 @@ import Foundation
 
 /// `rlctl top`'s table: a status line, then one row per loop in the chosen order.
 public enum LiveTopTable {
-    public static func text(_ interval: LiveRelayView.Interval, order: LiveLoopOrder, relay: String, interval length: String,
+    public static func text(_ interval: LiveInterval, order: LiveLoopOrder, relay: String, interval length: String,
                             width: Int = 132) -> String {
         var out = ["rlctl top — \(relay), \(interval.sessions) session(s), \(interval.rows.count) loop(s), every \(length), sorted by \(order.rawValue)"
-                   + (interval.problem.map { " — RELAY NOT ANSWERING: \($0)" } ?? "")]
+                   + (interval.problem.map { " — \($0)" } ?? "")]
         let headers = ["host", "pid", "thread", "loop", "kind", "util", "iter/s", "wake p99", "worst stall", "lost"]
         let rows = order.sorted(interval.rows).map { row -> [String] in
             [row.host, row.processID == 0 ? "-" : String(row.processID), String(row.threadID),
@@ -19,12 +19,12 @@ public enum LiveTopTable {
         out += table.map { cells in
             String(cells.enumerated().map { $0.offset < 5 ? $0.element.padded(widths[$0.offset]) : $0.element.leftPad(widths[$0.offset]) }.joined().prefix(width))
         }
-        if rows.isEmpty { out.append(interval.sessions == 0 ? "(no live session on the relay daemon)" : "(no loop ran in the last interval)") }
+        if rows.isEmpty { out.append(interval.sessions == 0 ? "(\(interval.nothingToWatch))" : "(no loop ran in the last interval)") }
         return out.joined(separator: "\n")
     }
 
     /// One line of JSON: the status and the rows in the chosen order.
-    public static func json(_ interval: LiveRelayView.Interval, order: LiveLoopOrder) throws -> String {
+    public static func json(_ interval: LiveInterval, order: LiveLoopOrder) throws -> String {
         struct Document: Encodable {
             var sessions: Int
             var problem: String?

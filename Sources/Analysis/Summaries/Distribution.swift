@@ -79,20 +79,25 @@ public struct LatencyHistogram {
         }
     }
 
-    public var summary: DistributionSummary {
+    public var summary: DistributionSummary { summary(withBuckets: true) }
+
+    /// The summary, without its power-of-two buckets unless `withBuckets`: a histogram's buckets cost a sweep of
+    /// all its counts, through the histogram library's unspecialized generic code (about 40k counts up to a
+    /// second), which `rlctl top`, showing p99s every second, does without.
+    public func summary(withBuckets: Bool) -> DistributionSummary {
         guard count > 0 else { return DistributionSummary() }
-        var summary = inHistogram ? Self.summary(of: histogram) : Self.summary(ofKept: values.sorted())
+        var summary = inHistogram ? Self.summary(of: histogram, withBuckets: withBuckets) : Self.summary(ofKept: values.sorted())
         summary.count = count
         summary.mean = sum / Double(count)
         return summary
     }
 
     /// The percentiles and power-of-two buckets of a histogram (count and mean left to the caller).
-    static func summary(of histogram: Histogram<UInt64>) -> DistributionSummary {
+    static func summary(of histogram: Histogram<UInt64>, withBuckets: Bool = true) -> DistributionSummary {
         DistributionSummary(count: histogram.totalCount, min: histogram.min, p50: histogram.valueAtPercentile(50),
                             p90: histogram.valueAtPercentile(90), p99: histogram.valueAtPercentile(99),
                             p999: histogram.valueAtPercentile(99.9), max: histogram.max,
-                            buckets: powerOfTwoBuckets(through: histogram.max) { histogram.count(within: $0) })
+                            buckets: withBuckets ? powerOfTwoBuckets(through: histogram.max) { histogram.count(within: $0) } : [])
     }
 
     /// The non-empty power-of-two buckets `[0, 0]`, `[1, 1]`, `[2, 3]`, `[4, 7]`… up to the one holding `maximum`,

@@ -94,6 +94,11 @@ struct LoopTracker {
         timeline?.start(at: ts)
     }
 
+    /// A distribution's summary, with its buckets unless the options leave them out (`rlctl top`).
+    private func figures(_ histogram: LatencyHistogram) -> DistributionSummary {
+        histogram.summary(withBuckets: options.distributionBuckets)
+    }
+
     private func name(_ kind: CalloutKind, id: UInt64) -> String {
         kind.calloutName(label: kind.isItem ? labels[id] : nil)
     }
@@ -141,7 +146,7 @@ struct LoopTracker {
                 // Ends lost with the trace's losses must not leave stale callouts to blame.
                 calloutStack.removeAll(keepingCapacity: true)
                 closeIterations(deeperThanOrAt: 1, at: ts)
-            } else {
+            } else if options.figures == .all {
                 holds.remember(.init(start: run.start, end: ts, what: .run, depth: runStack.count + 1, mode: run.mode))
             }
         }
@@ -197,10 +202,10 @@ struct LoopTracker {
             sleepingSince = nil
             let duration = ts >= since ? ts - since : 0
             slept += duration
-            sleeps.record(duration)
+            if options.figures == .all { sleeps.record(duration) }
             timeline?.slept(.loop(loopID), from: since, to: ts)
             for index in openIterations.indices { openIterations[index].slept += duration }
-            if !runStack.isEmpty {
+            if options.figures == .all && !runStack.isEmpty {
                 holds.remember(.init(start: since, end: ts, what: .sleep, depth: runStack.count, mode: runStack[runStack.count - 1].mode))
             }
         case .exit:
@@ -223,7 +228,7 @@ struct LoopTracker {
         while openIterations.count >= depth, let iteration = openIterations.popLast() {
             let elapsed = ts >= iteration.start ? ts - iteration.start : 0
             let busy = elapsed >= iteration.slept ? elapsed - iteration.slept : 0
-            busyPerIteration.record(busy)
+            if options.figures == .all { busyPerIteration.record(busy) }
             if busy > options.stallThreshold {
                 stalls += 1
                 let cause = iteration.longest.map { name($0.kind, id: $0.id) }
@@ -263,11 +268,13 @@ struct LoopTracker {
         let counted = min(duration, ts >= outerStart ? ts - outerStart : 0)
         slept += counted
         timeline?.slept(.loop(loopID), from: ts - counted, to: ts)
-        sleeps.record(duration)
         wakeReasons[Int(reason.rawValue)] += 1
         for index in openIterations.indices { openIterations[index].slept += duration }
-        holds.remember(.init(start: ts >= duration ? ts - duration : 0, end: ts, what: .sleep,
-                             depth: runStack.count, mode: runStack[runStack.count - 1].mode))
+        if options.figures == .all {
+            sleeps.record(duration)
+            holds.remember(.init(start: ts >= duration ? ts - duration : 0, end: ts, what: .sleep,
+                                 depth: runStack.count, mode: runStack[runStack.count - 1].mode))
+        }
         backlogWake = ts
         backlogCount = 0
     }
@@ -279,7 +286,7 @@ struct LoopTracker {
 
     private mutating func closeBacklog() {
         guard backlogWake != nil else { return }
-        backlog.record(backlogCount)
+        if options.figures == .all { backlog.record(backlogCount) }
         backlogWake = nil
     }
 
@@ -297,10 +304,10 @@ struct LoopTracker {
         seen(ts)
         switch kind {
         case .custom:
-            if signaled != 0 { sourceLatency.record(ts >= signaled ? ts - signaled : 0) }
+            if signaled != 0 && options.figures != .totals { sourceLatency.record(ts >= signaled ? ts - signaled : 0) }
             countBacklog(dueAt: signaled)
         case .port:
-            if signaled != 0 { portLatency.record(ts >= signaled ? ts - signaled : 0) }
+            if signaled != 0 && options.figures != .totals { portLatency.record(ts >= signaled ? ts - signaled : 0) }
             countBacklog(dueAt: signaled)
         case .descriptor:
             countBacklog(dueAt: 0)   // ready when the loop woke
@@ -309,12 +316,12 @@ struct LoopTracker {
     }
 
     mutating func blockRan(_ blockID: UInt64, enqueued: UInt64, at ts: UInt64) {
-        if let waited = queuedWorkRan(.block, id: blockID, enqueued: enqueued, at: ts) { blockLatency.record(waited) }
+        if let waited = queuedWorkRan(.block, id: blockID, enqueued: enqueued, at: ts), options.figures != .totals { blockLatency.record(waited) }
     }
 
     /// An actor job: a callout of its own kind, queued work like a block.
     mutating func jobRan(_ jobID: UInt64, enqueued: UInt64, at ts: UInt64) {
-        if let waited = queuedWorkRan(.job, id: jobID, enqueued: enqueued, at: ts) { jobLatency.record(waited) }
+        if let waited = queuedWorkRan(.job, id: jobID, enqueued: enqueued, at: ts), options.figures != .totals { jobLatency.record(waited) }
     }
 
     /// A block or job from the loop's queue: the backlog it was part of and its callout. Returns its wait since the
@@ -347,13 +354,14 @@ struct LoopTracker {
             return
         }
         let duration = ts >= callout.start ? ts - callout.start : 0
+        if let last = openIterations.indices.last, duration > (openIterations[last].longest?.duration ?? 0) {
+            openIterations[last].longest = (duration, callout.kind, callout.id)
+        }
+        guard options.figures == .all else { return }
         calloutDurations[callout.kind.rawValue].record(duration)
         let mode = callout.depth >= 1 && callout.depth <= runStack.count ? runStack[callout.depth - 1].mode : ModeTable.unknown
         holds.remember(.init(start: callout.start, end: ts, what: .callout(callout.kind, id: callout.id),
                              depth: callout.depth, mode: mode))
-        if let last = openIterations.indices.last, duration > (openIterations[last].longest?.duration ?? 0) {
-            openIterations[last].longest = (duration, callout.kind, callout.id)
-        }
         keepSlowest(callout, duration: duration)
     }
 
@@ -437,14 +445,14 @@ struct LoopTracker {
         s.sleepNanoseconds = min(slept, wall)
         s.busyNanoseconds = wall - s.sleepNanoseconds
         s.utilization = wall > 0 ? Double(s.busyNanoseconds) / Double(wall) : 0
-        s.busyPerIteration = busyPerIteration.summary
-        s.sleep = sleeps.summary
+        s.busyPerIteration = figures(busyPerIteration)
+        s.sleep = figures(sleeps)
         // One histogram: the timer wake-up latency is the timer lateness.
-        let timerLateness = timers.lateness.summary
-        s.wakeLatency = .init(timer: timerLateness, source: sourceLatency.summary, block: blockLatency.summary, port: portLatency.summary,
-                              job: jobLatency.count > 0 ? jobLatency.summary : nil)
+        let timerLateness = figures(timers.lateness)
+        s.wakeLatency = .init(timer: timerLateness, source: figures(sourceLatency), block: figures(blockLatency), port: figures(portLatency),
+                              job: jobLatency.count > 0 ? figures(jobLatency) : nil)
         s.timerLateness = timerLateness
-        s.timerBeyondTolerance = timers.beyondTolerance.summary
+        s.timerBeyondTolerance = figures(timers.beyondTolerance)
         s.timerFirings = timers.firings
         s.timerFiringsWithTolerance = timers.firingsWithTolerance
         s.timerMissed = timers.missed
@@ -456,10 +464,10 @@ struct LoopTracker {
             reasons[reason.description] = wakeReasons[Int(reason.rawValue)]
         }
         s.wakeReasons = reasons
-        s.backlogAtWakeUp = backlog.summary
+        s.backlogAtWakeUp = figures(backlog)
         var durations: [String: DistributionSummary] = [:]
         for kind in CalloutKind.allCases where calloutDurations[kind.rawValue].count > 0 {
-            durations[kind.name] = calloutDurations[kind.rawValue].summary
+            durations[kind.name] = figures(calloutDurations[kind.rawValue])
         }
         s.calloutDurations = durations
         s.slowestCallouts = slowest.sorted { $0.durationNanoseconds > $1.durationNanoseconds }

@@ -17,6 +17,17 @@ struct NewLossWindows {
 /// Computes a ``TraceSummary`` from a stream of events, in constant memory whatever the trace's length
 /// (memory grows only with the number of loops, timers and labels, not with events).
 public struct TraceSummarizer {
+    /// How much of a RunLoopCore loop's summary to compute.
+    public enum Figures: Sendable {
+        case all
+        /// The totals (runs, iterations, wall, busy, sleep, wake-ups, stalls) and the wake-up latencies (timer
+        /// lateness, source, port, block and job): no busy, sleep or backlog distribution, no callout durations,
+        /// slowest callouts or late timers' causes. What `rlctl top` shows for each interval.
+        case wakeLatencies
+        /// The totals alone: the running totals `rlctl top` differences each interval.
+        case totals
+    }
+
     public struct Options: Sendable {
         /// Iterations busier than this are stalls (default 16 ms: one 60 Hz frame).
         public var stallThreshold: UInt64 = 16_000_000
@@ -30,6 +41,11 @@ public struct TraceSummarizer {
         var stallsKeptPerLoop: Int { stallsPerLoop ?? keep }
         /// When set, the summary has a ``TraceSummary/timeline`` of at most this many buckets (`rlctl report`).
         public var timelineBuckets: Int?
+        /// Which figures RunLoopCore loops keep (``Figures/all`` unless set): `rlctl top` needs less, every event.
+        public var figures = Figures.all
+        /// False: distributions' summaries have their percentiles but no power-of-two buckets (the text report's
+        /// small histograms), for RunLoopCore and NIO loops: `rlctl top` shows p99s only, every second.
+        public var distributionBuckets = true
         public init() {}
     }
 
@@ -156,9 +172,11 @@ public struct TraceSummarizer {
             let t = timer(timerID, loopID: loopID)
             let firing = TimerFiring(scheduled: scheduled, tolerance: tolerance, firedAt: ts)
             timers[t].firing(inMode: loops[l].currentMode)
-            let cause = firing.isLate(threshold: options.lateThreshold)
-                ? loops[l].cause(at: scheduled, timerModes: timers[t].modes) : nil
-            timers[t].record(firing, interval: interval, missed: missed, lateCause: cause)
+            if options.figures != .totals {
+                let cause = firing.isLate(threshold: options.lateThreshold) && options.figures == .all
+                    ? loops[l].cause(at: scheduled, timerModes: timers[t].modes) : nil
+                timers[t].record(firing, interval: interval, missed: missed, lateCause: cause)
+            }
             timeline?.start(at: ts)
             timeline?.firing(timerID: timerID, loopID: loopID, at: ts, lateness: firing.lateness, tolerance: tolerance,
                              interval: interval, missed: missed)

@@ -2,6 +2,7 @@ import CRecorder
 import Foundation
 import Glibc
 import RunLoopCore
+import TraceModel
 
 /// Records every loop event in-process into a trace folder (format: ``TraceSchema``), with no tracer installed.
 ///
@@ -102,6 +103,8 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     private let uuid: [UInt8]
     private var writer: WriterThread?
     private var snapshots: EmbeddedStallSnapshots?
+    /// This recording's entry in ``LiveRecordings`` while it records (`rlctl top` follows it).
+    private var liveEntry: String?
     private let metadata: String
     private var streams: [Int32: Int32] = [:]       // tid -> fd, writer thread only (then stop)
     private var writeError: String?
@@ -185,6 +188,8 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         } else if options.mode == .discard {
             // Overwrite mode writes only at stop: the producers may take back any unwritten packet until then.
             writer = WriterThread(interval: options.flushInterval) { [unowned self] in self.drain() }
+            // Only a recording that writes as it goes can be watched while it runs.
+            liveEntry = LiveRecordings.register(tracePath: directory)
         }
     }
 
@@ -225,6 +230,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         defer { stateLock.unlock() }
         guard state == .recording else { throw RecorderError("this recorder is not recording") }
         state = .stopped
+        if let liveEntry { LiveRecordings.unregister(liveEntry) }
         if let snapshots { return try stopSnapshots(snapshots) }
         rlrec_stop()
         writer?.finish()

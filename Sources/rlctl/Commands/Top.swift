@@ -20,10 +20,15 @@ struct Top: ParsableCommand {
         (timer, source, block, port or job; none for the other kinds), its busiest iteration over --stall, and the \
         events the tracer lost. A view starts when it attaches: loops created before it show by id, without name.
 
-        With no --relayd, rlctl top shows every process on this machine whose loops emit to LTTng (programs with \
-        the LTTng sink, or recorded by rlctl record with LTTng): it starts a relay daemon of its own on free \
-        loopback ports and a live session of every process's runloop events (with the vtid and vpid contexts), \
-        and removes both when it ends. A program that starts later appears, one that ends drops out.
+        With no --relayd, rlctl top shows every traced loop on this machine. Programs whose loops emit to LTTng \
+        (the LTTng sink, or rlctl record with LTTng): it starts a relay daemon of its own on free loopback ports \
+        and a live session of every process's runloop events (with the vtid and vpid contexts), and removes both \
+        when it ends; where LTTng cannot be used it says so once and shows the rest. And programs recording with \
+        the embedded recorder (rlctl record or run with the embedded recorder, RLCTL_TRACER=embedded): each \
+        registers its trace folder while it records (in $RLCTL_LIVE_DIR, else $XDG_RUNTIME_DIR/rlctl-live, else \
+        /tmp/rlctl-live-UID), and rlctl top reads the packets as the recorder writes them, every 200 ms (a thread's \
+        packet reaches the disk within about 100 ms of its events while the thread is busy). A program that starts \
+        later appears, one that ends drops out.
 
         --relayd net://HOST[:LIVE_PORT] follows every live session of that relay daemon instead: programs on any \
         number of hosts recorded with rlctl record --relayd. The port is the relay's live port (lttng-relayd \
@@ -34,7 +39,8 @@ struct Top: ParsableCommand {
         terminal rlctl prints one table per interval; --once prints one interval and exits, --format json as one \
         JSON document.
 
-        Not built yet: embedded recordings still being written.
+        Not shown: the flight recorder (--flight-recorder, --snapshot-on-stall), which writes nothing while it \
+        runs, and record --any's embedded recordings, whose interposer writes its streams itself.
 
         Examples:
           rlctl top
@@ -74,26 +80,39 @@ struct Top: ParsableCommand {
     }
 
     func run() throws {
+        let stall = UInt64(analysis.stall.nanoseconds)
         var local: LTTngLocalLiveSession?
-        if relayd == nil {
-            try LTTngRecording.requireUsable("rlctl top")
-            do { local = try LTTngLocalLiveSession() } catch { throw Failure.input("cannot watch this machine's loops: \(error)") }
+        let view: any LiveView
+        if let relayd {
+            view = LiveRelayView(relay: relayd, stallThresholdNanoseconds: stall)
+        } else {
+            var views: [any LiveView] = [LiveEmbeddedView(stallThresholdNanoseconds: stall)]
+            do {
+                try LTTngRecording.requireUsable("LTTng")
+                local = try LTTngLocalLiveSession()
+                views.append(LiveRelayView(relay: local!.liveURL, stallThresholdNanoseconds: stall))
+            } catch let failure as Failure {
+                note("showing the embedded recorder's recordings only: \(failure.message)")
+            } catch {
+                note("showing the embedded recorder's recordings only: cannot watch this machine's LTTng sessions: \(error)")
+            }
+            view = LiveViews(views)
         }
         defer { local?.close() }
-        let url = relayd ?? local!.liveURL
         let shownAs = relayd ?? "this machine"
-        let view = LiveRelayView(relay: url, stallThresholdNanoseconds: UInt64(analysis.stall.nanoseconds))
         defer { view.stop() }
         let screen = TopScreen(view: view, interval: interval, order: sort, relay: shownAs)
         // The first listing and attachment, before the view's first interval begins.
-        view.refreshSessions()
+        view.refresh()
         view.waitUntilAttached(timeout: .seconds(10))
         guard screen.pause(.milliseconds(300)) else { return }
         _ = view.takeInterval()
         if once {
             guard screen.pause(.nanoseconds(interval.nanoseconds)) else { return }
             let shown = view.takeInterval()
-            if let problem = shown.problem { throw Failure.input("cannot read the relay daemon at \(shownAs): \(problem)") }
+            if relayd != nil, let problem = shown.problem {
+                throw Failure.input("cannot read the relay daemon at \(shownAs): \(problem.dropFirst(problem.hasPrefix(LiveRelayView.notAnswering) ? LiveRelayView.notAnswering.count : 0))")
+            }
             print(format == .json ? try LiveTopTable.json(shown, order: sort) : LiveTopTable.text(shown, order: sort, relay: shownAs, interval: "\(interval)"))
             return
         }

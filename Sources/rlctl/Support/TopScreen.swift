@@ -9,7 +9,7 @@ nonisolated(unsafe) private var topInterrupted: sig_atomic_t = 0
 /// `rlctl top`'s screen: the table redrawn every interval on a terminal (keys read without echo), or printed
 /// one table after another when standard input or output is not a terminal.
 struct TopScreen {
-    let view: LiveRelayView
+    let view: any LiveView
     let interval: DurationValue
     var order: LiveLoopOrder
     let relay: String
@@ -19,7 +19,7 @@ struct TopScreen {
         UInt8(ascii: "s"): .stall, UInt8(ascii: "x"): .lost,
     ]
 
-    init(view: LiveRelayView, interval: DurationValue, order: LiveLoopOrder, relay: String) {
+    init(view: any LiveView, interval: DurationValue, order: LiveLoopOrder, relay: String) {
         self.view = view
         self.interval = interval
         self.order = order
@@ -55,7 +55,7 @@ struct TopScreen {
         }
         var order = self.order
         var last = ContinuousClock.now
-        var shown = LiveRelayView.Interval(rows: [], sessions: 0, problem: nil)
+        var shown = LiveInterval(rows: [], sessions: 0, problem: nil, nothingToWatch: "")
         let length = Duration.nanoseconds(interval.nanoseconds)
         func draw() {
             let table = LiveTopTable.text(shown, order: order, relay: relay, interval: "\(interval)", width: terminalWidth())

@@ -1,0 +1,64 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+
+/// `rlctl top` on embedded recordings still being written (issue 15, item 3 without LTTng): a recording
+/// registers its folder while it records, and top reads its packets as they reach the disk. Each test keeps a
+/// registry of its own (RLCTL_LIVE_DIR), and hides LTTng (PATH), so it needs nothing installed and sees no other
+/// test's recordings.
+@Suite(.serialized) struct TopEmbeddedTests {
+    static func rows(_ output: ProcessOutput) throws -> (sessions: Int, loops: [[String: Any]]) {
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output.stdout)\(output.stderr)")
+        return (document["sessions"] as? Int ?? -1, document["loops"] as? [[String: Any]] ?? [])
+    }
+
+    @Test func anEmbeddedRecordingShowsAsARowWhileItIsWritten() throws {
+        let registry = temporaryPath("live-registry")
+        let trace = temporaryPath("top-embedded.rltrace")
+        defer { try? FileManager.default.removeItem(atPath: registry); try? FileManager.default.removeItem(atPath: trace) }
+        let environment: [String: String?] = ["RLCTL_LIVE_DIR": registry, "PATH": "/nonexistent-rlctl-test"]
+
+        let empty = try CLI.run(["top", "--once", "--interval", "200ms"], environment: environment)
+        #expect(empty.status == 0, "\(empty.stderr)")
+        #expect(empty.stderr.contains("rlctl: showing the embedded recorder's recordings only: LTTng needs lttng-tools"), "\(empty.stderr)")
+        #expect(empty.stdout.contains("(no embedded recording being written)"), "\(empty.stdout)")
+
+        // A process that died without stopping its recording left its registration: top removes it.
+        try FileManager.default.createDirectory(atPath: registry, withIntermediateDirectories: true)
+        let stale = registry + "/999999999-1"
+        try "/nonexistent-trace\n".write(toFile: stale, atomically: true, encoding: .utf8)
+
+        // jank: 60 frames a second, every 10th burns 25 ms (about 15% busy), for long enough on a loaded machine.
+        let run = try CLI.start(["run", "jank", "--duration", "8s", "--trace", trace], environment: environment)
+        defer { run.send(SIGTERM); _ = run.wait() }
+        #expect(eventually(timeout: .seconds(20)) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: registry)) ?? []).contains { $0.hasPrefix("\(run.pid)-") }
+        }, "rlctl run registered its recording")
+        let shown = try CLI.run(["top", "--once", "--format", "json", "--stall", "20ms"], environment: environment)
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: stale), "the dead process's registration is removed")
+        let (sessions, loops) = try Self.rows(shown)
+        #expect(sessions == 1)
+        let loop = try #require(loops.first, "\(shown.stdout)")
+        #expect(loops.count == 1)
+        #expect(loop["kind"] as? String == "RunLoopCore")
+        #expect(loop["name"] as? String == "main", "the loop's name comes from the trace's first packet")
+        #expect(loop["processID"] as? Int == Int(run.pid))
+        #expect(loop["session"] as? String == "embedded \(trace)")
+        let iterations = loop["iterationsPerSecond"] as? Double ?? 0
+        #expect(iterations > 30 && iterations < 90, "\(loop)")
+        let utilization = loop["utilization"] as? Double ?? 0
+        #expect(utilization > 0.05 && utilization < 0.5, "\(loop)")
+        #expect((loop["worstStallNanoseconds"] as? Int ?? 0) >= 20_000_000, "a 25 ms burn in the interval: \(loop)")
+        #expect(loop["lostEvents"] as? Int == 0)
+
+        // The recording stops: its registration goes, and the loop drops out.
+        run.send(SIGTERM)
+        let ended = run.wait()
+        #expect(ended.status == 0, "\(ended.termination): \(ended.stderr)")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: registry)) ?? []).isEmpty, "a stopped recording unregisters")
+        let after = try CLI.run(["top", "--once", "--format", "json"], environment: environment)
+        #expect(try Self.rows(after).loops.isEmpty, "\(after.stdout)")
+    }
+}
