@@ -697,32 +697,30 @@ static uint32_t packet_bytes(thread_buffer *tb, uint32_t index) {
 int rlrec_copy_ring(rlrec_stream_sink sink, void *context) {
     if (!g_config.overwrite) return -1;
     int copied = 0;
-    uint32_t *pinned = NULL;
-    uint32_t pinned_capacity = 0;
     for (uint32_t i = 0;; i++) {
+        // The lock only to find the thread: a pinned packet is out of its producer's reach, and the buffers are
+        // freed only by rlrec_reset, after a stop (never during a copy). A thread making its first event waits
+        // for this lock: it is not held through the copy.
         pthread_mutex_lock(&g_registry_lock);
-        if (i >= g_buffer_count || !(atomic_load(&g_hot.state) & 1)) {
-            pthread_mutex_unlock(&g_registry_lock);
-            break;
-        }
-        thread_buffer *tb = g_buffers[i];
-        if (pinned_capacity < tb->sub_count) {
-            rlrec_free(pinned);
-            pinned = rlrec_calloc(tb->sub_count, sizeof *pinned);
-            pinned_capacity = pinned ? tb->sub_count : 0;
-            if (!pinned) {
-                pthread_mutex_unlock(&g_registry_lock);
-                return -1;
-            }
-        }
-        // Hold every closed packet at once, so that the thread cannot take one back between two copies: it
-        // drops (and counts) events instead, for as long as the copy takes, if its ring comes round that far.
+        thread_buffer *tb = i < g_buffer_count && (atomic_load(&g_hot.state) & 1) ? g_buffers[i] : NULL;
+        pthread_mutex_unlock(&g_registry_lock);
+        if (!tb) break;
+        uint32_t *pinned = rlrec_calloc(tb->sub_count, sizeof *pinned);
+        if (!pinned) return -1;
+        // Hold every closed packet, so that the thread cannot take one back during the copy: it drops (and
+        // counts) events instead, should its ring come round that far. Passes until one pins nothing new: a
+        // packet that closed behind the previous pass (the thread's newest) is taken too, or the copy would
+        // have a hole where the ring has none.
         uint32_t count = 0;
-        for (uint32_t s = 0; s < tb->sub_count; s++) {
-            int expected = SUB_READY;
-            if (atomic_compare_exchange_strong_explicit(&tb->state[s], &expected, SUB_COPYING, memory_order_acquire,
-                                                        memory_order_relaxed)) {
-                pinned[count++] = s;
+        for (int fresh = 1; fresh && count < tb->sub_count;) {
+            fresh = 0;
+            for (uint32_t s = 0; s < tb->sub_count; s++) {
+                int expected = SUB_READY;
+                if (atomic_compare_exchange_strong_explicit(&tb->state[s], &expected, SUB_COPYING, memory_order_acquire,
+                                                            memory_order_relaxed)) {
+                    pinned[count++] = s;
+                    fresh = 1;
+                }
             }
         }
         // Oldest first, as a stream file holds them.
@@ -733,17 +731,23 @@ int rlrec_copy_ring(rlrec_stream_sink sink, void *context) {
             while (b > 0 && packet_sequence(tb, pinned[b - 1]) > seq) { pinned[b] = pinned[b - 1]; b--; }
             pinned[b] = index;
         }
+        // Should the sequence still break (a packet taken back between two passes), the copy keeps the unbroken
+        // run of the newest packets: a gap would be a hole with no count.
+        uint32_t first = 0;
+        for (uint32_t a = 1; a < count; a++) {
+            if (packet_sequence(tb, pinned[a]) != packet_sequence(tb, pinned[a - 1]) + 1) first = a;
+        }
         size_t total = 0;
-        for (uint32_t a = 0; a < count; a++) total += packet_bytes(tb, pinned[a]);
-        uint8_t *stream = count ? rlrec_calloc(1, total) : NULL;
+        for (uint32_t a = first; a < count; a++) total += packet_bytes(tb, pinned[a]);
+        uint8_t *stream = count > first ? rlrec_calloc(1, total) : NULL;
         if (stream) {
             // A packet's events_discarded counts what the ring overwrote too; in a snapshot only drops inside its
             // span are losses: the count becomes the drops since the snapshot's first packet opened.
             // Sequence numbers count from the copy's first packet the same way: the packets the ring let go
             // before it are not missing from the snapshot.
-            uint64_t base = tb->subs[pinned[0]].drops_at_open, first_seq = packet_sequence(tb, pinned[0]);
+            uint64_t base = tb->subs[pinned[first]].drops_at_open, first_seq = packet_sequence(tb, pinned[first]);
             size_t at = 0;
-            for (uint32_t a = 0; a < count; a++) {
+            for (uint32_t a = first; a < count; a++) {
                 uint32_t index = pinned[a], bytes = packet_bytes(tb, index);
                 memcpy(stream + at, sub_base(tb, index), bytes);
                 uint64_t discarded;
@@ -757,15 +761,14 @@ int rlrec_copy_ring(rlrec_stream_sink sink, void *context) {
         for (uint32_t a = 0; a < count; a++) {
             atomic_store_explicit(&tb->state[pinned[a]], SUB_READY, memory_order_release);
         }
-        int32_t tid = tb->tid;
-        pthread_mutex_unlock(&g_registry_lock);
+        rlrec_free(pinned);
+        if (count > first && !stream) return -1;
         if (stream) {
-            sink(context, tid, stream, total);
+            sink(context, tb->tid, stream, total);
             rlrec_free(stream);
             copied++;
         }
     }
-    rlrec_free(pinned);
     return copied;
 }
 

@@ -74,8 +74,9 @@ typedef void (*rlrec_stream_sink)(void *context, int32_t tid, const uint8_t *dat
 /// events_discarded counts only the events dropped since the copy's first packet began, not what the ring
 /// overwrote before it, and sequence numbers start at 0 with the first packet. While a
 /// thread's packets are copied, that thread drops (and counts) events rather than overwrite one of them, should
-/// its ring come round to it. Returns the number of threads copied, or -1 (not in overwrite mode, no memory).
-/// One caller at a time, never while rlrec_stop or rlrec_take run.
+/// its ring come round to it. Returns the number of threads copied, or -1 (not in overwrite mode, or out of
+/// memory: then the copy is incomplete). One caller at a time, never while rlrec_stop, rlrec_take or rlrec_reset
+/// run.
 int rlrec_copy_ring(rlrec_stream_sink sink, void *context);
 
 typedef struct {

@@ -54,7 +54,11 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
     private var taken: [StallSnapshotFolder] = []
     private var accepted = 0
     private var lastAcceptedAt: UInt64?
+    /// Snapshots accepted whose thread is closing its packet, then those waiting for the snapshot thread.
+    private var preparing = 0
     private var pending = 0
+    /// Snapshot folders made so far, complete or not: a failed one's number is not used again.
+    private var attempts = 0
     private var finishing = false
     private var threadDone = false
     private var failure: String?
@@ -87,12 +91,15 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
             if let last = lastAcceptedAt, time < last + gap { return false }
             accepted += 1
             lastAcceptedAt = time
+            // Counted from here, so that a finish() meanwhile waits for it.
+            preparing += 1
             return true
         }
         guard take else { return false }
         // Before the snapshot thread may copy: the stall event is in this thread's open packet.
         rlrec_close_thread_packet()
         lock.withLock {
+            preparing -= 1
             pending += 1
             lock.broadcast()
         }
@@ -129,9 +136,10 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
     private func work() {
         lock.lock()
         while true {
-            while pending == 0 && !finishing { lock.wait() }
+            while pending == 0 && (!finishing || preparing > 0) { lock.wait() }
             if pending > 0 {
-                let number = taken.count + 1
+                attempts += 1
+                let number = attempts
                 let names = loopNames.all, labels = itemLabels.all
                 lock.unlock()
                 for (loopID, loop) in names { rlrec_loop_create(loopID, loop.tid, loop.name) }
@@ -168,7 +176,7 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
                 Unmanaged<SnapshotStreams>.fromOpaque(context!).takeUnretainedValue().write(tid: tid, data: data!, size: size)
             }, Unmanaged.passUnretained(streams).toOpaque())
         }
-        if copied < 0 { return .failure(RecorderError("cannot copy the flight recorder's rings for \(folder): out of memory")) }
+        if copied < 0 { return .failure(RecorderError("the snapshot \(folder) is incomplete: out of memory while copying the rings")) }
         if let error = streams.error { return .failure(RecorderError("the snapshot \(folder) is incomplete: \(error)")) }
         let written = Loop.Instant.now.nanoseconds
         do {
@@ -218,8 +226,14 @@ private final class SnapshotStreams {
 
     func write(tid: Int32, data: UnsafePointer<UInt8>, size: Int) {
         guard error == nil else { return }
-        let path = folder + "/stream-\(tid)"
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        // A thread id the kernel gave again, to a thread started after an earlier one ended: a stream of its own.
+        var path = folder + "/stream-\(tid)"
+        var again = 1
+        while access(path, F_OK) == 0 {
+            again += 1
+            path = folder + "/stream-\(tid)-\(again)"
+        }
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             error = "cannot create stream-\(tid): \(String(cString: strerror(errno)))"
             return
