@@ -7,7 +7,11 @@ import TraceModel
 ///
 /// The host and the session come from each trace's own metadata (`env { hostname = …; trace_name = …; }`, which
 /// LTTng and the embedded recorder both write), not from folder names, so a folder copied or renamed still
-/// groups right.
+/// groups right. Snapshots are the exception: each is a copy of the same ring at another moment, so two of one
+/// session overlap, and merging them would count every event they share twice. Each snapshot is an origin of
+/// its own, named by its folder: an embedded recorder's says so in its end file (`snapshot_written_at`), and an
+/// LTTng snapshot is the folder LTTng names `snapshot-N-DATE-TIME-M` (`lttng snapshot record`, and the
+/// trigger's snapshots) with the trace folders under it.
 public struct TraceOrigin: Sendable, Equatable {
     /// The machine that recorded (its hostname when it recorded), "" when the metadata does not say.
     public var host: String
@@ -16,14 +20,17 @@ public struct TraceOrigin: Sendable, Equatable {
     /// The trace folders (absolute paths, sorted) recorded by that host in that session.
     public var directories: [String]
     /// How the origin is shown and selected (`--host`): the host alone, or `host/session` when that host sent
-    /// several sessions.
+    /// several sessions; a snapshot's folder.
     public var name: String
+    /// Whether it is one snapshot (its name is then its folder).
+    public var isSnapshot: Bool
 
-    public init(host: String, session: String, directories: [String], name: String) {
+    public init(host: String, session: String, directories: [String], name: String, isSnapshot: Bool = false) {
         self.host = host
         self.session = session
         self.directories = directories
         self.name = name
+        self.isSnapshot = isSnapshot
     }
 }
 
@@ -34,6 +41,7 @@ public enum TraceOrigins {
         let directories = try CTFTraceFolders.find(at: path)
         var groups: [String: (host: String, session: String, directories: [String])] = [:]
         var unknown: [TraceOrigin] = []
+        var snapshots: [String: (host: String, session: String, folder: String, directories: [String])] = [:]
         let root = directories.count == 1 ? "" : URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path + "/"
         for directory in directories {
             let environment = metadataEnvironment(of: directory)
@@ -45,13 +53,44 @@ public enum TraceOrigins {
                 continue
             }
             let session = environment["trace_name"] ?? ""
+            if let snapshot = snapshotFolder(of: directory, under: root) {
+                snapshots["\(host)\u{0}\(session)\u{0}\(snapshot)", default: (host, session, snapshot, [])].directories.append(directory)
+                continue
+            }
             groups["\(host)\u{0}\(session)", default: (host, session, [])].directories.append(directory)
         }
         let sessionsPerHost = Dictionary(grouping: groups.values, by: \.host).mapValues(\.count)
-        return (unknown + groups.values.map { group in
+        let named = groups.values.map { group in
             let name = sessionsPerHost[group.host, default: 0] > 1 ? "\(group.host)/\(group.session)" : group.host
             return TraceOrigin(host: group.host, session: group.session, directories: group.directories.sorted(), name: name)
-        }).sorted { ($0.name, $0.directories.first ?? "") < ($1.name, $1.directories.first ?? "") }
+        }
+        let taken = snapshots.values.map { snapshot in
+            TraceOrigin(host: snapshot.host, session: snapshot.session, directories: snapshot.directories.sorted(),
+                        name: snapshot.folder, isSnapshot: true)
+        }
+        return (unknown + named + taken).sorted { ($0.name, $0.directories.first ?? "") < ($1.name, $1.directories.first ?? "") }
+    }
+
+    /// The snapshot `directory` belongs to, as a path relative to `root` (the folder searched; "" when it is the
+    /// trace itself), or nil when it is no snapshot.
+    static func snapshotFolder(of directory: String, under root: String) -> String? {
+        let relative = root.isEmpty || !directory.hasPrefix(root) ? "" : String(directory.dropFirst(root.count))
+        if let end = try? EmbeddedTraceReader.readPrefix(of: directory + "/" + TraceSchema.endFileName, bytes: 256),
+           end.contains("snapshot_written_at") {
+            return relative.isEmpty ? URL(fileURLWithPath: directory).lastPathComponent : relative
+        }
+        // LTTng's snapshot folder is an ancestor of its trace folders (…/snapshot-1-20261125-171940-0/ust/uid/0/64-bit).
+        let components = relative.split(separator: "/")
+        guard let index = components.firstIndex(where: isLTTngSnapshotName) else { return nil }
+        return components[...index].joined(separator: "/")
+    }
+
+    /// `snapshot-N-YYYYMMDD-HHMMSS-M`, LTTng's name for a snapshot's folder.
+    private static func isLTTngSnapshotName(_ name: Substring) -> Bool {
+        let parts = name.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 5, parts[0] == "snapshot" else { return false }
+        let digits = parts.dropFirst().map { $0.allSatisfy(\.isNumber) && !$0.isEmpty }
+        return !digits.contains(false) && parts[2].count == 8 && parts[3].count == 6
     }
 
     /// The origins `selection` names (a host, or `host/session`), or all of them when it is nil.

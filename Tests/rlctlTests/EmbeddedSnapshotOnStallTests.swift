@@ -42,6 +42,16 @@ import TestSupport
             #expect(summary.stdout.contains("longest callout timer 'frame'"), "\(summary.stdout.suffix(800))")
         }
         if seen.count == 2 { #expect(seen[1] - seen[0] >= 300_000_000, "the gap between snapshots: \(seen)") }
+        // The folder of snapshots: each summarized on its own (two copies of one ring overlap; merged, their
+        // shared events would count twice).
+        let all = try CLI.run(["summarize", output])
+        #expect(all.status == 0, "\(all.stderr)")
+        #expect(all.stdout.hasPrefix("\(output): traces of 2 snapshots, each summarized on its own"), "\(all.stdout.prefix(300))")
+        #expect(all.stdout.contains("== snapshot snapshot-1 ==") && all.stdout.contains("== snapshot snapshot-2 =="))
+        for (index, snapshot) in snapshots.enumerated() {
+            let events = snapshot["events"] as? Int ?? -1
+            #expect(all.stdout.contains("snapshot-\(index + 1)  ") && all.stdout.contains(" \(events) "), "snapshot \(index + 1) has \(events) events: \(all.stdout.prefix(500))")
+        }
     }
 
     /// With no LTTng to be had, record says so and takes the snapshots with the embedded recorder.

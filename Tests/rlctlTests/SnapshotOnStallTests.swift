@@ -38,6 +38,10 @@ struct SnapshotOnStallTests {
             #expect(summary.stdout.contains("longest callout timer 'frame'"), "\(summary.stdout.suffix(800))")
         }
         if seen.count == 2 { #expect(seen[1] - seen[0] >= 300_000_000, "the gap between snapshots: \(seen)") }
+        // The folder of snapshots: each summarized on its own, never merged (they overlap).
+        let all = try CLI.run(["summarize", output])
+        #expect(all.status == 0, "\(all.stderr)")
+        #expect(all.stdout.hasPrefix("\(output): traces of \(snapshots.count) snapshots, each summarized on its own"), "\(all.stdout.prefix(300))")
 
         let text = try CLI.run(["record", "--snapshot-on-stall", "20ms", "--max-snapshots", "1",
                                 "--output", output + "-text", "--", CLI.sibling("runloop-demo"), "0.8"])

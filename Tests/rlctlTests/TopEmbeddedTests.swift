@@ -29,8 +29,8 @@ import TestSupport
         let stale = registry + "/999999999-1"
         try "/nonexistent-trace\n".write(toFile: stale, atomically: true, encoding: .utf8)
 
-        // jank: 60 frames a second, every 10th burns 25 ms (about 15% busy), for long enough on a loaded machine.
-        let run = try CLI.start(["run", "jank", "--duration", "8s", "--trace", trace], environment: environment)
+        // jank: 60 frames a second, every 10th burns 25 ms (about 15% busy), until SIGTERM below.
+        let run = try CLI.start(["run", "jank", "--duration", "120s", "--trace", trace], environment: environment)
         defer { run.send(SIGTERM); _ = run.wait() }
         #expect(eventually(timeout: .seconds(20)) {
             ((try? FileManager.default.contentsOfDirectory(atPath: registry)) ?? []).contains { $0.hasPrefix("\(run.pid)-") }

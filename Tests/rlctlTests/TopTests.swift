@@ -20,9 +20,9 @@ struct TopTests {
         #expect(empty.status == 0, "\(empty.stderr)")
         #expect(empty.stdout.contains("(no live session on the relay daemon)"), "\(empty.stdout)")
 
-        // runloop-demo: about 700 iterations a second, 24 ms burned in every 20th 60 Hz frame.
-        // Long enough for both views below even on a loaded machine (each --once attaches, then shows a second).
-        let recording = try CLI.start(["record", "--relayd", relay.recordURL, "--", CLI.sibling("runloop-demo"), "10"])
+        // runloop-demo: about 700 iterations a second, 24 ms burned in every 20th 60 Hz frame. It runs until the
+        // views below are done (SIGTERM, passed on by record): a fixed duration ran out on a loaded CI machine.
+        let recording = try CLI.start(["record", "--relayd", relay.recordURL, "--", CLI.sibling("runloop-demo"), "120"])
         usleep(1_000_000)
         let shown = try CLI.run(["top", "--relayd", relay.liveURL, "--once", "--format", "json", "--stall", "20ms"])
         #expect(shown.status == 0, "\(shown.stderr)")
@@ -46,8 +46,9 @@ struct TopTests {
         #expect(lines.first?.hasPrefix("rlctl top — \(relay.liveURL), 1 session(s), 1 loop(s), every 1s, sorted by stall") == true, "\(text.stdout)")
         #expect(lines.count == 3 && lines[1].hasPrefix("host ") && lines[2].contains("RunLoopCore"), "\(text.stdout)")
 
+        recording.send(SIGTERM)
         let ended = try recording.wait()
-        #expect(ended.status == 0, "\(ended.stderr)")
+        #expect(ended.stderr.contains("killed by signal 15"), "\(ended.termination): \(ended.stderr)")
         let after = try CLI.run(["top", "--relayd", relay.liveURL, "--once", "--format", "json", "--interval", "300ms"])
         #expect(try Self.rows(after).loops.isEmpty, "the program ended: \(after.stdout)")
     }
@@ -58,7 +59,8 @@ struct TopTests {
         guard LTTngCLIEnvironment.requirement.requireMet() else { return }
         let demo = CLI.sibling("runloop-demo")
         let programs = try (0..<2).map { _ in
-            try RunningProcess(demo, ["4"], ProcessOptions(environment: ["RLCTL_TRACER": "lttng"], timeout: .seconds(60)))
+            // Until the view is done (SIGTERM below): a fixed duration ran out on a loaded CI machine.
+            try RunningProcess(demo, ["120"], ProcessOptions(environment: ["RLCTL_TRACER": "lttng"], timeout: .seconds(180)))
         }
         usleep(300_000)
         let shown = try CLI.run(["top", "--once", "--format", "json"])
@@ -69,7 +71,10 @@ struct TopTests {
         for loop in loops where programs.contains(where: { Int($0.pid) == loop["processID"] as? Int }) {
             #expect((loop["iterationsPerSecond"] as? Double ?? 0) > 200, "\(loop)")
         }
-        for program in programs { _ = try program.wait() }
+        for program in programs {
+            program.send(SIGTERM)
+            _ = try program.wait()
+        }
         let sessions = try runProcess("/usr/bin/env", ["lttng", "list"]).stdout
         #expect(!sessions.contains("rlctl-top-"), "\(sessions)")
         let relays = try runProcess("/usr/bin/pgrep", ["-af", "lttng-relayd.*rlctl-top-"]).stdout
@@ -104,10 +109,11 @@ struct TopTests {
         relay.stop()
         usleep(3_000_000)
         try relay.restart()
-        let recording = try CLI.start(["record", "--relayd", relay.recordURL, "--", CLI.sibling("runloop-demo"), "3"])
-        usleep(2_500_000)
+        let recording = try CLI.start(["record", "--relayd", relay.recordURL, "--", CLI.sibling("runloop-demo"), "120"])
+        usleep(4_000_000)
         kill(top.pid, SIGINT)
         let viewed = try top.wait()
+        recording.send(SIGTERM)
         _ = try recording.wait()
         #expect(viewed.status == 0, "\(viewed.stderr)")
         let tables = viewed.stdout.components(separatedBy: "rlctl top — ").dropFirst()

@@ -27,8 +27,17 @@ public enum FleetReport {
 
     static let headers = ["host", "loops", "events"] + columns.map(\.title) + ["trace"]
 
-    /// "3 hosts", or "1 host (2 sessions)" when a host sent several.
+    /// What one origin is called: a host (or a host's session), or a snapshot in a folder of snapshots.
+    static func kind(_ host: FleetSummary.Host) -> String { host.snapshot == true ? "snapshot" : "host" }
+
+    /// The overview's headers: the first column names what the rows are.
+    static func headers(_ fleet: FleetSummary) -> [String] {
+        fleet.hosts.allSatisfy { $0.snapshot == true } ? ["snapshot"] + headers.dropFirst() : headers
+    }
+
+    /// "3 hosts", or "1 host (2 sessions)" when a host sent several; "2 snapshots" for a folder of snapshots.
     static func extent(_ fleet: FleetSummary) -> String {
+        if fleet.hosts.allSatisfy({ $0.snapshot == true }) { return "\(fleet.hosts.count) snapshot\(fleet.hosts.count == 1 ? "" : "s")" }
         let hosts = Set(fleet.hosts.map { $0.name.split(separator: "/", maxSplits: 1).first.map(String.init) ?? $0.name }).count
         let hostText = hosts == 1 ? "1 host" : "\(hosts) hosts"
         return hosts == fleet.hosts.count ? hostText : hostText + " (\(fleet.hosts.count) sessions)"
@@ -43,6 +52,7 @@ public enum FleetReport {
 
     public static func text(_ fleet: FleetSummary, title: String) -> String {
         var out = ["\(title): traces of \(extent(fleet)), each summarized on its own", ""]
+        let headers = headers(fleet)
         let rows = [headers] + overviewRows(fleet)
         let widths = headers.indices.map { column in rows.map { $0[column].count }.max()! + 2 }
         out += rows.map { row in
@@ -51,7 +61,7 @@ public enum FleetReport {
         out.append("(busy p99, stalls: RunLoopCore and Foundation loops; reported: loop_stall events; lost: events the tracer lost; INCOMPLETE: below, why)")
         for host in fleet.hosts {
             out.append("")
-            out.append("== host \(host.name) ==")
+            out.append("== \(kind(host)) \(host.name) ==")
             if let summary = host.summary {
                 out.append(SummaryReport.text(summary, title: host.traceFolders.count == 1 ? host.traceFolders[0] : nil))
             } else {
@@ -63,15 +73,16 @@ public enum FleetReport {
 
     public static func markdown(_ fleet: FleetSummary, title: String) -> String {
         var out = ["## \(title): \(extent(fleet))", ""]
+        let headers = headers(fleet)
         out.append("| " + headers.joined(separator: " | ") + " |")
         out.append("| " + headers.map { _ in "---" }.joined(separator: " | ") + " |")
         out += overviewRows(fleet).map { "| " + $0.joined(separator: " | ") + " |" }
         for host in fleet.hosts {
             out.append("")
             if let summary = host.summary {
-                out.append(SummaryReport.markdown(summary, title: "host \(host.name)"))
+                out.append(SummaryReport.markdown(summary, title: "\(kind(host)) \(host.name)"))
             } else {
-                out.append("### host \(host.name)")
+                out.append("### \(kind(host)) \(host.name)")
                 out.append("")
                 out.append("⚠️ Unreadable: \(host.error ?? "cannot read the trace")")
             }

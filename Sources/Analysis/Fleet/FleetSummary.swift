@@ -16,6 +16,8 @@ public struct FleetSummary: Codable, Sendable {
         public var summary: TraceSummary?
         /// Why this host's traces could not be read (a relay daemon that died mid-session leaves a cut-off trace).
         public var error: String?
+        /// True when the origin is one snapshot of a folder of snapshots (its name is its folder).
+        public var snapshot: Bool?
     }
 
     public init(hosts: [Host]) { self.hosts = hosts }
@@ -41,9 +43,11 @@ extension TraceSummarizer {
         }
         return .fleet(FleetSummary(hosts: origins.map { origin in
             do {
-                return .init(name: origin.name, traceFolders: origin.directories, summary: try summarize(origin, options: options), error: nil)
+                return .init(name: origin.name, traceFolders: origin.directories, summary: try summarize(origin, options: options),
+                             error: nil, snapshot: origin.isSnapshot ? true : nil)
             } catch {
-                return .init(name: origin.name, traceFolders: origin.directories, summary: nil, error: "\(error)")
+                return .init(name: origin.name, traceFolders: origin.directories, summary: nil, error: "\(error)",
+                             snapshot: origin.isSnapshot ? true : nil)
             }
         }))
     }
