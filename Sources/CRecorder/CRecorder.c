@@ -837,19 +837,15 @@ int rlrec_take(rlrec_packet *packet) {
             uint64_t best = UINT64_MAX;
             for (uint32_t s = 0; s < tb->sub_count; s++) {
                 if (atomic_load_explicit(&tb->state[s], memory_order_acquire) != SUB_READY) continue;
-                uint64_t seq;
-                memcpy(&seq, sub_base(tb, s) + 52, 8);
+                uint64_t seq = packet_sequence(tb, s);
                 if (seq < best) { best = seq; index = s; }
             }
             if (index == UINT32_MAX) continue;
         } else if (atomic_load_explicit(&tb->state[index], memory_order_acquire) != SUB_READY) {
             continue;
         }
-        uint8_t *p = sub_base(tb, index);
-        uint64_t bits;
-        memcpy(&bits, p + 36, 8);
-        packet->data = p;
-        packet->size = (uint32_t)(bits / 8);
+        packet->data = sub_base(tb, index);
+        packet->size = packet_bytes(tb, index);
         packet->tid = tb->tid;
         packet->buffer = i;
         packet->sub_buffer = index;

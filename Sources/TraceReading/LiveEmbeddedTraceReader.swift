@@ -37,8 +37,7 @@ public final class LiveEmbeddedTraceReader {
         var events: [TraceEvent] = []
         var scratch = TraceHealth()
         for name in try EmbeddedTraceReader.streamFiles(in: path) {
-            let cursor = try StreamCursor(path: path + "/" + name, uuid: uuid, plan: plan, mayEndMidPacket: true)
-            cursor.processID = processID
+            let cursor = try openStream(name)
             while try cursor.advance(health: &scratch), cursor.currentPacketOffset == 0 {
                 guard let event = try cursor.decodeCurrent() else { continue }
                 switch event.payload {
@@ -53,21 +52,12 @@ public final class LiveEmbeddedTraceReader {
     /// Passes over every packet on disk now: the view starts here. A stream that appears later (a thread that
     /// started since) is read from its start.
     public func skipPast() throws(TraceReadError) {
-        for name in try EmbeddedTraceReader.streamFiles(in: path) where streams[name] == nil {
-            let cursor = try StreamCursor(path: path + "/" + name, uuid: uuid, plan: plan, mayEndMidPacket: true)
-            cursor.processID = processID
-            try cursor.skipToEnd()
-            streams[name] = cursor
-        }
+        try followNewStreams(fromTheirEnd: true)
     }
 
     /// The events of every packet completed since the last poll, in timestamp order.
     public func poll() throws(TraceReadError) -> [TraceEvent] {
-        for name in try EmbeddedTraceReader.streamFiles(in: path) where streams[name] == nil {
-            let cursor = try StreamCursor(path: path + "/" + name, uuid: uuid, plan: plan, mayEndMidPacket: true)
-            cursor.processID = processID
-            streams[name] = cursor
-        }
+        try followNewStreams(fromTheirEnd: false)
         var events: [TraceEvent] = []
         var streamsWithEvents = 0
         for cursor in streams.values {
@@ -85,5 +75,21 @@ public final class LiveEmbeddedTraceReader {
         // Each stream's events are in order already: one busy thread's (the usual case) need no sort.
         if streamsWithEvents > 1 { events.sort { $0.timestamp < $1.timestamp } }
         return events
+    }
+
+    /// Follows the stream files not followed yet, from their start or from their end.
+    private func followNewStreams(fromTheirEnd: Bool) throws(TraceReadError) {
+        for name in try EmbeddedTraceReader.streamFiles(in: path) where streams[name] == nil {
+            let cursor = try openStream(name)
+            if fromTheirEnd { try cursor.skipToEnd() }
+            streams[name] = cursor
+        }
+    }
+
+    private func openStream(_ name: String) throws(TraceReadError) -> StreamCursor {
+        // A recording being written may end mid-packet: that packet is read once it is whole.
+        let cursor = try StreamCursor(path: path + "/" + name, uuid: uuid, plan: plan, mayEndMidPacket: true)
+        cursor.processID = processID
+        return cursor
     }
 }

@@ -86,30 +86,25 @@ final class StreamCursor {
     /// sequence numbers and discard counts as seen (a live view starts from here: what came before is not its
     /// loss). A packet still being written is left for the next ``advance(health:)``.
     func skipToEnd() throws(TraceReadError) {
-        let header = UnsafeMutableRawBufferPointer.allocate(byteCount: TraceSchema.packetHeaderSize, alignment: 8)
-        defer { header.deallocate() }
-        while true {
-            let got = try readFully(into: header.baseAddress!, count: header.count, at: nextPacketOffset)
-            guard got == header.count else { return }
-            func field<T: FixedWidthInteger>(_ type: T.Type, _ offset: Int) -> T {
-                T(littleEndian: header.loadUnaligned(fromByteOffset: offset, as: T.self))
-            }
-            guard field(UInt32.self, 0) == TraceSchema.magic else { throw fail("bad packet magic (not a CTF packet)", at: 0) }
-            let packetBits = field(UInt64.self, 44)
-            guard packetBits % 8 == 0, packetBits / 8 >= UInt64(header.count), packetBits / 8 <= UInt64(Self.maxPacketSize) else {
+        var size = stat()
+        guard fstat(fd, &size) == 0 else { return }
+        let headerSize = TraceSchema.packetHeaderSize
+        while try readFully(into: packet.baseAddress!, count: headerSize, at: nextPacketOffset) == headerSize {
+            packetOffset = nextPacketOffset
+            guard load(UInt32.self, at: 0) == TraceSchema.magic else { throw fail("bad packet magic (not a CTF packet)", at: 0) }
+            let packetBits = load(UInt64.self, at: 44)
+            guard packetBits % 8 == 0, packetBits / 8 >= UInt64(headerSize), packetBits / 8 <= UInt64(Self.maxPacketSize) else {
                 throw fail("impossible packet size (\(packetBits) bits)", at: 44)
             }
-            var size = stat()
-            guard fstat(fd, &size) == 0, UInt64(size.st_size) >= nextPacketOffset + packetBits / 8 else { return }
-            packetOffset = nextPacketOffset
-            lastTimestamp = max(lastTimestamp, field(UInt64.self, 28))
-            lastSequence = field(UInt64.self, 52)
-            lastDiscarded = field(UInt64.self, 60)
-            threadID = field(Int32.self, 68)
+            guard UInt64(size.st_size) >= packetOffset + packetBits / 8 else { break }
+            lastTimestamp = max(lastTimestamp, load(UInt64.self, at: 28))
+            lastSequence = load(UInt64.self, at: 52)
+            lastDiscarded = load(UInt64.self, at: 60)
+            threadID = load(Int32.self, at: 68)
             nextPacketOffset += packetBits / 8
-            position = 0
-            contentEnd = 0
         }
+        position = 0
+        contentEnd = 0
     }
 
     private func readFully(into buffer: UnsafeMutableRawPointer, count: Int, at offset: UInt64) throws(TraceReadError) -> Int {

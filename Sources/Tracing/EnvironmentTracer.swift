@@ -114,9 +114,8 @@ final class EnvironmentRecording: @unchecked Sendable {
             if snapshotText.isEmpty {
                 tracer = .embedded()
             } else {
-                switch Self.snapshotPolicy(threshold: snapshotText, maximum: maxText, gap: gapText) {
-                case .success(let policy): tracer = .embeddedSnapshots(policy)
-                case .failure(let problem): return .failed(problem.reason)
+                do { tracer = .embeddedSnapshots(try Self.snapshotPolicy(threshold: snapshotText, maximum: maxText, gap: gapText)) } catch {
+                    return .failed(error.reason)
                 }
             }
             do {
@@ -134,35 +133,26 @@ final class EnvironmentRecording: @unchecked Sendable {
     private struct PolicyProblem: Error { let reason: String }
 
     /// RLCTL_SNAPSHOT_ON_STALL and its limits, each checked.
-    private static func snapshotPolicy(threshold: String, maximum: String, gap: String) -> Result<StallSnapshotPolicy, PolicyProblem> {
-        func duration(_ name: String, _ text: String) -> Result<Int64, PolicyProblem> {
-            do { return .success(try DurationText.nanoseconds(text)) } catch {
-                return .failure(PolicyProblem(reason: "\(name)=\(text) is not a duration: \(error.description)"))
+    private static func snapshotPolicy(threshold: String, maximum: String, gap: String) throws(PolicyProblem) -> StallSnapshotPolicy {
+        func nanoseconds(_ name: String, _ text: String) throws(PolicyProblem) -> Int64 {
+            do { return try DurationText.nanoseconds(text) } catch {
+                throw PolicyProblem(reason: "\(name)=\(text) is not a duration: \(error.description)")
             }
         }
-        let thresholdNanoseconds: Int64
-        switch duration(TracerEnvironment.snapshotOnStall, threshold) {
-        case .success(let value) where value > 0: thresholdNanoseconds = value
-        case .success: return .failure(PolicyProblem(reason: "\(TracerEnvironment.snapshotOnStall)=\(threshold): the threshold must be longer than zero"))
-        case .failure(let problem): return .failure(problem)
+        let thresholdNanoseconds = try nanoseconds(TracerEnvironment.snapshotOnStall, threshold)
+        guard thresholdNanoseconds > 0 else {
+            throw PolicyProblem(reason: "\(TracerEnvironment.snapshotOnStall)=\(threshold): the threshold must be longer than zero")
         }
-        var most = 10
-        if !maximum.isEmpty {
-            guard let value = Int(maximum), value >= 1 else {
-                return .failure(PolicyProblem(reason: "\(TracerEnvironment.maxSnapshots)=\(maximum) is not a number of snapshots (1 or more)"))
-            }
-            most = value
+        let most = maximum.isEmpty ? 10 : Int(maximum) ?? 0
+        guard most >= 1 else {
+            throw PolicyProblem(reason: "\(TracerEnvironment.maxSnapshots)=\(maximum) is not a number of snapshots (1 or more)")
         }
-        var gapNanoseconds: Int64 = 1_000_000_000
-        if !gap.isEmpty {
-            switch duration(TracerEnvironment.snapshotGap, gap) {
-            case .success(let value) where value >= 0: gapNanoseconds = value
-            case .success: return .failure(PolicyProblem(reason: "\(TracerEnvironment.snapshotGap)=\(gap): the gap cannot be negative"))
-            case .failure(let problem): return .failure(problem)
-            }
+        let gapNanoseconds = gap.isEmpty ? 1_000_000_000 : try nanoseconds(TracerEnvironment.snapshotGap, gap)
+        guard gapNanoseconds >= 0 else {
+            throw PolicyProblem(reason: "\(TracerEnvironment.snapshotGap)=\(gap): the gap cannot be negative")
         }
-        return .success(StallSnapshotPolicy(thresholdNanoseconds: UInt64(thresholdNanoseconds), maxSnapshots: most,
-                                            minimumGap: .nanoseconds(gapNanoseconds)))
+        return StallSnapshotPolicy(thresholdNanoseconds: UInt64(thresholdNanoseconds), maxSnapshots: most,
+                                   minimumGap: .nanoseconds(gapNanoseconds))
     }
 
     /// RLCTL_WATCHDOG's watchdog over every loop; a value that is not a duration longer than zero is reported on

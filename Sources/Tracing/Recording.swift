@@ -243,3 +243,11 @@ public enum RecordingError: Error, CustomStringConvertible, Sendable {
         }
     }
 }
+
+extension Duration {
+    /// Whole nanoseconds, 0 for a negative duration: the tracers' thresholds, gaps and clocks.
+    var nonNegativeNanoseconds: UInt64 {
+        let (seconds, attoseconds) = max(self, .zero).components
+        return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
+    }
+}

@@ -35,7 +35,6 @@ import Tracing
         var full = try EmbeddedTraceReader(path: folder)
         let whole = try TraceSummarizer.summarize(&full, options: options)
         options.figures = .totals
-        options.distributionBuckets = false
         var light = try EmbeddedTraceReader(path: folder)
         let totals = try TraceSummarizer.summarize(&light, options: options)
 

@@ -43,7 +43,7 @@ struct LTTngLiveReadingTests {
         sink.sourceSignaled(sourceID: 9_000_000, at: 0)
         let sessions = try LiveSessions.list(relay: relay.liveURL)
         let listed = try #require(sessions.first { $0.name == name }, "\(sessions)")
-        #expect(listed.host == RelayURL.localHostName)
+        #expect(listed.host == HostName.local)
         #expect(listed.url == "\(relay.liveURL)/host/\(listed.host)/\(name)")
         let reader = try CTFTraceReader(liveSession: listed.url)
         while case .event = try reader.nextAvailable() {}

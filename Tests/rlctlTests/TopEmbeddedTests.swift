@@ -8,11 +8,6 @@ import TestSupport
 /// registry of its own (RLCTL_LIVE_DIR), and hides LTTng (PATH), so it needs nothing installed and sees no other
 /// test's recordings.
 @Suite(.serialized) struct TopEmbeddedTests {
-    static func rows(_ output: ProcessOutput) throws -> (sessions: Int, loops: [[String: Any]]) {
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output.stdout)\(output.stderr)")
-        return (document["sessions"] as? Int ?? -1, document["loops"] as? [[String: Any]] ?? [])
-    }
-
     @Test func anEmbeddedRecordingShowsAsARowWhileItIsWritten() throws {
         let registry = temporaryPath("live-registry")
         let trace = temporaryPath("top-embedded.rltrace")
@@ -38,7 +33,7 @@ import TestSupport
         let shown = try CLI.run(["top", "--once", "--format", "json", "--stall", "20ms"], environment: environment)
         #expect(shown.status == 0, "\(shown.stderr)")
         #expect(!FileManager.default.fileExists(atPath: stale), "the dead process's registration is removed")
-        let (sessions, loops) = try Self.rows(shown)
+        let (sessions, loops) = try TopTests.rows(shown)
         #expect(sessions == 1)
         let loop = try #require(loops.first, "\(shown.stdout)")
         #expect(loops.count == 1)
@@ -59,6 +54,6 @@ import TestSupport
         #expect(ended.status == 0, "\(ended.termination): \(ended.stderr)")
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: registry)) ?? []).isEmpty, "a stopped recording unregisters")
         let after = try CLI.run(["top", "--once", "--format", "json"], environment: environment)
-        #expect(try Self.rows(after).loops.isEmpty, "\(after.stdout)")
+        #expect(try TopTests.rows(after).loops.isEmpty, "\(after.stdout)")
     }
 }

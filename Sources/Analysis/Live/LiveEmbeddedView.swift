@@ -10,7 +10,7 @@ import TraceReading
 public final class LiveEmbeddedView: LiveView, @unchecked Sendable {
     private let stallThreshold: UInt64
     private let pollEvery: Duration
-    private let host = LiveEmbeddedView.hostName()
+    private let host = HostName.local
     private let followers: LiveFollowers
     private let lock = NSLock()
     private var problems: [String] = []
@@ -69,9 +69,4 @@ public final class LiveEmbeddedView: LiveView, @unchecked Sendable {
     public func waitUntilAttached(timeout: Duration) { followers.waitUntilAttached(timeout: timeout) }
 
     public func stop() { followers.stop() }
-
-    private static func hostName() -> String {
-        var buffer = [CChar](repeating: 0, count: 256)
-        return gethostname(&buffer, buffer.count) == 0 ? String(cString: buffer) : "localhost"
-    }
 }

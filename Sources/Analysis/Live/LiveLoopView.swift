@@ -58,7 +58,7 @@ public enum LiveLoopOrder: String, CaseIterable, Sendable {
 public final class LiveLoopSource: @unchecked Sendable {
     public let host: String
     public let session: String
-    private let options: TraceSummarizer.Options
+    private let intervalOptions: TraceSummarizer.Options
     /// The running totals' summarizers keep no distribution; the interval's keep the wake-up latencies only.
     private let totalsOptions: TraceSummarizer.Options
     private let lock = NSLock()
@@ -95,14 +95,8 @@ public final class LiveLoopSource: @unchecked Sendable {
         options.keep = 1
         // The interval's worst stall is looked for among the stalls kept since the view attached.
         options.stallsPerLoop = 4096
-        // Only p99s are shown: the distributions' power-of-two buckets would be a sweep of every histogram each interval.
-        options.distributionBuckets = false
-        var latencies = options
-        latencies.figures = .wakeLatencies
-        self.options = latencies
-        var totals = options
-        totals.figures = .totals
-        totalsOptions = totals
+        intervalOptions = { var o = options; o.figures = .wakeLatencies; return o }()
+        totalsOptions = { var o = options; o.figures = .totals; return o }()
     }
 
     public func consume(_ event: TraceEvent) {
@@ -121,7 +115,7 @@ public final class LiveLoopSource: @unchecked Sendable {
     private func take(_ event: TraceEvent) {
         remember(event)
         cumulative[event.processID, default: TraceSummarizer(options: totalsOptions)].consume(event)
-        interval[event.processID, default: TraceSummarizer(options: options)].consume(event)
+        interval[event.processID, default: TraceSummarizer(options: intervalOptions)].consume(event)
     }
 
     /// An event from before the view attached that names a loop (`loop_create`, `loop_adapted`): kept for the

@@ -5,16 +5,14 @@ import TraceReading
 /// Every loop a relay daemon's live sessions show, interval by interval (`rlctl top --relayd`). A thread per
 /// session follows it (``CTFTraceReader/init(liveSession:stallTimeout:)``); the sessions are listed again every
 /// `relistEvery`, so a program that starts later is picked up and one that ends drops out. A relay that stops
-/// answering is said in ``Interval/problem``, and its sessions are followed again once it answers (a session read
-/// to its end is not read again).
+/// answering is said in ``problem`` and each ``LiveInterval/problem``, and its sessions are followed again once it
+/// answers (a session read to its end is not read again).
 public final class LiveRelayView: LiveView, @unchecked Sendable {
     public let relay: String
-    /// How an interval's problem begins when the relay daemon does not answer.
-    public static let notAnswering = "RELAY NOT ANSWERING: "
     private let stallThreshold: UInt64
     private let followers: LiveFollowers
     private let lock = NSLock()
-    private var problem: String?
+    private var listingProblem: String?
 
     public init(relay: String, stallThresholdNanoseconds: UInt64, relistEvery: Duration = .seconds(2)) {
         self.relay = relay
@@ -29,12 +27,12 @@ public final class LiveRelayView: LiveView, @unchecked Sendable {
         do {
             listed = try LiveSessions.list(relay: relay)
         } catch {
-            lock.withLock { problem = "\(error.reason)" }
+            lock.withLock { listingProblem = "\(error.reason)" }
             // The relay may come back with the same sessions, whose readers failed: read them again then.
             followers.forgetEnded()
             return
         }
-        lock.withLock { problem = nil }
+        lock.withLock { listingProblem = nil }
         let threshold = stallThreshold
         followers.follow(listed, key: \.url,
                          source: { LiveLoopSource(host: $0.host, session: $0.name, stallThresholdNanoseconds: threshold) },
@@ -72,10 +70,12 @@ public final class LiveRelayView: LiveView, @unchecked Sendable {
     public func takeInterval() -> LiveInterval {
         refresh()
         let (rows, sessions) = followers.takeInterval()
-        let problem = lock.withLock { self.problem }
-        return LiveInterval(rows: rows, sessions: sessions, problem: problem.map { Self.notAnswering + $0 },
+        return LiveInterval(rows: rows, sessions: sessions, problem: problem.map { "RELAY NOT ANSWERING: \($0)" },
                             nothingToWatch: "no live session on the relay daemon")
     }
+
+    /// Why the relay daemon could not be listed at the last try, nil when it answered.
+    public var problem: String? { lock.withLock { listingProblem } }
 
     /// Waits until every session listed so far has its reader attached (or ended), at most `timeout`: a view
     /// that shows one interval (`--once`) must not spend it starting readers.

@@ -81,6 +81,12 @@ public struct LatencyHistogram {
 
     public var summary: DistributionSummary { summary(withBuckets: true) }
 
+    /// Its summary as a summarizer's options ask: the power-of-two buckets only when every figure is wanted
+    /// (``TraceSummarizer/Figures/all``); `rlctl top`, whose summaries keep fewer, shows p99s.
+    func summary(for options: TraceSummarizer.Options) -> DistributionSummary {
+        summary(withBuckets: options.figures == .all)
+    }
+
     /// The summary, without its power-of-two buckets unless `withBuckets`: a histogram's buckets cost a sweep of
     /// all its counts, through the histogram library's unspecialized generic code (about 40k counts up to a
     /// second), which `rlctl top`, showing p99s every second, does without.

@@ -94,11 +94,6 @@ struct LoopTracker {
         timeline?.start(at: ts)
     }
 
-    /// A distribution's summary, with its buckets unless the options leave them out (`rlctl top`).
-    private func figures(_ histogram: LatencyHistogram) -> DistributionSummary {
-        histogram.summary(withBuckets: options.distributionBuckets)
-    }
-
     private func name(_ kind: CalloutKind, id: UInt64) -> String {
         kind.calloutName(label: kind.isItem ? labels[id] : nil)
     }
@@ -445,14 +440,14 @@ struct LoopTracker {
         s.sleepNanoseconds = min(slept, wall)
         s.busyNanoseconds = wall - s.sleepNanoseconds
         s.utilization = wall > 0 ? Double(s.busyNanoseconds) / Double(wall) : 0
-        s.busyPerIteration = figures(busyPerIteration)
-        s.sleep = figures(sleeps)
+        s.busyPerIteration = busyPerIteration.summary(for: options)
+        s.sleep = sleeps.summary(for: options)
         // One histogram: the timer wake-up latency is the timer lateness.
-        let timerLateness = figures(timers.lateness)
-        s.wakeLatency = .init(timer: timerLateness, source: figures(sourceLatency), block: figures(blockLatency), port: figures(portLatency),
-                              job: jobLatency.count > 0 ? figures(jobLatency) : nil)
+        let timerLateness = timers.lateness.summary(for: options)
+        s.wakeLatency = .init(timer: timerLateness, source: sourceLatency.summary(for: options), block: blockLatency.summary(for: options), port: portLatency.summary(for: options),
+                              job: jobLatency.count > 0 ? jobLatency.summary(for: options) : nil)
         s.timerLateness = timerLateness
-        s.timerBeyondTolerance = figures(timers.beyondTolerance)
+        s.timerBeyondTolerance = timers.beyondTolerance.summary(for: options)
         s.timerFirings = timers.firings
         s.timerFiringsWithTolerance = timers.firingsWithTolerance
         s.timerMissed = timers.missed
@@ -464,10 +459,10 @@ struct LoopTracker {
             reasons[reason.description] = wakeReasons[Int(reason.rawValue)]
         }
         s.wakeReasons = reasons
-        s.backlogAtWakeUp = figures(backlog)
+        s.backlogAtWakeUp = backlog.summary(for: options)
         var durations: [String: DistributionSummary] = [:]
         for kind in CalloutKind.allCases where calloutDurations[kind.rawValue].count > 0 {
-            durations[kind.name] = figures(calloutDurations[kind.rawValue])
+            durations[kind.name] = calloutDurations[kind.rawValue].summary(for: options)
         }
         s.calloutDurations = durations
         s.slowestCallouts = slowest.sorted { $0.durationNanoseconds > $1.durationNanoseconds }

@@ -54,11 +54,6 @@ struct NIOLoopTracker {
     private var probeLateness = LatencyHistogram()
     private var probeCost = LatencyHistogram()
 
-    /// A distribution's summary, with its buckets unless the options leave them out (`rlctl top`).
-    private func figures(_ histogram: LatencyHistogram) -> DistributionSummary {
-        histogram.summary(withBuckets: options.distributionBuckets)
-    }
-
     init(loopID: UInt64, threadID: Int32, options: TraceSummarizer.Options, labels: LabelTable) {
         self.loopID = loopID
         self.threadID = threadID
@@ -145,14 +140,14 @@ struct NIOLoopTracker {
         if !measured { notAvailable.append(TraceSummary.NotAvailable.nioIO) }
         let probe = probeFirings == 0 ? nil : TraceSummary.ProbeSummary(
             firings: probeFirings, firingsPerSecond: Self.perSecond(probeFirings, over: span),
-            lateness: figures(probeLateness), cost: figures(probeCost))
+            lateness: probeLateness.summary(for: options), cost: probeCost.summary(for: options))
         return TraceSummary.NIOLoopSummary(
             loopID: loopID, threadID: threadID, name: name, groupID: groupID, ticks: ticks,
-            ticksPerSecond: Self.perSecond(ticks, over: span), tasks: tasks, tasksPerTick: figures(tasksPerTick),
-            tickDuration: figures(tickDurations), ioMeasured: measured, ioNanoseconds: measured ? io : nil,
-            ioDuration: measured ? figures(ioDurations) : nil, busyNanoseconds: busy, sleepNanoseconds: slept,
+            ticksPerSecond: Self.perSecond(ticks, over: span), tasks: tasks, tasksPerTick: tasksPerTick.summary(for: options),
+            tickDuration: tickDurations.summary(for: options), ioMeasured: measured, ioNanoseconds: measured ? io : nil,
+            ioDuration: measured ? ioDurations.summary(for: options) : nil, busyNanoseconds: busy, sleepNanoseconds: slept,
             utilization: span > 0 ? Double(busy) / Double(span) : 0,
-            busyPerIteration: figures(busyPerIteration), sleep: figures(sleeps), stalls: stalls,
+            busyPerIteration: busyPerIteration.summary(for: options), sleep: sleeps.summary(for: options), stalls: stalls,
             worstStalls: worstStalls.sorted { $0.busyNanoseconds > $1.busyNanoseconds }, probe: probe,
             notAvailable: notAvailable, lostEventsAffecting: 0, lossWindowsAffecting: 0)
     }

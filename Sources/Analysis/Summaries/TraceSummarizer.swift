@@ -43,9 +43,6 @@ public struct TraceSummarizer {
         public var timelineBuckets: Int?
         /// Which figures RunLoopCore loops keep (``Figures/all`` unless set): `rlctl top` needs less, every event.
         public var figures = Figures.all
-        /// False: distributions' summaries have their percentiles but no power-of-two buckets (the text report's
-        /// small histograms), for RunLoopCore and NIO loops: `rlctl top` shows p99s only, every second.
-        public var distributionBuckets = true
         public init() {}
     }
 

@@ -172,8 +172,7 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
 
     /// A duration in ns (0 for a negative one), for LTTng's filters and the watcher's clock.
     public static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = max(duration, .zero).components
-        return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
+        duration.nonNegativeNanoseconds
     }
 
     static func bytes(under path: String) -> Int {

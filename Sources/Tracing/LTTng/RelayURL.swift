@@ -62,12 +62,4 @@ public enum RelayURL {
         guard ports.count <= 2, ports.allSatisfy({ $0 > 0 }) else { return nil }
         return (host, ports)
     }
-
-    /// This machine's name as the session daemon gives it to the relay (`gethostname`): the folder the relay
-    /// writes this host's sessions into.
-    public static var localHostName: String {
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "?" }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
 }

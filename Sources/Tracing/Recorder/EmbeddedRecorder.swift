@@ -232,17 +232,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         state = .stopped
         if let liveEntry { LiveRecordings.unregister(liveEntry) }
         if let snapshots { return try stopSnapshots(snapshots) }
-        rlrec_stop()
-        writer?.finish()
-        writer = nil
-        drain()
-        var packet = rlrec_packet()
-        while rlrec_take_final(&packet) == 1 {
-            write(packet)
-            rlrec_release(&packet)
-        }
-        let stats = rlrec_statistics()
-        rlrec_reset()
+        let stats = stopAndEmpty(writing: true)
         for fd in streams.values {
             if fsync(fd) != 0 && writeError == nil { writeError = "fsync: \(String(cString: strerror(errno)))" }
             close(fd)
@@ -263,12 +253,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     /// and the root's `.snapshots` file counts the run's events.
     private func stopSnapshots(_ snapshots: EmbeddedStallSnapshots) throws -> Summary {
         let taken = snapshots.finish()
-        rlrec_stop()
-        var packet = rlrec_packet()
-        while rlrec_take(&packet) == 1 { rlrec_release(&packet) }
-        while rlrec_take_final(&packet) == 1 { rlrec_release(&packet) }
-        let stats = rlrec_statistics()
-        rlrec_reset()
+        let stats = stopAndEmpty(writing: false)
         let lost = stats.events_discarded + stats.threads_without_buffer
         try EmbeddedStallSnapshots.writeRootFile(directory, recorded: stats.events_recorded, lost: lost, snapshots: taken.count)
         var summary = Summary(directory: directory, eventsRecorded: stats.events_recorded, eventsLost: lost,
@@ -278,11 +263,29 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         return summary
     }
 
-    /// Moves every ready packet to its stream file (writer thread, or the stopping thread after it joined).
-    private func drain() {
+    /// Stops the C recording, takes every packet left (the final header-only ones too), writing them to the
+    /// streams or letting them go, and frees the buffers; returns the recording's exact counts.
+    private func stopAndEmpty(writing: Bool) -> rlrec_stats {
+        rlrec_stop()
+        writer?.finish()
+        writer = nil
+        drain(writing: writing)
+        var packet = rlrec_packet()
+        while rlrec_take_final(&packet) == 1 {
+            if writing { write(packet) }
+            rlrec_release(&packet)
+        }
+        let stats = rlrec_statistics()
+        rlrec_reset()
+        return stats
+    }
+
+    /// Moves every ready packet to its stream file (writer thread, or the stopping thread after it joined), or,
+    /// not `writing`, lets it go.
+    private func drain(writing: Bool = true) {
         var packet = rlrec_packet()
         while rlrec_take(&packet) == 1 {
-            write(packet)
+            if writing { write(packet) }
             rlrec_release(&packet)
         }
     }
@@ -300,18 +303,11 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
             }
             streams[packet.tid] = fd
         }
-        var offset = 0
-        let size = Int(packet.size)
-        while offset < size {
-            let n = Glibc.write(fd, packet.data + offset, size - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                writeError = "writing stream-\(packet.tid): \(String(cString: strerror(errno)))"
-                return
-            }
-            offset += n
+        if let problem = writeWhole(fd, packet.data, Int(packet.size)) {
+            writeError = "writing stream-\(packet.tid): \(problem)"
+            return
         }
-        bytesWritten += UInt64(size)
+        bytesWritten += UInt64(packet.size)
     }
 
     // ===== the events =====
@@ -425,6 +421,20 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     public override func lastEventTimestamp() -> UInt64 {
         rlrec_last_timestamp()
     }
+}
+
+/// Writes all `size` bytes to `fd`, again after a short write or EINTR; nil, or why it failed (strerror).
+func writeWhole(_ fd: Int32, _ data: UnsafePointer<UInt8>, _ size: Int) -> String? {
+    var offset = 0
+    while offset < size {
+        let n = Glibc.write(fd, data + offset, size - offset)
+        if n < 0 {
+            if errno == EINTR { continue }
+            return String(cString: strerror(errno))
+        }
+        offset += n
+    }
+    return nil
 }
 
 /// A recorder set-up or I/O problem, in one line.

@@ -48,6 +48,7 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
 
     let root: String
     let policy: StallSnapshotPolicy
+    private let gapNanoseconds: UInt64
     private let metadata: String
     private let lock = NSCondition()
     // Guarded by lock.
@@ -72,6 +73,7 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
         self.root = root
         self.metadata = metadata
         self.policy = policy
+        gapNanoseconds = policy.minimumGap.nonNegativeNanoseconds
         let thread = Thread { [self] in work() }
         thread.name = "rlctl-snapshots"
         thread.start()
@@ -85,10 +87,9 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
 
     /// Takes a snapshot unless the policy's count or gap forbids it; the calling thread's packet goes in whole.
     func request(at time: UInt64) -> Bool {
-        let gap = UInt64(policy.minimumGap.components.seconds) * 1_000_000_000 + UInt64(policy.minimumGap.components.attoseconds / 1_000_000_000)
         let take = lock.withLock { () -> Bool in
             guard !finishing, accepted < policy.maxSnapshots else { return false }
-            if let last = lastAcceptedAt, time < last + gap { return false }
+            if let last = lastAcceptedAt, time < last + gapNanoseconds { return false }
             accepted += 1
             lastAcceptedAt = time
             // Counted from here, so that a finish() meanwhile waits for it.
@@ -239,16 +240,7 @@ private final class SnapshotStreams {
             return
         }
         defer { close(fd) }
-        var offset = 0
-        while offset < size {
-            let n = Glibc.write(fd, data + offset, size - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                error = "writing stream-\(tid): \(String(cString: strerror(errno)))"
-                return
-            }
-            offset += n
-        }
+        if let problem = writeWhole(fd, data, size) { error = "writing stream-\(tid): \(problem)" }
     }
 }
 

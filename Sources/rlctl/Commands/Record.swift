@@ -2,6 +2,7 @@ import Analysis
 import ArgumentParser
 import Foundation
 import Glibc
+import TraceModel
 import TraceReading
 import Tracing
 import Workloads
@@ -245,20 +246,11 @@ struct Record: ParsableCommand {
         let ending = try runToItsEnd(child) { _ = session.finish() }
         // No snapshot: whether that is because no loop stalled, or because no event came at all (a program that
         // does not install the tracer), the ring tells.
-        if session.taken.isEmpty, !StallSnapshots.ringHoldsEvents(session) {
-            _ = session.finish()
-            guard ending.succeeded else {
-                throw Failure(message: "\(child.command) \(ending), and no runloop events reached the snapshot session", status: .violation)
-            }
-            throw nothingTraced(child, ending, reached: "the snapshot session")
-        }
+        let nothingCame = session.taken.isEmpty && !StallSnapshots.ringHoldsEvents(session)
         let taken = session.finish()
-        if let problem = session.rearmProblem { note("no snapshot after the last one listed: \(problem)") }
-        let text = try StallSnapshots.listing(taken, thresholdNanoseconds: UInt64(threshold.nanoseconds),
-                                              maxSnapshots: snapshots.maximum, folder: destination.path,
-                                              program: command.joined(separator: " "), tracer: "LTTng")
-        Interruptions.shared.output { print(format == .json ? text.json() : text.text()) }
-        guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
+        if !nothingCame, let problem = session.rearmProblem { note("no snapshot after the last one listed: \(problem)") }
+        try explainSnapshots(taken, nothingCame: nothingCame, reached: "the snapshot session", tracer: "LTTng",
+                             child: child, ending: ending, folder: destination.path, threshold: threshold)
     }
 
     /// --snapshot-on-stall with the embedded recorder: the program's own recorder is the flight recorder and
@@ -276,15 +268,24 @@ struct Record: ParsableCommand {
         let ending = try runToItsEnd(child) {}
         let root = EmbeddedRecorder.snapshotRoot(destination.path)
         for folder in root.cutOff { note("\(folder) is cut off: the program ended while it was being written") }
-        if root.snapshots.isEmpty && root.cutOff.isEmpty && (root.eventsRecorded ?? 0) == 0 {
+        try explainSnapshots(root.snapshots, nothingCame: root.snapshots.isEmpty && root.cutOff.isEmpty && (root.eventsRecorded ?? 0) == 0,
+                             reached: "the flight recorder", tracer: "embedded flight recorder",
+                             child: child, ending: ending, folder: destination.path, threshold: threshold)
+    }
+
+    /// How a run with snapshots ends, whoever took them: when no runloop event came at all, what the program must
+    /// do; otherwise every snapshot explained, and the program's failure, if it failed.
+    private func explainSnapshots(_ taken: [StallSnapshotFolder], nothingCame: Bool, reached place: String, tracer: String,
+                                  child: GatedChild, ending: GatedChild.Ending, folder: String, threshold: DurationValue) throws {
+        if nothingCame {
             guard ending.succeeded else {
-                throw Failure(message: "\(child.command) \(ending), and no runloop events reached the flight recorder", status: .violation)
+                throw Failure(message: "\(child.command) \(ending), and no runloop events reached \(place)", status: .violation)
             }
-            throw nothingTraced(child, ending, reached: "the flight recorder")
+            throw nothingTraced(child, ending, reached: place)
         }
-        let text = try StallSnapshots.listing(root.snapshots, thresholdNanoseconds: UInt64(threshold.nanoseconds),
-                                              maxSnapshots: snapshots.maximum, folder: destination.path,
-                                              program: command.joined(separator: " "), tracer: "embedded flight recorder")
+        let text = try StallSnapshots.listing(taken, thresholdNanoseconds: UInt64(threshold.nanoseconds),
+                                              maxSnapshots: snapshots.maximum, folder: folder,
+                                              program: command.joined(separator: " "), tracer: tracer)
         Interruptions.shared.output { print(format == .json ? text.json() : text.text()) }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
     }
@@ -325,7 +326,7 @@ struct Record: ParsableCommand {
         let ending = try runToItsEnd(child) { session.destroy() }
         let end: LTTngSession.StreamingEnd
         do { end = try session.stopStreaming() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
-        let host = RelayURL.localHostName
+        let host = HostName.local
         var lines = ["\(command.joined(separator: " ")) \(ending); its runloop events streamed to the relay daemon at \(url)",
                      "  on the relay: <its output folder>/\(host)/\(session.name)-<date>/ (rlctl summarize <output folder> reads every host; --host \(host) this one)"]
         switch end.discardedEvents {

@@ -192,24 +192,24 @@ struct Run: ParsableCommand {
     private func runWithSnapshots(_ spec: WorkloadSpec, threshold: DurationValue) throws {
         let destination = try StallSnapshots.destination(trace)
         let recordingTracer: Recording.Tracer
-        let tracerName: String
+        let tracerName: String, tracedBy: String
         if tracer == .lttng {
             try LTTngRecording.requireUsable("rlctl run --snapshot-on-stall --tracer lttng")
             try LTTngRecording.ensureSessionDaemon()
             recordingTracer = .lttngSnapshots(.init(threshold: threshold.duration, maxSnapshots: snapshots.maximum,
                                                     minimumGap: snapshots.gap, channelOptions: lttngChannel))
-            tracerName = "LTTng"
+            (tracerName, tracedBy) = ("LTTng", "LTTng snapshots on stalls")
         } else {
             recordingTracer = .embeddedSnapshots(.init(thresholdNanoseconds: UInt64(threshold.nanoseconds), maxSnapshots: snapshots.maximum,
                                                        minimumGap: snapshots.gap), embeddedOptions)
-            tracerName = "embedded flight recorder"
+            (tracerName, tracedBy) = ("embedded flight recorder", "embedded snapshots on stalls")
         }
         let (workload, recorded) = try InterruptibleRun(runner: WorkloadRunner(spec: spec), tracer: recordingTracer).run(into: destination)
         if let problem = recorded.snapshotProblem { note("no snapshot after the last one listed: \(problem)") }
         guard let workload else { return }
         let name = self.workload?.rawValue ?? file!
         // What the workload managed meanwhile (its throughput), as --tracer none prints it.
-        let ran = workload.untracedDescription(of: spec, tracedBy: "\(tracerName == "LTTng" ? "LTTng" : "embedded") snapshots on stalls")
+        let ran = workload.untracedDescription(of: spec, tracedBy: tracedBy)
         let listing = try StallSnapshots.listing(recorded.snapshots ?? [], thresholdNanoseconds: UInt64(threshold.nanoseconds),
                                                  maxSnapshots: snapshots.maximum, folder: destination.path,
                                                  program: "rlctl run \(name) (\(spec.duration))", tracer: tracerName)

@@ -83,8 +83,9 @@ struct Top: ParsableCommand {
         let stall = UInt64(analysis.stall.nanoseconds)
         var local: LTTngLocalLiveSession?
         let view: any LiveView
-        if let relayd {
-            view = LiveRelayView(relay: relayd, stallThresholdNanoseconds: stall)
+        let relay = relayd.map { LiveRelayView(relay: $0, stallThresholdNanoseconds: stall) }
+        if let relay {
+            view = relay
         } else {
             var views: [any LiveView] = [LiveEmbeddedView(stallThresholdNanoseconds: stall)]
             do {
@@ -110,9 +111,7 @@ struct Top: ParsableCommand {
         if once {
             guard screen.pause(.nanoseconds(interval.nanoseconds)) else { return }
             let shown = view.takeInterval()
-            if relayd != nil, let problem = shown.problem {
-                throw Failure.input("cannot read the relay daemon at \(shownAs): \(problem.dropFirst(problem.hasPrefix(LiveRelayView.notAnswering) ? LiveRelayView.notAnswering.count : 0))")
-            }
+            if let problem = relay?.problem { throw Failure.input("cannot read the relay daemon at \(shownAs): \(problem)") }
             print(format == .json ? try LiveTopTable.json(shown, order: sort) : LiveTopTable.text(shown, order: sort, relay: shownAs, interval: "\(interval)"))
             return
         }
