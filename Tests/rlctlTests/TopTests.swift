@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import Testing
 import TestSupport
+import TraceModel
+import TraceReading
 
 /// `rlctl top` (issue 15, item 3) on a relay daemon of the test's own: a program streaming to it with `rlctl
 /// record --relayd` shows as a row with its figures over the last interval, and drops out when it ends.
@@ -51,6 +53,35 @@ struct TopTests {
         #expect(ended.stderr.contains("killed by signal 15"), "\(ended.termination): \(ended.stderr)")
         let after = try CLI.run(["top", "--relayd", relay.liveURL, "--once", "--format", "json", "--interval", "300ms"])
         #expect(try Self.rows(after).loops.isEmpty, "the program ended: \(after.stdout)")
+    }
+
+    /// A relay daemon lets one viewer follow a session: a second `rlctl top` says the session is followed by
+    /// another viewer (it showed "no live session" before), and shows it once the first has quit.
+    @Test func aSessionAnotherViewerFollowsIsSaidAndShownOnceFree() throws {
+        guard LTTngCLIEnvironment.requirement.requireMet() else { return }
+        let relay = try LocalRelayDaemon()
+        defer { relay.stop(); relay.removeOutput() }
+        let recording = try CLI.start(["record", "--relayd", relay.recordURL, "--", CLI.sibling("runloop-demo"), "120"])
+        defer { recording.send(SIGTERM); _ = try? recording.wait() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        func listed() throws -> [LiveSession] { try LiveSessions.list(relay: relay.liveURL) }
+        while try listed().first.map({ $0.streams == 0 }) ?? true, ContinuousClock.now < deadline { usleep(100_000) }
+        let first = try CLI.start(["top", "--relayd", relay.liveURL], timeout: .seconds(60))
+        while try listed().first?.clients != 1, ContinuousClock.now < deadline { usleep(100_000) }
+        let name = try #require(try listed().first?.name)
+
+        let second = try CLI.run(["top", "--relayd", relay.liveURL, "--once", "--format", "json", "--interval", "200ms"])
+        #expect(second.status == 0, "\(second.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [String: Any])
+        #expect(document["sessions"] as? Int == 0 && (document["loops"] as? [Any])?.isEmpty == true, "\(second.stdout)")
+        #expect(document["notShown"] as? [String] == ["\(name) on \(HostName.local): another viewer follows it (a relay daemon lets one viewer follow a session at a time)"],
+                "\(second.stdout)")
+
+        first.send(SIGINT)
+        _ = try first.wait()
+        let freed = try CLI.run(["top", "--relayd", relay.liveURL, "--once", "--format", "json"])
+        let (sessions, loops) = try Self.rows(freed)
+        #expect(sessions == 1 && loops.count == 1, "\(freed.stdout)")
     }
 
     /// With no relay: every process of this machine emitting to LTTng, told apart by process; rlctl's own relay

@@ -13,6 +13,8 @@ public final class LiveRelayView: LiveView, @unchecked Sendable {
     private let followers: LiveFollowers
     private let lock = NSLock()
     private var listingProblem: String?
+    /// Sessions another viewer follows, by URL, with what to say of them.
+    private var followedElsewhere: [String: String] = [:]
 
     public init(relay: String, stallThresholdNanoseconds: UInt64, relistEvery: Duration = .seconds(2)) {
         self.relay = relay
@@ -20,9 +22,11 @@ public final class LiveRelayView: LiveView, @unchecked Sendable {
         followers = LiveFollowers(relistEvery: relistEvery)
     }
 
-    /// Lists the relay's sessions (when due) and starts following the new ones.
-    public func refresh() {
-        guard followers.listingDue() else { return }
+    /// Lists the relay's sessions (when due, or `now`) and starts following the new ones.
+    public func refresh() { refresh(now: false) }
+
+    private func refresh(now: Bool) {
+        guard followers.listingDue(now: now) else { return }
         let listed: [LiveSession]
         do {
             listed = try LiveSessions.list(relay: relay)
@@ -32,9 +36,17 @@ public final class LiveRelayView: LiveView, @unchecked Sendable {
             followers.forgetEnded()
             return
         }
-        lock.withLock { listingProblem = nil }
+        // A relay daemon lets one viewer follow a session: one that another viewer follows (another rlctl top, or
+        // one that just quit and is not detached yet) is said, and tried again at the next listing.
+        let elsewhere = listed.filter { $0.clients > 0 && !followers.isFollowedOrDone($0.url) }
+        lock.withLock {
+            listingProblem = nil
+            followedElsewhere = Dictionary(elsewhere.map {
+                ($0.url, "\($0.name) on \($0.host): another viewer follows it (a relay daemon lets one viewer follow a session at a time)")
+            }, uniquingKeysWith: { first, _ in first })
+        }
         let threshold = stallThreshold
-        followers.follow(listed, key: \.url,
+        followers.follow(listed.filter { $0.clients == 0 }, key: \.url,
                          source: { LiveLoopSource(host: $0.host, session: $0.name, stallThresholdNanoseconds: threshold) },
                          endsForGood: { $0 == "ended" },
                          read: { [weak self] session, source in self?.read(session.url, into: source) ?? "stopped" })
@@ -71,7 +83,8 @@ public final class LiveRelayView: LiveView, @unchecked Sendable {
         refresh()
         let (rows, sessions) = followers.takeInterval()
         return LiveInterval(rows: rows, sessions: sessions, problem: problem.map { "RELAY NOT ANSWERING: \($0)" },
-                            nothingToWatch: "no live session on the relay daemon")
+                            nothingToWatch: "no live session on the relay daemon",
+                            notShown: lock.withLock { followedElsewhere.values.sorted() })
     }
 
     /// Why the relay daemon could not be listed at the last try, nil when it answered.
@@ -79,7 +92,16 @@ public final class LiveRelayView: LiveView, @unchecked Sendable {
 
     /// Waits until every session listed so far has its reader attached (or ended), at most `timeout`: a view
     /// that shows one interval (`--once`) must not spend it starting readers.
-    public func waitUntilAttached(timeout: Duration) { followers.waitUntilAttached(timeout: timeout) }
+    /// A session another viewer follows is listed again meanwhile, for at most 3 s: a viewer that just quit (an
+    /// earlier `rlctl top --once`) is detached by the relay a moment later.
+    public func waitUntilAttached(timeout: Duration) {
+        let start = ContinuousClock.now
+        while lock.withLock({ !followedElsewhere.isEmpty }) && ContinuousClock.now - start < min(timeout, .seconds(3)) {
+            usleep(100_000)
+            refresh(now: true)
+        }
+        followers.waitUntilAttached(timeout: timeout - (ContinuousClock.now - start))
+    }
 
     /// Stops following (the reader threads end within a moment).
     public func stop() { followers.stop() }

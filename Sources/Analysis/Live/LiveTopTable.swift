@@ -19,7 +19,10 @@ public enum LiveTopTable {
         out += table.map { cells in
             String(cells.enumerated().map { $0.offset < 5 ? $0.element.padded(widths[$0.offset]) : $0.element.leftPad(widths[$0.offset]) }.joined().prefix(width))
         }
-        if rows.isEmpty { out.append(interval.sessions == 0 ? "(\(interval.nothingToWatch))" : "(no loop ran in the last interval)") }
+        if rows.isEmpty && interval.notShown.isEmpty {
+            out.append(interval.sessions == 0 ? "(\(interval.nothingToWatch))" : "(no loop ran in the last interval)")
+        }
+        out += interval.notShown.map { "not shown: \($0)" }
         return out.joined(separator: "\n")
     }
 
@@ -29,7 +32,9 @@ public enum LiveTopTable {
             var sessions: Int
             var problem: String?
             var loops: [LiveLoopRow]
+            var notShown: [String]
         }
-        return ReportJSON.line(Document(sessions: interval.sessions, problem: interval.problem, loops: order.sorted(interval.rows)))
+        return ReportJSON.line(Document(sessions: interval.sessions, problem: interval.problem, loops: order.sorted(interval.rows),
+                                        notShown: interval.notShown))
     }
 }

@@ -23,12 +23,15 @@ public struct LiveInterval: Sendable {
     public var problem: String?
     /// What the view would show and has none of, for an empty table ("no live session on the relay daemon").
     public var nothingToWatch: String
+    /// Sources seen and not followed, each with why (a session another viewer follows).
+    public var notShown: [String]
 
-    public init(rows: [LiveLoopRow], sessions: Int, problem: String?, nothingToWatch: String) {
+    public init(rows: [LiveLoopRow], sessions: Int, problem: String?, nothingToWatch: String, notShown: [String] = []) {
         self.rows = rows
         self.sessions = sessions
         self.problem = problem
         self.nothingToWatch = nothingToWatch
+        self.notShown = notShown
     }
 }
 
@@ -45,7 +48,8 @@ public final class LiveViews: LiveView, @unchecked Sendable {
         let problems = intervals.compactMap(\.problem)
         return LiveInterval(rows: intervals.flatMap(\.rows), sessions: intervals.reduce(0) { $0 + $1.sessions },
                             problem: problems.isEmpty ? nil : problems.joined(separator: "; "),
-                            nothingToWatch: intervals.map(\.nothingToWatch).joined(separator: ", "))
+                            nothingToWatch: intervals.map(\.nothingToWatch).joined(separator: ", "),
+                            notShown: intervals.flatMap(\.notShown))
     }
 
     public func waitUntilAttached(timeout: Duration) { views.forEach { $0.waitUntilAttached(timeout: timeout) } }
@@ -66,10 +70,11 @@ final class LiveFollowers: @unchecked Sendable {
 
     init(relistEvery: Duration) { self.relistEvery = relistEvery }
 
-    /// Whether it is time to list again (and the view was not stopped); counts this as the listing.
-    func listingDue() -> Bool {
+    /// Whether it is time to list again (and the view was not stopped); counts this as the listing. `now` lists
+    /// again at once.
+    func listingDue(now: Bool = false) -> Bool {
         lock.withLock {
-            guard !stopped, ContinuousClock.now - lastListing >= relistEvery else { return false }
+            guard !stopped, now || ContinuousClock.now - lastListing >= relistEvery else { return false }
             lastListing = ContinuousClock.now
             return true
         }
@@ -104,6 +109,9 @@ final class LiveFollowers: @unchecked Sendable {
     }
 
     var isStopped: Bool { lock.withLock { stopped } }
+
+    /// Whether `name` is followed now, or was read to its end.
+    func isFollowedOrDone(_ name: String) -> Bool { lock.withLock { sources[name] != nil || finished.contains(name) } }
 
     /// The rows of the interval that ends now, every source's, and how many sources there are.
     func takeInterval() -> (rows: [LiveLoopRow], sources: Int) {

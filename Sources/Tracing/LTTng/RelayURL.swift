@@ -1,4 +1,5 @@
 import Glibc
+import TraceModel
 
 /// The relay daemon URLs `lttng create --set-url` takes, and the name this host's traces have on a relay.
 public enum RelayURL {
@@ -41,25 +42,7 @@ public enum RelayURL {
     /// itself would reject later with a less clear message.
     public static func isWellFormed(_ url: String) -> Bool { parse(url) != nil }
 
-    /// The host (without an IPv6 address's brackets) and the ports a URL names, nil when it is not well formed.
     private static func parse(_ url: String) -> (host: Substring, ports: [UInt16])? {
-        guard let scheme = schemes.first(where: { url.hasPrefix($0) }) else { return nil }
-        var rest = Substring(url.dropFirst(scheme.count))
-        if rest.hasSuffix("/") { rest = rest.dropLast() }
-        let host: Substring
-        if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]") else { return nil }
-            host = rest[rest.index(after: rest.startIndex)..<close]
-            rest = rest[rest.index(after: close)...]
-        } else {
-            host = rest.prefix { $0 != ":" }
-            rest = rest.dropFirst(host.count)
-        }
-        guard !host.isEmpty, !host.contains("/") else { return nil }
-        guard !rest.isEmpty else { return (host, []) }
-        guard rest.hasPrefix(":") else { return nil }
-        let ports = rest.dropFirst().split(separator: ":", omittingEmptySubsequences: false).map { UInt16($0) ?? 0 }
-        guard ports.count <= 2, ports.allSatisfy({ $0 > 0 }) else { return nil }
-        return (host, ports)
+        RelayAddress.parse(url, schemes: schemes)
     }
 }
