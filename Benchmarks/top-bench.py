@@ -8,10 +8,10 @@ Delay: `rlctl top` (this machine's loops, 1 s interval, no terminal: a table per
 eventpump burns 300 ms once; the delay is from the end of that burn (eventpump prints it, CLOCK_MONOTONIC) to the
 first table that shows a stall of at least 250 ms (read with time.monotonic_ns, the same clock). N rounds.
 
-CPU: `rlctl top` follows eventpump at each RATE (events/s) for S seconds; its CPU is rlctl's, its reader child's
-and its relay daemon's, and the session listings it ran (utime + stime, cutime + cstime from /proc), over the S
-seconds after a 2 s warm-up; the Swift side (rlctl) and the decoding (the reader child, libbabeltrace2) apart. The LTTng side (the consumer and relay
-daemons, which every live session costs) is measured apart.
+CPU: `rlctl top` follows eventpump at each RATE (events/s) for S seconds; its CPU is rlctl's (which speaks the
+relay's live protocol and decodes LTTng's packets itself) and its children's (utime + stime, cutime + cstime from
+/proc), over the S seconds after a 2 s warm-up. The LTTng side (the consumer daemon, which every live session
+costs) is measured apart.
 
 --tracer embedded: eventpump records with the embedded recorder into a temporary folder instead, and `rlctl top`
 runs without LTTng in its PATH, so that it follows that recording alone (its registry is the benchmark's own,
@@ -118,7 +118,7 @@ def main():
         share = (after - before) / hz / elapsed * 100
         swift_share = (swift_side - swift_before) / hz / elapsed * 100
         print(f"{rate:>9,} events/s: rlctl top {share:.1f}% of a core ({share / (rate / 100_000):.2f}% per 100k events/s): "
-              f"rlctl {swift_share:.1f}%, decoding and relay {share - swift_share:.1f}%; "
+              f"rlctl itself {swift_share:.1f}%, its children (relay daemon) {share - swift_share:.1f}%; "
               f"consumer daemon {(after_daemons - before_daemons) / hz / elapsed * 100:.1f}%")
     shutil.rmtree(scratch, ignore_errors=True)
 

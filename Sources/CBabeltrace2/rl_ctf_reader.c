@@ -1,5 +1,4 @@
-// The CTF reader's babeltrace2 graph: src.ctf.fs sources -> flt.utils.muxer -> this file's sink component (a live
-// session's src.ctf.lttng-live, which sorts its streams itself, straight to the sink),
+// The CTF reader's babeltrace2 graph: src.ctf.fs sources -> flt.utils.muxer -> this file's sink component,
 // which flattens each message into an rl_ctf_record batch for Swift. Built against libbabeltrace2 only when
 // Package.swift found libbabeltrace2-dev (it then passes -DRLCTL_HAVE_BABELTRACE2); a stub otherwise.
 #define _GNU_SOURCE /* vasprintf */
@@ -33,14 +32,7 @@ static pthread_mutex_t rl_bt_lock = PTHREAD_MUTEX_INITIALIZER;
 static const bt_plugin *rl_ctf_plugin;
 static const bt_plugin *rl_utils_plugin;
 static const bt_component_class_source *rl_fs_class;
-static const bt_component_class_source *rl_live_class;
 static const bt_component_class_filter *rl_muxer_class;
-
-/// Whether an input is an LTTng live session on a relay daemon (`net://RELAY[:PORT]/host/HOST/SESSION`) rather
-/// than a trace folder.
-static int rl_is_live_url(const char *input) {
-    return strncmp(input, "net://", 6) == 0 || strncmp(input, "net4://", 7) == 0 || strncmp(input, "net6://", 7) == 0;
-}
 
 int rl_ctf_available(void) { return 1; }
 
@@ -75,9 +67,6 @@ typedef struct rl_class_info {
 /// One babeltrace2 graph reading traces in this process (the reader's child process, or the fallback).
 typedef struct rl_graph {
     bt_graph *graph;
-    /// Reading an LTTng live session: no data yet is not the end, and batches go out at least every
-    /// rl_live_heartbeat_ms, empty if need be.
-    int live;
     int finished;
     int failed;
     char *error;
@@ -539,7 +528,6 @@ static char *rl_load_classes(void) {
         return strdup("babeltrace2's `utils` plugin was not found (is the babeltrace2 package installed?)");
     }
     rl_fs_class = bt_plugin_borrow_source_component_class_by_name_const(rl_ctf_plugin, "fs");
-    rl_live_class = bt_plugin_borrow_source_component_class_by_name_const(rl_ctf_plugin, "lttng-live");
     rl_muxer_class = bt_plugin_borrow_filter_component_class_by_name_const(rl_utils_plugin, "muxer");
     if (!rl_fs_class || !rl_muxer_class) {
         rl_fs_class = NULL;
@@ -558,21 +546,12 @@ static char *rl_build_graph(rl_graph *reader, const char *const *trace_dirs, siz
     const bt_component_source **sources = calloc(count ? count : 1, sizeof *sources);
     if (!sources) return strdup("out of memory");
     for (size_t index = 0; index < count; index++) {
-        int live = rl_is_live_url(trace_dirs[index]);
-        if (live && !rl_live_class) {
-            free(sources);
-            return strdup("babeltrace2's `ctf` plugin lacks the `src.ctf.lttng-live` component class");
-        }
-        reader->live |= live;
         bt_value *params = bt_value_map_create();
         bt_value *inputs = NULL;
         int ok = params && bt_value_map_insert_empty_array_entry(params, "inputs", &inputs) ==
                                BT_VALUE_MAP_INSERT_ENTRY_STATUS_OK &&
                  bt_value_array_append_string_element(inputs, trace_dirs[index]) ==
-                     BT_VALUE_ARRAY_APPEND_ELEMENT_STATUS_OK &&
-                 // A live session that is gone (or never was) ends the reading instead of waiting for it.
-                 (!live || bt_value_map_insert_string_entry(params, "session-not-found-action", "end") ==
-                               BT_VALUE_MAP_INSERT_ENTRY_STATUS_OK);
+                     BT_VALUE_ARRAY_APPEND_ELEMENT_STATUS_OK;
         if (!ok) {
             bt_value_put_ref(params);
             free(sources);
@@ -581,7 +560,7 @@ static char *rl_build_graph(rl_graph *reader, const char *const *trace_dirs, siz
         char name[32];
         snprintf(name, sizeof name, "source-%zu", index);
         bt_graph_add_component_status status = bt_graph_add_source_component(
-            reader->graph, live ? rl_live_class : rl_fs_class, name, params, BT_LOGGING_LEVEL_NONE, &sources[index]);
+            reader->graph, rl_fs_class, name, params, BT_LOGGING_LEVEL_NONE, &sources[index]);
         bt_value_put_ref(params);
         if (status != BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
             free(sources);
@@ -598,18 +577,6 @@ static char *rl_build_graph(rl_graph *reader, const char *const *trace_dirs, siz
                                            reader, &sink) != BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
         free(sources);
         return rl_take_error("cannot build the babeltrace2 graph");
-    }
-    // A live source sorts its streams' messages itself, on its one output port: a muxer behind it would only
-    // pass each message on (a heap operation and a reference each: at 1M events/s the decoding took a quarter
-    // less CPU without it, Benchmarks/top-bench.py).
-    if (reader->live && count == 1 && bt_component_source_get_output_port_count(sources[0]) == 1) {
-        const bt_port_output *output = bt_component_source_borrow_output_port_by_index_const(sources[0], 0);
-        free(sources);
-        if (bt_graph_connect_ports(reader->graph, output, bt_component_sink_borrow_input_port_by_index_const(sink, 0),
-                                   NULL) != BT_GRAPH_CONNECT_PORTS_STATUS_OK) {
-            return rl_take_error("cannot connect the live session to the sink");
-        }
-        return NULL;
     }
     if (bt_graph_add_filter_component(reader->graph, rl_muxer_class, "muxer", NULL, BT_LOGGING_LEVEL_NONE, &muxer) !=
         BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
@@ -673,19 +640,8 @@ static rl_graph *rl_graph_open(const char *const *trace_dirs, size_t count, char
 /// batch stays a few hundred kilobytes.
 static const size_t rl_batch_records = 2048;
 
-/// A live reading sends what it has (possibly nothing) at least this often, so that its reader can refresh and
-/// the parent's stall timeout measures a stuck child, not a quiet session.
-static const int rl_live_heartbeat_ms = 200;
-
-static uint64_t rl_monotonic_ms(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
-}
-
 /// Runs the graph until the sink has flattened a batch of records (or the trace ends): 1 with records (their
-/// `text` still an offset into reader->text), 0 at the end, -1 on an error (reader->error). Reading a live
-/// session, 1 may come with no record: nothing arrived within rl_live_heartbeat_ms.
+/// `text` still an offset into reader->text), 0 at the end, -1 on an error (reader->error).
 static int rl_graph_next(rl_graph *reader) {
     if (reader->failed) return -1;
     if (reader->finished) return 0;
@@ -693,20 +649,11 @@ static int rl_graph_next(rl_graph *reader) {
     reader->text_length = 0;
     reader->batch_stream_count = 0;
     int result = 1;
-    const uint64_t started = reader->live ? rl_monotonic_ms() : 0;
     pthread_mutex_lock(&rl_bt_lock);
     while (reader->record_count < rl_batch_records) {
         bt_graph_run_once_status status = bt_graph_run_once(reader->graph);
         if (status == BT_GRAPH_RUN_ONCE_STATUS_OK) continue;
-        if (status == BT_GRAPH_RUN_ONCE_STATUS_AGAIN) {
-            if (!reader->live) continue;
-            // The relay has nothing new: hand out what there is, or wait a little without the lock.
-            if (reader->record_count > 0 || rl_monotonic_ms() - started >= (uint64_t)rl_live_heartbeat_ms) break;
-            pthread_mutex_unlock(&rl_bt_lock);
-            usleep(20000);
-            pthread_mutex_lock(&rl_bt_lock);
-            continue;
-        }
+        if (status == BT_GRAPH_RUN_ONCE_STATUS_AGAIN) continue;
         if (status == BT_GRAPH_RUN_ONCE_STATUS_END) {
             reader->finished = 1;
             result = reader->record_count ? 1 : 0;
@@ -1172,8 +1119,6 @@ int rl_ctf_reader_next(rl_ctf_reader *reader, const rl_ctf_record **records, siz
     }
     switch (frame.kind) {
     case RL_FRAME_BATCH: {
-        // A live reading's heartbeat: nothing arrived.
-        if (frame.count == 0 && frame.text_length == 0) return 1;
         if (frame.count == 0 ||
             rl_reserve((void **)&reader->records, &reader->record_capacity, (size_t)frame.count, sizeof(rl_ctf_record)) != 0) {
             reader->failed = 1;

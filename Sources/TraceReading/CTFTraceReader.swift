@@ -80,43 +80,11 @@ public final class CTFTraceReader: TraceEventReader {
         handle = try Self.open(traceDirectories, reportedPath: reportedPath, stallTimeout: stallTimeout)
     }
 
-    /// Follows an LTTng live session on a relay daemon (`net://RELAY[:LIVE_PORT]/host/HOST/SESSION`, as
-    /// ``LiveSessions/list(relay:)`` gives them) as it records, from its beginning: ``nextAvailable()`` returns
-    /// what has arrived without waiting for more than a moment, and the reading ends when the session is
-    /// destroyed and read to its end (or is not there).
-    public init(liveSession url: String, stallTimeout: Duration = .seconds(30)) throws(TraceReadError) {
-        self.path = url
-        self.stallTimeout = stallTimeout
-        guard Self.isAvailable else { throw TraceReadError(path: url, reason: Self.unavailableReason) }
-        traceDirectories = []
-        handle = try Self.open([url], reportedPath: url, stallTimeout: stallTimeout)
-    }
-
     deinit {
         rl_ctf_reader_close(handle)
     }
 
-    /// What ``nextAvailable()`` found.
-    public enum Available {
-        case event(TraceEvent)
-        /// Nothing arrived for a moment (about 200 ms): a live session with nothing new.
-        case nothingYet
-        case end
-    }
-
-    /// The next event, or `.nothingYet` when a live session had nothing new for about 200 ms (a trace folder never
-    /// says that: it has its events at once).
-    public func nextAvailable() throws(TraceReadError) -> Available {
-        while true {
-            if let event = try nextBuffered() { return .event(event) }
-            if let failure { throw failure }
-            if finished { return .end }
-            fetch()
-            if recordCount == 0 && !finished && failure == nil { return .nothingYet }
-        }
-    }
-
-    /// The next `runloop` event in timestamp order, nil at the end (on a live session: waits until one arrives).
+    /// The next `runloop` event in timestamp order, nil at the end.
     public func next() throws(TraceReadError) -> TraceEvent? {
         while true {
             if let event = try nextBuffered() { return event }

@@ -17,11 +17,7 @@ final class StreamCursor {
     private var lastSequence: UInt64?
     private var lastDiscarded: UInt64 = 0
     private var lastTimestamp: UInt64 = 0
-    private let plan: DecodingPlan
-    /// The current event's integer fields and string fields (byte ranges in `packet`), by schema position.
-    private let integers: UnsafeMutablePointer<UInt64>
-    private let strings: UnsafeMutablePointer<(start: Int, end: Int)>
-    private var stringCache: (bytes: [UInt8], string: String) = ([], "")
+    private let decoder: PayloadDecoder
     private(set) var currentTimestamp: UInt64 = 0
     /// The process every event of the stream is from, when the reader knows it (a live recording's registration).
     var processID: Int32 = 0
@@ -37,21 +33,15 @@ final class StreamCursor {
         self.path = path
         self.mayEndMidPacket = mayEndMidPacket
         self.uuid = uuid
-        self.plan = plan
+        decoder = PayloadDecoder(plan: plan)
         fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw TraceReadError(path: path, reason: "cannot open: \(String(cString: strerror(errno)))") }
         packet = .allocate(byteCount: 256 * 1024, alignment: 8)
-        integers = .allocate(capacity: TraceSchema.maxFieldCount)
-        integers.initialize(repeating: 0, count: TraceSchema.maxFieldCount)
-        strings = .allocate(capacity: TraceSchema.maxFieldCount)
-        strings.initialize(repeating: (0, 0), count: TraceSchema.maxFieldCount)
     }
 
     deinit {
         close(fd)
         packet.deallocate()
-        integers.deallocate()
-        strings.deallocate()
     }
 
     private func fail(_ reason: String, at offset: Int) -> TraceReadError {
@@ -191,80 +181,22 @@ final class StreamCursor {
 
     // ===== decoding the current event =====
 
-    /// The current event's field values, by schema position (filled by decodeCurrent, read by TraceEventDecoding).
-    private struct PacketFields: SchemaFieldValues {
-        unowned(unsafe) let cursor: StreamCursor
-
-        @inline(__always)
-        func integer(_ field: Int) -> UInt64 { cursor.integers[field] }
-
-        @inline(__always)
-        mutating func string(_ field: Int) -> String {
-            let range = cursor.strings[field]
-            let bytes = UnsafeRawBufferPointer(rebasing: cursor.packet[range.start..<range.end])
-            // Mode names repeat on nearly every event: reuse the last String instead of allocating.
-            if bytes.elementsEqual(cursor.stringCache.bytes) { return cursor.stringCache.string }
-            let string = String(decoding: bytes, as: UTF8.self)
-            cursor.stringCache = (Array(bytes), string)
-            return string
-        }
-    }
-
-    /// The integer at `offset` in the current packet's events, moving `offset` past it.
-    @inline(__always)
-    private func take<T: FixedWidthInteger>(_ type: T.Type, at offset: inout Int) throws(TraceReadError) -> T {
-        let size = MemoryLayout<T>.size
-        guard offset + size <= contentEnd else { throw fail("event field runs past the end of the packet", at: offset) }
-        defer { offset += size }
-        return load(T.self, at: offset)
-    }
-
     /// Decodes the current event and moves past it: nil when it is an event this build does not know (walked
     /// over by its declared fields; the caller counts it).
     func decodeCurrent() throws(TraceReadError) -> TraceEvent? {
         let start = position
-        let rawID = Int(packet[start])
-        let entry = plan.entries[rawID]
-        guard entry.declared else { throw fail("unknown event id \(rawID) (the metadata declares no such event)", at: start) }
-        if entry.problem >= 0 {
-            throw fail("event runloop:\(plan.names[rawID] ?? "?"): \(plan.problems[Int(entry.problem)])", at: start)
-        }
         var offset = start + TraceSchema.eventHeaderSize
-        var step = plan.steps + Int(entry.firstStep)
-        let last = step + Int(entry.stepCount)
-        while step < last {
-            let value: UInt64
-            switch step.pointee.kind {
-            case .u8: value = UInt64(try take(UInt8.self, at: &offset))
-            case .s8: value = UInt64(bitPattern: Int64(try take(Int8.self, at: &offset)))
-            case .u16: value = UInt64(try take(UInt16.self, at: &offset))
-            case .s16: value = UInt64(bitPattern: Int64(try take(Int16.self, at: &offset)))
-            case .u32: value = UInt64(try take(UInt32.self, at: &offset))
-            case .s32: value = UInt64(bitPattern: Int64(try take(Int32.self, at: &offset)))
-            case .u64, .s64: value = try take(UInt64.self, at: &offset)
-            case .string:
-                var index = offset
-                while index < contentEnd && packet[index] != 0 { index += 1 }
-                guard index < contentEnd else { throw fail("unterminated string in event", at: offset) }
-                if step.pointee.slot >= 0 { strings[Int(step.pointee.slot)] = (offset, index) }
-                offset = index + 1
-                step += 1
-                continue
-            }
-            if step.pointee.slot >= 0 { integers[Int(step.pointee.slot)] = value }
-            step += 1
+        let payload: TraceEvent.Payload?
+        do {
+            payload = try decoder.payload(rawID: Int(packet[start]), eventStart: start, in: UnsafeRawBufferPointer(packet),
+                                          offset: &offset, end: contentEnd)
+        } catch {
+            throw fail(error.reason, at: error.offset)
         }
         guard currentTimestamp <= packetEnd else {
             throw fail("event timestamp \(currentTimestamp) after the packet's end \(packetEnd)", at: start + 1)
         }
         position = offset
-        guard let known = entry.known, let id = TraceSchema.EventID(rawValue: known) else { return nil }
-        var fields = PacketFields(cursor: self)
-        do {
-            let payload = try TraceEventDecoding.payload(id, &fields)
-            return TraceEvent(timestamp: currentTimestamp, threadID: threadID, processID: processID, payload: payload)
-        } catch {
-            throw fail("corrupt event runloop:\(id.description.name): \(error.describe(id))", at: start)
-        }
+        return payload.map { TraceEvent(timestamp: currentTimestamp, threadID: threadID, processID: processID, payload: $0) }
     }
 }

@@ -98,6 +98,8 @@ struct TraceMetadataEvents {
         var position = 0
         /// `typealias integer { … } := name;`, by name.
         var aliases: [String: DeclaredType] = [:]
+        /// The blocks an LTTng trace's reader needs (``parseTopLevel(keepingStreams:)``).
+        var lttng = LTTngFacts()
 
         init(tokens: [Token], path: String) {
             self.tokens = tokens
@@ -156,7 +158,8 @@ struct TraceMetadataEvents {
             throw fail("`;`")
         }
 
-        mutating func parseTopLevel() throws(TraceReadError) -> [DeclaredEvent] {
+        /// The events; with `keepingStreams`, also the trace, clock and stream blocks into ``lttng``.
+        mutating func parseTopLevel(keepingStreams: Bool = false) throws(TraceReadError) -> [DeclaredEvent] {
             var events: [DeclaredEvent] = []
             while let token = current {
                 switch token {
@@ -174,6 +177,7 @@ struct TraceMetadataEvents {
                 case .symbol(";"):
                     position += 1
                 default:
+                    if keepingStreams, try lttngBlock() { continue }
                     try skipStatement()   // trace, env, clock, stream, callsite, top-level enums and structs
                 }
             }

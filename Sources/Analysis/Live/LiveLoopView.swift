@@ -105,11 +105,28 @@ public final class LiveLoopSource: @unchecked Sendable {
         take(event)
     }
 
-    /// Several events under one lock.
+    /// Several events under one lock; a run of one process's events finds its summarizers once.
     public func consume(_ events: [TraceEvent]) {
         lock.lock()
         defer { lock.unlock() }
-        for event in events { take(event) }
+        var process: Int32?
+        var totals = cumulative.startIndex, recent = interval.startIndex
+        for event in events {
+            remember(event)
+            if event.processID != process {
+                process = event.processID
+                totals = cumulative.index(forKey: event.processID) ?? {
+                    cumulative[event.processID] = TraceSummarizer(options: totalsOptions)
+                    return cumulative.index(forKey: event.processID)!
+                }()
+                recent = interval.index(forKey: event.processID) ?? {
+                    interval[event.processID] = TraceSummarizer(options: intervalOptions)
+                    return interval.index(forKey: event.processID)!
+                }()
+            }
+            cumulative.values[totals].consume(event)
+            interval.values[recent].consume(event)
+        }
     }
 
     private func take(_ event: TraceEvent) {

@@ -3,7 +3,7 @@ import TraceModel
 import TraceReading
 
 /// Every loop a relay daemon's live sessions show, interval by interval (`rlctl top --relayd`). A thread per
-/// session follows it (``CTFTraceReader/init(liveSession:stallTimeout:)``); the sessions are listed again every
+/// session follows it (``LTTngLiveReader``); the sessions are listed again every
 /// `relistEvery`, so a program that starts later is picked up and one that ends drops out. A relay that stops
 /// answering is said in ``problem`` and each ``LiveInterval/problem``, and its sessions are followed again once it
 /// answers (a session read to its end is not read again).
@@ -54,21 +54,22 @@ public final class LiveRelayView: LiveView, @unchecked Sendable {
 
     private func read(_ url: String, into source: LiveLoopSource) -> String {
         do {
-            let reader = try CTFTraceReader(liveSession: url)
+            let reader = try LTTngLiveReader(liveSession: url)
+            defer { reader.close() }
             var lost: UInt64 = 0
             // A live reader starts where the session is when it attaches (the relay sends no past): from here
             // every event belongs to the view.
             source.markAttached()
             while true {
                 if followers.isStopped { return "stopped" }
-                let next = try reader.nextAvailable()
+                let next = try reader.nextBatch()
                 let nowLost = reader.health.eventsLost
                 if nowLost > lost {
                     source.noteLoss(events: nowLost - lost)
                     lost = nowLost
                 }
                 switch next {
-                case .event(let event): source.consume(event)
+                case .events(let events): source.consume(events)
                 case .nothingYet: continue
                 case .end: return "ended"
                 }

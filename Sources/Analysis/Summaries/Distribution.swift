@@ -82,9 +82,17 @@ public struct LatencyHistogram {
     public var summary: DistributionSummary { summary(withBuckets: true) }
 
     /// Its summary as a summarizer's options ask: the power-of-two buckets only when every figure is wanted
-    /// (``TraceSummarizer/Figures/all``); `rlctl top`, whose summaries keep fewer, shows p99s.
+    /// (``TraceSummarizer/Figures/all``); `rlctl top`'s interval summaries (``TraceSummarizer/Figures/wakeLatencies``)
+    /// show p99s, and take the p99 and the maximum alone: each percentile of a histogram is a walk of its counts
+    /// through the library's unspecialized generic code, every second, for every loop.
     func summary(for options: TraceSummarizer.Options) -> DistributionSummary {
-        summary(withBuckets: options.figures == .all)
+        guard options.figures == .wakeLatencies, inHistogram else { return summary(withBuckets: options.figures == .all) }
+        var summary = DistributionSummary()
+        summary.count = count
+        summary.mean = sum / Double(count)
+        summary.p99 = histogram.valueAtPercentile(99)
+        summary.max = histogram.max
+        return summary
     }
 
     /// The summary, without its power-of-two buckets unless `withBuckets`: a histogram's buckets cost a sweep of

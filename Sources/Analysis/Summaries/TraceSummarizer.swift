@@ -22,7 +22,8 @@ public struct TraceSummarizer {
         case all
         /// The totals (runs, iterations, wall, busy, sleep, wake-ups, stalls) and the wake-up latencies (timer
         /// lateness, source, port, block and job): no busy, sleep or backlog distribution, no callout durations,
-        /// slowest callouts or late timers' causes. What `rlctl top` shows for each interval.
+        /// slowest callouts or late timers' causes; of each latency distribution held in a histogram, its count,
+        /// mean, p99 and maximum only (its other percentiles read 0). What `rlctl top` shows for each interval.
         case wakeLatencies
         /// The totals alone: the running totals `rlctl top` differences each interval.
         case totals

@@ -73,7 +73,7 @@ typedef struct rl_ctf_reader rl_ctf_reader;
 int rl_ctf_available(void);
 
 
-/// Opens the CTF traces in `trace_dirs` (folders holding a `metadata` file, or LTTng live session URLs) as one
+/// Opens the CTF traces in `trace_dirs` (folders holding a `metadata` file) as one
 /// time-ordered sequence.
 /// Returns NULL and sets *error (free it with rl_ctf_free_string) when the traces cannot be opened.
 ///
@@ -84,9 +84,7 @@ int rl_ctf_available(void);
 rl_ctf_reader *rl_ctf_reader_open(const char *const *trace_dirs, size_t count, int stall_timeout_ms, char **error);
 
 /// The next batch of records: 1 with *records/*count set, 0 at the end, -1 on an error (see
-/// rl_ctf_reader_error; the reader is then unusable). The count is above 0, except when reading an LTTng live
-/// session (an input `net://RELAY[:PORT]/host/HOST/SESSION` instead of a folder), where a batch comes at least
-/// every 200 ms, empty when nothing arrived; a live reading ends when the session is destroyed and read to its end.
+/// rl_ctf_reader_error; the reader is then unusable). The count is above 0.
 int rl_ctf_reader_next(rl_ctf_reader *reader, const rl_ctf_record **records, size_t *count);
 
 /// The last error's message (babeltrace2's error causes, most specific last), or NULL.

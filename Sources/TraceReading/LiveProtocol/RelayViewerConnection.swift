@@ -88,7 +88,7 @@ final class RelayViewerConnection {
     func attach(session: UInt64) throws(TraceReadError) -> Attached {
         var request = Record()
         request.u64(session)
-        request.u32(0)
+        request.u64(0)    // an offset the protocol does not use
         request.u32(2)    // from the newest packets, not the beginning
         try send(.attachSession, request)
         var reply = try receive(8)

@@ -2,7 +2,7 @@ import Foundation
 import TraceModel
 
 /// The LTTng live sessions a relay daemon serves (`lttng create --live`, `rlctl record --relayd`), as its live
-/// protocol lists them: what ``CTFTraceReader/init(liveSession:stallTimeout:)`` follows.
+/// protocol lists them: what ``LTTngLiveReader`` follows.
 public struct LiveSession: Sendable, Equatable {
     /// `net://RELAY[:LIVE_PORT]/host/HOSTNAME/SESSION`.
     public var url: String

@@ -1,0 +1,102 @@
+import TraceModel
+
+/// Walks one event's fields as a ``DecodingPlan`` says and turns them into a payload: little-endian, byte-aligned
+/// fields, as the embedded recorder writes them and as lttng-ust packs them (its metadata says `align = 8`).
+/// Shared by the embedded reader's ``StreamCursor`` and the LTTng live reader.
+final class PayloadDecoder {
+    /// Why an event could not be decoded, and where (a byte offset in the buffer given).
+    struct Failure: Error {
+        let reason: String
+        let offset: Int
+    }
+
+    let plan: DecodingPlan
+    /// The current event's integer fields and string fields (byte ranges in the buffer), by schema position.
+    private let integers: UnsafeMutablePointer<UInt64>
+    private let strings: UnsafeMutablePointer<(start: Int, end: Int)>
+    private var stringCache: (bytes: [UInt8], string: String) = ([], "")
+    private var bytes = UnsafeRawBufferPointer(start: nil, count: 0)
+
+    init(plan: DecodingPlan) {
+        self.plan = plan
+        integers = .allocate(capacity: TraceSchema.maxFieldCount)
+        integers.initialize(repeating: 0, count: TraceSchema.maxFieldCount)
+        strings = .allocate(capacity: TraceSchema.maxFieldCount)
+        strings.initialize(repeating: (0, 0), count: TraceSchema.maxFieldCount)
+    }
+
+    deinit {
+        integers.deallocate()
+        strings.deallocate()
+    }
+
+    /// Reads the fields of the event with id `rawID` from `buffer[offset..<end]` and moves `offset` past them.
+    /// Returns nil for an event this build does not know (walked over by its declared fields).
+    @inline(__always)
+    func payload(rawID: Int, eventStart: Int, in buffer: UnsafeRawBufferPointer, offset: inout Int, end: Int) throws(Failure) -> TraceEvent.Payload? {
+        let entry = rawID < 256 ? plan.entries[rawID] : DecodingPlan.Entry()
+        guard entry.declared else { throw Failure(reason: "unknown event id \(rawID) (the metadata declares no such event)", offset: eventStart) }
+        if entry.problem >= 0 {
+            throw Failure(reason: "event runloop:\(plan.names[rawID] ?? "?"): \(plan.problems[Int(entry.problem)])", offset: eventStart)
+        }
+        bytes = buffer
+        var step = plan.steps + Int(entry.firstStep)
+        let last = step + Int(entry.stepCount)
+        while step < last {
+            let value: UInt64
+            switch step.pointee.kind {
+            case .u8: value = UInt64(try take(UInt8.self, at: &offset, end: end))
+            case .s8: value = UInt64(bitPattern: Int64(try take(Int8.self, at: &offset, end: end)))
+            case .u16: value = UInt64(try take(UInt16.self, at: &offset, end: end))
+            case .s16: value = UInt64(bitPattern: Int64(try take(Int16.self, at: &offset, end: end)))
+            case .u32: value = UInt64(try take(UInt32.self, at: &offset, end: end))
+            case .s32: value = UInt64(bitPattern: Int64(try take(Int32.self, at: &offset, end: end)))
+            case .u64, .s64: value = try take(UInt64.self, at: &offset, end: end)
+            case .string:
+                var index = offset
+                while index < end && buffer[index] != 0 { index += 1 }
+                guard index < end else { throw Failure(reason: "unterminated string in event", offset: offset) }
+                if step.pointee.slot >= 0 { strings[Int(step.pointee.slot)] = (offset, index) }
+                offset = index + 1
+                step += 1
+                continue
+            }
+            if step.pointee.slot >= 0 { integers[Int(step.pointee.slot)] = value }
+            step += 1
+        }
+        guard let known = entry.known, let id = TraceSchema.EventID(rawValue: known) else { return nil }
+        var fields = Fields(decoder: self)
+        do {
+            return try TraceEventDecoding.payload(id, &fields)
+        } catch {
+            throw Failure(reason: "corrupt event runloop:\(id.description.name): \(error.describe(id))", offset: eventStart)
+        }
+    }
+
+    /// The integer at `offset`, moving `offset` past it.
+    @inline(__always)
+    private func take<T: FixedWidthInteger>(_ type: T.Type, at offset: inout Int, end: Int) throws(Failure) -> T {
+        let size = MemoryLayout<T>.size
+        guard offset + size <= end else { throw Failure(reason: "event field runs past the end of the packet", offset: offset) }
+        defer { offset += size }
+        return T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+
+    private struct Fields: SchemaFieldValues {
+        unowned(unsafe) let decoder: PayloadDecoder
+
+        @inline(__always)
+        func integer(_ field: Int) -> UInt64 { decoder.integers[field] }
+
+        @inline(__always)
+        mutating func string(_ field: Int) -> String {
+            let range = decoder.strings[field]
+            let bytes = UnsafeRawBufferPointer(rebasing: decoder.bytes[range.start..<range.end])
+            // Mode names repeat on nearly every event: reuse the last String instead of allocating.
+            if bytes.elementsEqual(decoder.stringCache.bytes) { return decoder.stringCache.string }
+            let string = String(decoding: bytes, as: UTF8.self)
+            decoder.stringCache = (Array(bytes), string)
+            return string
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Testing
+import TraceModel
+@testable import TraceReading
+
+/// What the LTTng live reader takes from an lttng-ust trace's metadata, and what it refuses rather than misread.
+struct LTTngPacketLayoutTests {
+    static func metadata(byteOrder: String = "le", header: String = "event_header_large", frequency: String = "1000000000",
+                         cpuField: String = "uint32_t cpu_id;") -> String {
+        """
+        /* CTF 1.8 */
+        typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
+        typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
+        typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
+        typealias integer { size = 64; align = 8; signed = false; } := unsigned long;
+        trace {
+            major = 1; minor = 8;
+            uuid = "015b07a7-d26d-446e-a8c7-1f58d7670066";
+            byte_order = \(byteOrder);
+            packet.header := struct { uint32_t magic; uint8_t uuid[16]; uint32_t stream_id; uint64_t stream_instance_id; };
+        };
+        clock { name = "monotonic"; freq = \(frequency); offset = 1795615070021308410; };
+        typealias integer { size = 64; align = 8; signed = false; map = clock.monotonic.value; } := uint64_clock_monotonic_t;
+        struct packet_context {
+            uint64_clock_monotonic_t timestamp_begin;
+            uint64_clock_monotonic_t timestamp_end;
+            uint64_t content_size;
+            uint64_t packet_size;
+            uint64_t packet_seq_num;
+            unsigned long events_discarded;
+            \(cpuField)
+        };
+        struct event_header_large {
+            enum : uint16_t { compact = 0 ... 65534, extended = 65535 } id;
+            variant <id> { struct { uint32_t timestamp; } compact; struct { uint32_t id; uint64_t timestamp; } extended; } v;
+        } align(8);
+        stream {
+            id = 0;
+            event.header := struct \(header);
+            packet.context := struct packet_context;
+            event.context := struct {
+                integer { size = 32; align = 8; signed = 1; encoding = none; base = 10; } _vtid;
+                integer { size = 32; align = 8; signed = 1; encoding = none; base = 10; } _vpid;
+            };
+        };
+        event {
+            name = "runloop:source_signal";
+            id = 7;
+            stream_id = 0;
+            loglevel = 13;
+            fields := struct {
+                integer { size = 64; align = 8; signed = 0; encoding = none; base = 10; } _source_id;
+            };
+        };
+        """
+    }
+
+    @Test func theHeaderTheContextAndTheEventsComeFromTheMetadata() throws {
+        let layout = try LTTngPacketLayout(metadata: Self.metadata(), path: "m")
+        #expect(layout.header == .large)
+        #expect(layout.context.map(\.bytes) == [4, 4])
+        #expect(layout.context.map(\.role) == [.thread, .process])
+        #expect(layout.frequency == 1_000_000_000)
+        let entry = layout.plan.entries[7]
+        #expect(entry.declared && entry.known == TraceSchema.EventID.sourceSignal.rawValue && entry.problem == -1,
+                "the fields' leading underscores are TSDL's, not the schema's")
+        #expect(try LTTngPacketLayout(metadata: Self.metadata(header: "event_header_compact"), path: "m").header == .compact)
+    }
+
+    @Test func whatTheReaderCannotReadIsRefusedSayingWhat() {
+        let cases: [(String, String)] = [
+            (Self.metadata(byteOrder: "be"), "the trace's byte order is be; rlctl reads little-endian LTTng traces"),
+            (Self.metadata(header: "my_header"), "the stream's event header is neither lttng-ust's compact nor its large one"),
+            (Self.metadata(cpuField: "uint32_t cpu_id; uint64_t extra;"), "the packet context is not lttng-ust 2.13's"),
+            (Self.metadata(frequency: "0"), "the clock's frequency is 0"),
+        ]
+        for (text, reason) in cases {
+            let error = #expect(throws: TraceReadError.self) { try LTTngPacketLayout(metadata: text, path: "m") }
+            #expect(error?.reason.hasPrefix(reason) == true, "\(String(describing: error))")
+        }
+    }
+
+    @Test func compactTimestampsCarryIntoTheHighBits() {
+        #expect(LTTngLiveReader.extend(0x1_0000_0010, low: 0x20, bits: 32) == 0x1_0000_0020)
+        #expect(LTTngLiveReader.extend(0x1_FFFF_FFF0, low: 0x10, bits: 32) == 0x2_0000_0010, "wrapped")
+        #expect(LTTngLiveReader.extend(0x7FF_FFFF, low: 0x7FF_FFFF, bits: 27) == 0x7FF_FFFF, "the same time")
+        #expect(LTTngLiveReader.nanoseconds(3_000, frequency: 1_000) == 3_000_000_000)
+    }
+
+    /// lttng-ust's metadata stream is packetized: a 37-byte header per packet (sizes in bits), then text, then
+    /// padding; a packet not whole yet is left for later.
+    @Test func packetizedMetadataIsUnwrapped() {
+        func packet(_ text: String, padding: Int) -> [UInt8] {
+            let content = (37 + text.utf8.count) * 8, size = content + padding * 8
+            var bytes: [UInt8] = [0x57, 0x1D, 0xD1, 0x75] + [UInt8](repeating: 0, count: 20)
+            for value in [UInt32(content), UInt32(size)] { withUnsafeBytes(of: value.littleEndian) { bytes += $0 } }
+            bytes += [0, 0, 0, 1, 8]
+            return bytes + Array(text.utf8) + [UInt8](repeating: 0, count: padding)
+        }
+        let stream = packet("/* CTF 1.8 */\n", padding: 3) + packet("trace { };", padding: 0)
+        #expect(LTTngPacketLayout.metadataText(stream) == "/* CTF 1.8 */\ntrace { };")
+        #expect(LTTngPacketLayout.metadataText(Array(stream.dropLast(2))) == "/* CTF 1.8 */\n")
+        #expect(LTTngPacketLayout.metadataText(Array("plain".utf8)) == "plain")
+    }
+}
