@@ -15,10 +15,20 @@ public final class LTTngLiveReader {
     public private(set) var health = TraceHealth()
     private let connection: RelayViewerConnection
     private let sessionID: UInt64
-    private var metadataStreams: [UInt64] = []
-    private var metadata: [UInt8] = []
-    private var layout: LTTngPacketLayout?
-    private var decoder: PayloadDecoder?
+    /// One trace of the session (a per-UID session has one per bitness and user): its metadata stream and what
+    /// decoding its packets takes.
+    private final class Trace {
+        let metadataStream: UInt64
+        var metadata: [UInt8] = []
+        var layout: LTTngPacketLayout?
+        var decoder: PayloadDecoder?
+        /// Why the metadata that arrived so far cannot be read: said when a packet needs it.
+        var problem: TraceReadError?
+
+        init(metadataStream: UInt64) { self.metadataStream = metadataStream }
+    }
+    /// By trace id.
+    private var traces: [UInt64: Trace] = [:]
     private var streams: [UInt64: DataStream] = [:]
     /// `streams` in the order they came, for the merge.
     private var ordered: [DataStream] = []
@@ -32,6 +42,7 @@ public final class LTTngLiveReader {
     /// One data stream: its events decoded and not handed out yet (in order), and how far it is known.
     private final class DataStream {
         let id: UInt64
+        let traceID: UInt64
         var events: [TraceEvent] = []
         var next = 0
         /// The time up to which this stream has shown everything (its last packet's end, or a beacon).
@@ -43,7 +54,10 @@ public final class LTTngLiveReader {
         /// Since when the relay has had nothing for it, not even an inactivity beacon (nil: it answered).
         var silentSince: ContinuousClock.Instant?
 
-        init(id: UInt64) { self.id = id }
+        init(id: UInt64, traceID: UInt64) {
+            self.id = id
+            self.traceID = traceID
+        }
     }
 
     /// Connects, finds the session, attaches to it, and reads its metadata.
@@ -141,10 +155,11 @@ public final class LTTngLiveReader {
     private func merge(limit: Int) -> [TraceEvent] {
         var horizon = UInt64.max
         if !sessionEnded {
-            // A stream the relay has said nothing of for two seconds (four live-timer periods, and no beacon) holds
-            // the others back no longer: better a rare event out of order than a view that stops.
-            let cutoff = ContinuousClock.now - .seconds(2)
-            for stream in ordered where !stream.hungUp && stream.knownUntil > 0 && (stream.silentSince.map { $0 > cutoff } ?? true) {
+            // A stream the relay has said nothing of for a second (two live-timer periods of rlctl's sessions, and
+            // no beacon) holds the others back no longer, nor does one it has never answered for: better a rare
+            // event out of order than a view that stops.
+            let cutoff = ContinuousClock.now - .seconds(1)
+            for stream in ordered where !stream.hungUp && (stream.silentSince.map { $0 > cutoff } ?? true) {
                 horizon = min(horizon, stream.knownUntil)
             }
         }
@@ -190,9 +205,9 @@ public final class LTTngLiveReader {
     private func add(_ listed: [RelayViewerConnection.Stream]) {
         for stream in listed {
             if stream.isMetadata {
-                if !metadataStreams.contains(stream.id) { metadataStreams.append(stream.id) }
+                if traces[stream.traceID] == nil { traces[stream.traceID] = Trace(metadataStream: stream.id) }
             } else if streams[stream.id] == nil {
-                let added = DataStream(id: stream.id)
+                let added = DataStream(id: stream.id, traceID: stream.traceID)
                 streams[stream.id] = added
                 ordered.append(added)
             }
@@ -208,20 +223,27 @@ public final class LTTngLiveReader {
         }
     }
 
+    /// Reads the metadata that arrived for every trace. Metadata cut inside a declaration (the relay has part of
+    /// it) keeps the layout read before, and is read again when more comes.
     private func readMetadata() throws(TraceReadError) {
-        var grew = false
-        for id in metadataStreams {
-            while let chunk = try connection.metadata(stream: id), !chunk.isEmpty {
-                metadata += chunk
+        for trace in traces.values {
+            var grew = false
+            while let chunk = try connection.metadata(stream: trace.metadataStream), !chunk.isEmpty {
+                trace.metadata += chunk
                 grew = true
             }
+            guard grew else { continue }
+            let text = LTTngPacketLayout.metadataText(trace.metadata)
+            guard !text.isEmpty else { continue }
+            do {
+                let parsed = try LTTngPacketLayout(metadata: text, path: url)
+                trace.layout = parsed
+                trace.decoder = PayloadDecoder(plan: parsed.plan)
+                trace.problem = nil
+            } catch {
+                trace.problem = error
+            }
         }
-        guard grew else { return }
-        let text = LTTngPacketLayout.metadataText(metadata)
-        guard !text.isEmpty else { return }
-        let parsed = try LTTngPacketLayout(metadata: text, path: url)
-        layout = parsed
-        decoder = PayloadDecoder(plan: parsed.plan)
     }
 
     /// Asks every open stream for its next packet once. Returns whether any packet came.
@@ -238,9 +260,9 @@ public final class LTTngLiveReader {
             switch index.status {
             case .ok:
                 if try fetchPacket(stream, index) { fetched = true }
-                stream.knownUntil = max(stream.knownUntil, index.timestampEnd)
+                stream.knownUntil = max(stream.knownUntil, nanoseconds(index.timestampEnd, of: stream))
             case .inactive:
-                stream.knownUntil = max(stream.knownUntil, index.timestampEnd)
+                stream.knownUntil = max(stream.knownUntil, nanoseconds(index.timestampEnd, of: stream))
             case .retry:
                 if stream.silentSince == nil { stream.silentSince = .now }
             case .hungUp, .end:
@@ -251,6 +273,12 @@ public final class LTTngLiveReader {
         }
         if !ordered.isEmpty && ordered.allSatisfy(\.hungUp) { try refreshStreams() }
         return fetched
+    }
+
+    /// A time of `stream`'s clock in nanoseconds (the events' unit).
+    private func nanoseconds(_ cycles: UInt64, of stream: DataStream) -> UInt64 {
+        guard let frequency = traces[stream.traceID]?.layout?.frequency, frequency != 1_000_000_000 else { return cycles }
+        return Self.nanoseconds(cycles, frequency: frequency)
     }
 
     private func fetchPacket(_ stream: DataStream, _ index: RelayViewerConnection.Index) throws(TraceReadError) -> Bool {
@@ -276,7 +304,9 @@ public final class LTTngLiveReader {
     // ===== decoding =====
 
     private func decode(_ bytes: [UInt8], of stream: DataStream) throws(TraceReadError) {
-        guard let layout, let decoder else { throw TraceReadError(path: url, reason: "a packet came before the trace's metadata") }
+        guard let trace = traces[stream.traceID], let layout = trace.layout, let decoder = trace.decoder else {
+            throw traces[stream.traceID]?.problem ?? TraceReadError(path: url, reason: "a packet of stream \(stream.id) came before its trace's metadata")
+        }
         var failure: TraceReadError?
         bytes.withUnsafeBytes { packet in
             do throws(TraceReadError) { try decode(packet, of: stream, layout, decoder) } catch { failure = error }
@@ -286,88 +316,15 @@ public final class LTTngLiveReader {
 
     private func decode(_ packet: UnsafeRawBufferPointer, of stream: DataStream, _ layout: LTTngPacketLayout,
                         _ decoder: PayloadDecoder) throws(TraceReadError) {
-            func fail(_ reason: String, at offset: Int) -> TraceReadError {
-                TraceReadError(path: url, reason: "stream \(stream.id), packet at byte \(offset) of \(packet.count): \(reason)")
-            }
-            @inline(__always) func load<T: FixedWidthInteger>(_ type: T.Type, _ offset: Int) -> T { packet.littleEndian(type, at: offset) }
-            let headers = LTTngPacketLayout.packetHeaderSize + LTTngPacketLayout.packetContextSize
-            guard packet.count >= headers, load(UInt32.self, 0) == LTTngPacketLayout.magic else {
-                throw fail("not an LTTng packet (bad magic or too short)", at: 0)
-            }
-            let context = LTTngPacketLayout.packetHeaderSize
-            let begin = load(UInt64.self, context), contentBits = load(UInt64.self, context + 16)
-            let sequence = load(UInt64.self, context + 32), discarded = load(UInt64.self, context + 40)
-            guard contentBits % 8 == 0, Int(clamping: contentBits / 8) <= packet.count, contentBits / 8 >= UInt64(headers) else {
-                throw fail("impossible content size (\(contentBits) bits)", at: context + 16)
-            }
-            account(stream, begin: begin, sequence: sequence, discarded: discarded)
-            let end = Int(contentBits / 8)
-            // Appended to a local array, handed back at the end: one access to the stream's queue per packet.
-            var decoded: [TraceEvent] = []
-            swap(&decoded, &stream.events)
-            defer { swap(&decoded, &stream.events) }
-            var skipped: UInt64 = 0
-            defer { health.eventsSkipped += skipped }
-            var offset = headers
-            var clock = max(begin, stream.lastTimestamp)
-            while offset < end {
-                let eventStart = offset
-                guard offset + 4 <= end else { throw fail("event header runs past the end of the packet", at: offset) }
-                var id: Int
-                switch layout.header {
-                case .large:
-                    guard offset + 6 <= end else { throw fail("event header runs past the end of the packet", at: offset) }
-                    id = Int(load(UInt16.self, offset))
-                    if id == 65535 {
-                        guard offset + 14 <= end else { throw fail("event header runs past the end of the packet", at: offset) }
-                        id = Int(load(UInt32.self, offset + 2))
-                        clock = load(UInt64.self, offset + 6)
-                        offset += 14
-                    } else {
-                        clock = Self.extend(clock, low: UInt64(load(UInt32.self, offset + 2)), bits: 32)
-                        offset += 6
-                    }
-                case .compact:
-                    let word = load(UInt32.self, offset)
-                    id = Int(word & 31)
-                    if id == 31 {
-                        guard offset + 16 <= end else { throw fail("event header runs past the end of the packet", at: offset) }
-                        id = Int(load(UInt32.self, offset + 4))
-                        clock = load(UInt64.self, offset + 8)
-                        offset += 16
-                    } else {
-                        clock = Self.extend(clock, low: UInt64(word >> 5), bits: 27)
-                        offset += 4
-                    }
-                }
-                var thread: Int32 = 0, process: Int32 = 0
-                for field in layout.context {
-                    if field.bytes == 0 {
-                        while offset < end && packet[offset] != 0 { offset += 1 }
-                        offset += 1
-                        continue
-                    }
-                    guard offset + field.bytes <= end else { throw fail("event context runs past the end of the packet", at: offset) }
-                    if field.role != .other && field.bytes == 4 {
-                        if field.role == .thread { thread = load(Int32.self, offset) } else { process = load(Int32.self, offset) }
-                    }
-                    offset += field.bytes
-                }
-                guard offset <= end else { throw fail("event context runs past the end of the packet", at: offset) }
-                let payload: TraceEvent.Payload?
-                do {
-                    payload = try decoder.payload(rawID: id, eventStart: eventStart, in: packet, offset: &offset, end: end)
-                } catch {
-                    throw fail(error.reason, at: error.offset)
-                }
-                guard let payload else {
-                    skipped += 1
-                    continue
-                }
-                let nanoseconds = layout.frequency == 1_000_000_000 ? clock : Self.nanoseconds(clock, frequency: layout.frequency)
-                decoded.append(TraceEvent(timestamp: nanoseconds, threadID: thread, processID: process, payload: payload))
-            }
-            stream.lastTimestamp = clock
+        // Appended to a local array, handed back at the end: one access to the stream's queue per packet.
+        var decoded: [TraceEvent] = []
+        swap(&decoded, &stream.events)
+        defer { swap(&decoded, &stream.events) }
+        let packetFacts = try layout.decode(packet, with: decoder, after: stream.lastTimestamp, into: &decoded,
+                                            naming: "\(url): stream \(stream.id)")
+        account(stream, begin: packetFacts.begin, sequence: packetFacts.sequence, discarded: packetFacts.discarded)
+        health.eventsSkipped += packetFacts.skipped
+        stream.lastTimestamp = packetFacts.lastClock
     }
 
     /// Discards and sequence gaps since the stream's previous packet (its first packet is where the reading

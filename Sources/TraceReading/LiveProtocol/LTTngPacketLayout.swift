@@ -31,8 +31,12 @@ struct LTTngPacketLayout {
     /// Then its packet context: timestamp_begin, timestamp_end, content_size, packet_size, packet_seq_num,
     /// events_discarded, cpu_id.
     static let packetContextSize = 8 * 6 + 4
-    static let packetContextFields = ["timestamp_begin", "timestamp_end", "content_size", "packet_size", "packet_seq_num",
-                                      "events_discarded", "cpu_id"]
+    static let packetContextFields: [TraceMetadataEvents.DeclaredField] = [
+        .init(name: "timestamp_begin", type: .integer(bytes: 8, signed: false)), .init(name: "timestamp_end", type: .integer(bytes: 8, signed: false)),
+        .init(name: "content_size", type: .integer(bytes: 8, signed: false)), .init(name: "packet_size", type: .integer(bytes: 8, signed: false)),
+        .init(name: "packet_seq_num", type: .integer(bytes: 8, signed: false)), .init(name: "events_discarded", type: .integer(bytes: 8, signed: false)),
+        .init(name: "cpu_id", type: .integer(bytes: 4, signed: false)),
+    ]
     static let magic: UInt32 = 0xC1FC_1FC1
 
     init(metadata text: String, path: String) throws(TraceReadError) {
@@ -42,8 +46,9 @@ struct LTTngPacketLayout {
         guard facts.byteOrder == "le" else {
             throw TraceReadError(path: path, reason: "the trace's byte order is \(facts.byteOrder ?? "not given"); rlctl reads little-endian LTTng traces")
         }
+        // Names and sizes: a 32-bit program's `unsigned long events_discarded` has the name and 4 bytes.
         guard facts.packetContext == Self.packetContextFields else {
-            throw TraceReadError(path: path, reason: "the packet context is not lttng-ust 2.13's (\(facts.packetContext.joined(separator: ", ")))")
+            throw TraceReadError(path: path, reason: "the packet context is not lttng-ust 2.13's 64-bit one (\(facts.packetContext.map(\.name).joined(separator: ", ")))")
         }
         guard let stream = facts.stream, facts.streamCount == 1 else {
             throw TraceReadError(path: path, reason: "the trace has \(facts.streamCount) stream classes; rlctl's live sessions have one channel")
@@ -91,6 +96,102 @@ struct LTTngPacketLayout {
     }
 }
 
+extension LTTngPacketLayout {
+    /// What a packet's context says, and what its decoding found besides the events.
+    struct PacketFacts {
+        var begin: UInt64
+        var sequence: UInt64
+        var discarded: UInt64
+        /// The clock (in its own cycles) at the packet's last event, where the next packet's timestamps extend from.
+        var lastClock: UInt64
+        /// Events of kinds this build does not know, walked over.
+        var skipped: UInt64
+    }
+
+    /// Decodes one packet's events into `events` (timestamps in nanoseconds); `previousClock` is the stream's
+    /// clock at its previous packet's last event. Errors name `path` (a stream) and the byte of the packet.
+    func decode(_ packet: UnsafeRawBufferPointer, with decoder: PayloadDecoder, after previousClock: UInt64,
+                into events: inout [TraceEvent], naming path: String) throws(TraceReadError) -> PacketFacts {
+        func fail(_ reason: String, at offset: Int) -> TraceReadError {
+            TraceReadError(path: path, reason: "packet at byte \(offset) of \(packet.count): \(reason)")
+        }
+        @inline(__always) func load<T: FixedWidthInteger>(_ type: T.Type, _ offset: Int) -> T { packet.littleEndian(type, at: offset) }
+        let headers = Self.packetHeaderSize + Self.packetContextSize
+        guard packet.count >= headers, load(UInt32.self, 0) == Self.magic else {
+            throw fail("not an LTTng packet (bad magic or too short)", at: 0)
+        }
+        let packetContext = Self.packetHeaderSize
+        let begin = load(UInt64.self, packetContext), contentBits = load(UInt64.self, packetContext + 16)
+        let sequence = load(UInt64.self, packetContext + 32), discarded = load(UInt64.self, packetContext + 40)
+        guard contentBits % 8 == 0, Int(clamping: contentBits / 8) <= packet.count, contentBits / 8 >= UInt64(headers) else {
+            throw fail("impossible content size (\(contentBits) bits)", at: packetContext + 16)
+        }
+        let end = Int(contentBits / 8)
+        var skipped: UInt64 = 0
+        var offset = headers
+        var clock = max(begin, previousClock)
+        while offset < end {
+            let eventStart = offset
+            guard offset + 4 <= end else { throw fail("event header runs past the end of the packet", at: offset) }
+            var id: Int
+            switch header {
+            case .large:
+                guard offset + 6 <= end else { throw fail("event header runs past the end of the packet", at: offset) }
+                id = Int(load(UInt16.self, offset))
+                if id == 65535 {
+                    guard offset + 14 <= end else { throw fail("event header runs past the end of the packet", at: offset) }
+                    id = Int(load(UInt32.self, offset + 2))
+                    clock = load(UInt64.self, offset + 6)
+                    offset += 14
+                } else {
+                    clock = LTTngLiveReader.extend(clock, low: UInt64(load(UInt32.self, offset + 2)), bits: 32)
+                    offset += 6
+                }
+            case .compact:
+                let word = load(UInt32.self, offset)
+                id = Int(word & 31)
+                if id == 31 {
+                    // The 5-bit id's byte, then (byte-aligned) a 32-bit id and a 64-bit timestamp.
+                    guard offset + 13 <= end else { throw fail("event header runs past the end of the packet", at: offset) }
+                    id = Int(load(UInt32.self, offset + 1))
+                    clock = load(UInt64.self, offset + 5)
+                    offset += 13
+                } else {
+                    clock = LTTngLiveReader.extend(clock, low: UInt64(word >> 5), bits: 27)
+                    offset += 4
+                }
+            }
+            var thread: Int32 = 0, process: Int32 = 0
+            for field in context {
+                if field.bytes == 0 {
+                    while offset < end && packet[offset] != 0 { offset += 1 }
+                    offset += 1
+                    continue
+                }
+                guard offset + field.bytes <= end else { throw fail("event context runs past the end of the packet", at: offset) }
+                if field.role != .other && field.bytes == 4 {
+                    if field.role == .thread { thread = load(Int32.self, offset) } else { process = load(Int32.self, offset) }
+                }
+                offset += field.bytes
+            }
+            guard offset <= end else { throw fail("event context runs past the end of the packet", at: offset) }
+            let payload: TraceEvent.Payload?
+            do {
+                payload = try decoder.payload(rawID: id, eventStart: eventStart, in: packet, offset: &offset, end: end)
+            } catch {
+                throw fail(error.reason, at: error.offset)
+            }
+            guard let payload else {
+                skipped += 1
+                continue
+            }
+            let nanoseconds = frequency == 1_000_000_000 ? clock : LTTngLiveReader.nanoseconds(clock, frequency: frequency)
+            events.append(TraceEvent(timestamp: nanoseconds, threadID: thread, processID: process, payload: payload))
+        }
+        return PacketFacts(begin: begin, sequence: sequence, discarded: discarded, lastClock: clock, skipped: skipped)
+    }
+}
+
 extension TraceMetadataEvents {
     /// What the LTTng reader needs beyond the events: gathered by ``Parser/parseTopLevel(keepingStreams:)``.
     struct LTTngFacts {
@@ -101,7 +202,7 @@ extension TraceMetadataEvents {
 
         var byteOrder: String?
         var frequency: UInt64?
-        var packetContext: [String] = []
+        var packetContext: [DeclaredField] = []
         var stream: Stream?
         var streamCount = 0
     }
@@ -131,7 +232,7 @@ extension TraceMetadataEvents.Parser {
             return true
         case ("struct", .word("packet_context")?):
             position += 2
-            lttng.packetContext = try structMembers().map(\.name)
+            lttng.packetContext = try structMembers()
             try skipStatement()
             return true
         case ("stream", .symbol("{")?):

@@ -173,10 +173,12 @@ final class RelayViewerConnection {
         case 1:
             guard size == length else { throw failure("the relay daemon sent \(size) bytes of a packet of \(length)") }
             return .data(try receive(Int(size)).bytes)
-        case 2:
+        // Relays before 2.9 said "new metadata" or "new streams" with an error status and the flag.
+        case 2, 3:
             if flags & 1 != 0 { return .needsMetadata }
             if flags & 2 != 0 { return .needsStreams }
-            return .retry
+            if status == 2 { return .retry }
+            throw failure("the relay daemon could not send a packet (status \(status))")
         case 4: return .end
         default: throw failure("the relay daemon could not send a packet (status \(status))")
         }
@@ -190,7 +192,9 @@ final class RelayViewerConnection {
         var reply = try receive(12)
         let length = reply.u64(), status = reply.u32()
         switch status {
-        case 1: return try receive(Int(length)).bytes
+        case 1:
+            guard length <= 64 << 20 else { throw failure("the relay daemon announced \(length) bytes of metadata") }
+            return try receive(Int(length)).bytes
         case 2: return []
         default: return nil
         }
@@ -256,25 +260,30 @@ final class RelayViewerConnection {
         hints.ai_family = url.hasPrefix("net6://") ? AF_INET6 : url.hasPrefix("net4://") ? AF_INET : AF_UNSPEC
         var found: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &found)
-        guard status == 0, let first = found else {
+        guard status == 0, found != nil else {
             throw TraceReadError(path: url, reason: "cannot resolve \(host): \(String(cString: gai_strerror(status)))")
         }
         defer { freeaddrinfo(found) }
-        let fd = Glibc.socket(first.pointee.ai_family, first.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw TraceReadError(path: url, reason: "cannot make a socket: \(String(cString: strerror(errno)))") }
-        let (seconds, attoseconds) = timeout.components
-        var limit = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        var on: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
-        while Glibc.connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) != 0 {
-            if errno == EINTR { continue }
-            let reason = errno == EINPROGRESS || errno == EAGAIN ? "no answer within \(timeout)" : String(cString: strerror(errno))
+        // Every address the name resolves to, in turn: `localhost` may be ::1 first while the relay listens on IPv4.
+        var reason = "no address"
+        var address = found
+        while let candidate = address {
+            address = candidate.pointee.ai_next
+            let fd = Glibc.socket(candidate.pointee.ai_family, candidate.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { throw TraceReadError(path: url, reason: "cannot make a socket: \(String(cString: strerror(errno)))") }
+            let (seconds, attoseconds) = timeout.components
+            var limit = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            var on: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+            var result = Glibc.connect(fd, candidate.pointee.ai_addr, candidate.pointee.ai_addrlen)
+            while result != 0 && errno == EINTR { result = Glibc.connect(fd, candidate.pointee.ai_addr, candidate.pointee.ai_addrlen) }
+            if result == 0 { return fd }
+            reason = errno == EINPROGRESS || errno == EAGAIN ? "no answer within \(timeout)" : String(cString: strerror(errno))
             close(fd)
-            throw TraceReadError(path: url, reason: "cannot connect to the relay daemon's live port (\(host) port \(port): \(reason))")
         }
-        return fd
+        throw TraceReadError(path: url, reason: "cannot connect to the relay daemon's live port (\(host) port \(port): \(reason))")
     }
 }
 
