@@ -287,6 +287,9 @@ import Tracing
         let runStalls = try check("stalls.count == 0\n", try Self.threeLoops().summarize())
         #expect(!runStalls.passed && runStalls.verdicts.first?.noData == true)
         #expect(runStalls.incompleteness == ["no data for stalls.count (no RunLoopCore, Foundation or wait loop in the trace; NIO loops have nio.stalls.*)"])
+        let runs = try check("loop.iterations >= 0\nloop.runs >= 0\n", try Self.threeLoops().summarize())
+        #expect(!runs.passed && runs.verdicts.count == 2 && runs.verdicts.allSatisfy(\.noData), "\(runs.render(.text))")
+        #expect(runs.verdicts.first?.noDataReason == "no RunLoopCore or Foundation loop in the trace; NIO loops have nio.*, wait loops wait.*")
         let noFoundation = try check("foundation.busy.p99 <= 10ms\n", try Self.threeLoops().summarize())
         #expect(!noFoundation.passed && noFoundation.verdicts.first?.noDataReason == "no Foundation loop in the trace")
     }

@@ -49,6 +49,7 @@ public enum Metric {
     static let noNIOLoop = "no NIO loop in the trace"
     static let noRunLoop = "no RunLoopCore, Foundation or wait loop in the trace; NIO loops have nio.stalls.*"
     static let noFoundationLoop = "no Foundation loop in the trace"
+    static let noLoopRuns = "no RunLoopCore or Foundation loop in the trace; NIO loops have nio.*, wait loops wait.*"
     static let noWaitLoop = "no wait loop in the trace"
 
     /// A metric of the wait-loop totals: without wait loops (rare waiters are none) it has no data, whatever its type.
@@ -168,8 +169,12 @@ public enum Metric {
         var list: [Definition] = [
             Definition(name: "loop.utilization", unit: .ratio, help: "busy time ÷ wall time of all loops", higherIsWorse: true,
                        hasData: { $0.overall.wallNanoseconds > 0 }) { $0.overall.utilization },
-            count("loop.iterations", "iterations of all runs") { $0.overall.iterations },
-            count("loop.runs", "runs") { $0.overall.runs },
+            // Runs and their iterations are RunLoopCore's and Foundation's: on NIO or wait loops alone they have
+            // nothing to count, and must not pass a budget as 0.
+            Definition(name: "loop.iterations", unit: .count, help: "iterations of all runs", higherIsWorse: true,
+                       hasData: { !$0.loops.isEmpty }, noDataReason: noLoopRuns) { Double($0.overall.iterations) },
+            Definition(name: "loop.runs", unit: .count, help: "runs", higherIsWorse: true,
+                       hasData: { !$0.loops.isEmpty }, noDataReason: noLoopRuns) { Double($0.overall.runs) },
         ]
         list += distribution("loop.busy_per_iteration", "busy time of one iteration") { $0.overall.busyPerIteration }
         list += distribution("loop.sleep", "one sleep of the loop") { $0.overall.sleep }

@@ -11,10 +11,24 @@ import Tracing
 /// The one line to add: make the group with ``makeEventLoopGroup(numberOfThreads:)`` instead of
 /// `MultiThreadedEventLoopGroup(numberOfThreads:)`. Add ``ChannelHandler`` first in a pipeline to see how long
 /// each read and other I/O event takes; start ``startLatenessProbe(on:every:)`` to measure how late scheduled
-/// work runs. With no sink installed, each tick and each I/O event costs one load and one branch.
+/// work runs.
+///
+/// Outside `rlctl record` (no sink installed when ``makeEventLoopGroup(numberOfThreads:)`` runs) the adapter steps
+/// aside: the group has no metrics delegate (NIO then reads no clock for tick info) and each ``ChannelHandler`` on
+/// its loops removes itself from its pipeline, so a program that is not being recorded runs as if the line were
+/// not there. A program that installs a sink itself does so before making the group.
 public enum NIOLoopTracing {
-    /// A `MultiThreadedEventLoopGroup` whose loops are traced by a new ``MetricsDelegate``.
+    /// A `MultiThreadedEventLoopGroup` whose loops are traced by a new ``MetricsDelegate``; a plain one when no
+    /// sink is installed (after ``LoopEventSink/installFromEnvironment()``, which this calls).
     public static func makeEventLoopGroup(numberOfThreads: Int) -> MultiThreadedEventLoopGroup {
+        _ = tracerFromEnvironment
+        guard LoopEventSink.current != nil else {
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: numberOfThreads)
+            for loop in group.makeIterator() {
+                try? loop.submit { rlnio_current_thread_state()!.pointee.untraced = 1 }.wait()
+            }
+            return group
+        }
         let delegate = MetricsDelegate()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: numberOfThreads, metricsDelegate: delegate)
         delegate.adopt(group)

@@ -227,6 +227,46 @@ struct AdapterTests {
         }
     }
 
+    /// Outside `rlctl record` (no sink when the group is made) the adapter steps aside: the tracing handler removes
+    /// itself from each pipeline of the group's loops, and nothing reaches a sink installed later; with a sink
+    /// installed first, the handler stays and the channel's reads and the loop's ticks are traced.
+    @Test func aGroupMadeWithNoSinkStepsAsideAndOneMadeWithASinkTraces() throws {
+        LoopEventSink.install(nil)
+        /// Whether the tracing handler was still in the pipeline when the channel read.
+        func serve(_ group: MultiThreadedEventLoopGroup) throws -> Bool? {
+            let clients = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            defer { try? clients.syncShutdownGracefully() }
+            let seen = Shared<Bool?>(nil)
+            let server = try ServerBootstrap(group: group)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(NIOLoopTracing.ChannelHandler(label: "aside"))
+                        try channel.pipeline.syncOperations.addHandler(PipelineInspector(seen: seen))
+                    }
+                }
+                .bind(host: "127.0.0.1", port: 0).wait()
+            defer { try? server.close().wait() }
+            let client = try ClientBootstrap(group: clients).connect(to: server.localAddress!).wait()
+            defer { try? client.close().wait() }
+            try client.writeAndFlush(client.allocator.buffer(string: "x")).wait()
+            #expect(eventually { seen.value != nil })
+            return seen.value
+        }
+        let plain = NIOLoopTracing.makeEventLoopGroup(numberOfThreads: 1)
+        let stayed = try serve(plain)
+        #expect(stayed == false, "the handler removed itself on a loop of a group made with no sink")
+        try plain.syncShutdownGracefully()
+
+        let sink = CapturingSink()
+        try withSink(sink) {
+            let traced = NIOLoopTracing.makeEventLoopGroup(numberOfThreads: 1)
+            defer { try? traced.syncShutdownGracefully() }
+            let stayed = try serve(traced)
+            #expect(stayed == true)
+            #expect(eventually { !sink.reads.isEmpty && !sink.ticks.isEmpty }, "the read and the loop's ticks are traced")
+        }
+    }
+
     @Test func nothingIsEmittedWithNoSinkInstalled() throws {
         let sink = CapturingSink()
         LoopEventSink.install(sink)
@@ -278,6 +318,17 @@ final class SinkInstallingReader: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if LoopEventSink.current !== sink { LoopEventSink.install(sink) }
         context.fireChannelRead(data)
+    }
+}
+
+/// Notes, at the first read, whether the adapter's tracing handler is in the pipeline.
+final class PipelineInspector: ChannelInboundHandler {
+    typealias InboundIn = NIOAny
+    let seen: Shared<Bool?>
+    init(seen: Shared<Bool?>) { self.seen = seen }
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let present = (try? context.pipeline.syncOperations.handler(type: NIOLoopTracing.ChannelHandler.self)) != nil
+        seen.mutate { if $0 == nil { $0 = present } }
     }
 }
 

@@ -14,6 +14,9 @@ typedef struct rlnio_thread_state {
     uint64_t group_id;
     /* Ticks reported so far: the iteration number of the loop's stall reports (loop_stall). */
     uint64_t ticks;
+    /* Set on the loops of a group NIOLoopTracing.makeEventLoopGroup made with no sink installed: the adapter
+     * steps aside there, and its channel handlers remove themselves. */
+    int untraced;
 } rlnio_thread_state;
 
 /* The calling thread's state (zeroed on a new thread). */
