@@ -242,6 +242,14 @@ import Tracing
         #expect(markdown.contains("#### Foundation RunLoops") && markdown.contains("- not available: callout-level figures"), "\(markdown)")
         let json = try SummaryReport.json(s)
         #expect(json.contains("\"notAvailable\" : ["), "\(json)")
+        // What the observer cannot see is left out of the JSON rather than written as 0 or empty figures.
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let loopJSON = try #require((object["loops"] as? [[String: Any]])?.first)
+        for key in ["timerFirings", "timerLateness", "wakeLatency", "wakeReasons", "calloutDurations", "slowestCallouts", "backlogAtWakeUp"] {
+            #expect(loopJSON[key] == nil, "\(key) in \(loopJSON.keys.sorted())")
+        }
+        #expect(loopJSON["iterations"] as? Int == 5 && loopJSON["stalls"] as? Int == 1)
+        #expect(try JSONDecoder().decode(TraceSummary.self, from: Data(json.utf8)) == s)
     }
 
     @Test func theChromeExportHasAUtilizationCounterPerNIOLoop() throws {

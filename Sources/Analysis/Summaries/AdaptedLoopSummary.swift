@@ -12,7 +12,8 @@ extension TraceSummary {
         /// A CFRunLoop observer sees the six activities only.
         public static let foundation = [
             "callout-level figures (durations, slowest callouts, stall causes)",
-            "wake-up reasons",
+            "timers (firings, lateness) and wake-up latencies",
+            "wake-up reasons and the work pending at each",
             "how runs ended",
         ]
         /// A SwiftNIO loop without traced channels: its I/O handling is inside NIO's sleep time.

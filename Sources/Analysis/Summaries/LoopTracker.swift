@@ -471,6 +471,7 @@ struct LoopTracker {
         if activitiesOnly {
             s.adapter = LoopAdapter.foundation.description
             s.notAvailable = TraceSummary.NotAvailable.foundation
+            s.forgetWhatActivitiesDoNotShow()
         }
         return s
     }

@@ -303,6 +303,7 @@ public struct TraceSummarizer {
             var summary = totals.summary(timers: TimerTotals())
             summary.adapter = LoopAdapter.foundation.description
             summary.notAvailable = TraceSummary.NotAvailable.foundation
+            summary.forgetWhatActivitiesDoNotShow()
             summary.loopID = nil
             summary.threadID = nil
             summary.worstStalls = Array(foundationIndexes.flatMap { loopSummaries[$0].worstStalls }

@@ -238,3 +238,83 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         public var affectedByLoss: Bool { lostEventsAffecting > 0 || (lossWindowsAffecting ?? 0) > 0 }
     }
 }
+
+extension TraceSummary.LoopSummary {
+    enum CodingKeys: String, CodingKey {
+        case loopID, adapter, notAvailable, threadID, name, runs, results, nestedRuns, runsBegunBeforeTrace, cutOffAtNanoseconds,
+             iterations, wallNanoseconds, busyNanoseconds, sleepNanoseconds, utilization, busyPerIteration, sleep, wakeLatency,
+             timerLateness, timerBeyondTolerance, timerFirings, timerFiringsWithTolerance, timerMissed, timerLateFirings,
+             timerWithinTolerance, lateFiringCauses, wakeReasons, backlogAtWakeUp, calloutDurations, slowestCallouts, stalls,
+             worstStalls, lostEventsAffecting, lossWindowsAffecting
+    }
+
+    /// What a loop seen through its activities alone (a Foundation loop's observer) cannot see: left out of its
+    /// JSON, where an empty figure or a 0 would read as a measurement (``notAvailable`` says what is missing).
+    static let unseenThroughActivities: Set<CodingKeys> = [
+        .wakeLatency, .timerLateness, .timerBeyondTolerance, .timerFirings, .timerFiringsWithTolerance, .timerMissed,
+        .timerLateFirings, .timerWithinTolerance, .lateFiringCauses, .wakeReasons, .backlogAtWakeUp, .calloutDurations,
+        .slowestCallouts,
+    ]
+
+    /// Sets those figures to what the JSON's missing keys read back as: a Foundation loop's summary says nothing
+    /// of them in memory either.
+    mutating func forgetWhatActivitiesDoNotShow() {
+        wakeLatency = TraceSummary.WakeLatency(); timerLateness = DistributionSummary(); timerBeyondTolerance = DistributionSummary()
+        timerFirings = 0; timerFiringsWithTolerance = nil; timerMissed = 0; timerLateFirings = 0; timerWithinTolerance = 1
+        lateFiringCauses = [:]; wakeReasons = [:]; backlogAtWakeUp = DistributionSummary(); calloutDurations = [:]
+        slowestCallouts = []
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        let hidden = adapter == LoopAdapter.foundation.description ? Self.unseenThroughActivities : []
+        func put<T: Encodable>(_ value: T?, _ key: CodingKeys) throws {
+            if !hidden.contains(key) { try c.encodeIfPresent(value, forKey: key) }
+        }
+        try put(loopID, .loopID); try put(adapter, .adapter); try put(notAvailable, .notAvailable)
+        try put(threadID, .threadID); try put(name, .name); try put(runs, .runs); try put(results, .results)
+        try put(nestedRuns, .nestedRuns); try put(runsBegunBeforeTrace, .runsBegunBeforeTrace)
+        try put(cutOffAtNanoseconds, .cutOffAtNanoseconds); try put(iterations, .iterations)
+        try put(wallNanoseconds, .wallNanoseconds); try put(busyNanoseconds, .busyNanoseconds)
+        try put(sleepNanoseconds, .sleepNanoseconds); try put(utilization, .utilization)
+        try put(busyPerIteration, .busyPerIteration); try put(sleep, .sleep); try put(wakeLatency, .wakeLatency)
+        try put(timerLateness, .timerLateness); try put(timerBeyondTolerance, .timerBeyondTolerance)
+        try put(timerFirings, .timerFirings); try put(timerFiringsWithTolerance, .timerFiringsWithTolerance)
+        try put(timerMissed, .timerMissed); try put(timerLateFirings, .timerLateFirings)
+        try put(timerWithinTolerance, .timerWithinTolerance); try put(lateFiringCauses, .lateFiringCauses)
+        try put(wakeReasons, .wakeReasons); try put(backlogAtWakeUp, .backlogAtWakeUp)
+        try put(calloutDurations, .calloutDurations); try put(slowestCallouts, .slowestCallouts)
+        try put(stalls, .stalls); try put(worstStalls, .worstStalls); try put(lostEventsAffecting, .lostEventsAffecting)
+        try put(lossWindowsAffecting, .lossWindowsAffecting)
+    }
+
+    /// Keys a summary leaves out (a Foundation loop's unseen figures) read as their defaults.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init()
+        func get<T: Decodable>(_ key: CodingKeys, _ fallback: T) throws -> T { try c.decodeIfPresent(T.self, forKey: key) ?? fallback }
+        loopID = try c.decodeIfPresent(UInt64.self, forKey: .loopID)
+        adapter = try c.decodeIfPresent(String.self, forKey: .adapter)
+        notAvailable = try c.decodeIfPresent([String].self, forKey: .notAvailable)
+        threadID = try c.decodeIfPresent(Int32.self, forKey: .threadID)
+        name = try c.decodeIfPresent(String.self, forKey: .name)
+        runs = try get(.runs, runs); results = try get(.results, results)
+        nestedRuns = try c.decodeIfPresent(UInt64.self, forKey: .nestedRuns)
+        runsBegunBeforeTrace = try c.decodeIfPresent(UInt64.self, forKey: .runsBegunBeforeTrace)
+        cutOffAtNanoseconds = try c.decodeIfPresent(UInt64.self, forKey: .cutOffAtNanoseconds)
+        iterations = try get(.iterations, iterations); wallNanoseconds = try get(.wallNanoseconds, wallNanoseconds)
+        busyNanoseconds = try get(.busyNanoseconds, busyNanoseconds); sleepNanoseconds = try get(.sleepNanoseconds, sleepNanoseconds)
+        utilization = try get(.utilization, utilization); busyPerIteration = try get(.busyPerIteration, busyPerIteration)
+        sleep = try get(.sleep, sleep); wakeLatency = try get(.wakeLatency, wakeLatency)
+        timerLateness = try get(.timerLateness, timerLateness); timerBeyondTolerance = try get(.timerBeyondTolerance, timerBeyondTolerance)
+        timerFirings = try get(.timerFirings, timerFirings)
+        timerFiringsWithTolerance = try c.decodeIfPresent(UInt64.self, forKey: .timerFiringsWithTolerance)
+        timerMissed = try get(.timerMissed, timerMissed); timerLateFirings = try get(.timerLateFirings, timerLateFirings)
+        timerWithinTolerance = try get(.timerWithinTolerance, timerWithinTolerance)
+        lateFiringCauses = try get(.lateFiringCauses, lateFiringCauses); wakeReasons = try get(.wakeReasons, wakeReasons)
+        backlogAtWakeUp = try get(.backlogAtWakeUp, backlogAtWakeUp); calloutDurations = try get(.calloutDurations, calloutDurations)
+        slowestCallouts = try get(.slowestCallouts, slowestCallouts); stalls = try get(.stalls, stalls)
+        worstStalls = try get(.worstStalls, worstStalls); lostEventsAffecting = try get(.lostEventsAffecting, lostEventsAffecting)
+        lossWindowsAffecting = try c.decodeIfPresent(UInt64.self, forKey: .lossWindowsAffecting)
+    }
+}
