@@ -79,7 +79,7 @@ final class PayloadDecoder {
         let size = MemoryLayout<T>.size
         guard offset + size <= end else { throw Failure(reason: "event field runs past the end of the packet", offset: offset) }
         defer { offset += size }
-        return T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))
+        return bytes.littleEndian(T.self, at: offset)
     }
 
     private struct Fields: SchemaFieldValues {
@@ -98,5 +98,13 @@ final class PayloadDecoder {
             decoder.stringCache = (Array(bytes), string)
             return string
         }
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// The little-endian integer at `offset`, wherever it is aligned (CTF packets pack their fields).
+    @inline(__always)
+    func littleEndian<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
+        T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
     }
 }

@@ -49,7 +49,7 @@ final class StreamCursor {
     }
 
     private func load<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
-        T(littleEndian: packet.loadUnaligned(fromByteOffset: offset, as: T.self))
+        UnsafeRawBufferPointer(packet).littleEndian(T.self, at: offset)
     }
 
     /// Moves to the next event, reading packets as needed. Returns false at the end of the stream.

@@ -17,11 +17,13 @@ struct LTTngLiveReadingTests {
         var seen: [UInt64] = []
         let deadline = ContinuousClock.now + limit
         while seen.count < range.count && ContinuousClock.now < deadline {
-            switch try reader.nextAvailable() {
-            case .event(let event):
-                if case .sourceSignal(let id) = event.payload, range.contains(id) {
-                    seen.append(id)
-                    #expect(event.processID == getpid(), "the vpid context names this process")
+            switch try reader.nextBatch() {
+            case .events(let events):
+                for event in events {
+                    if case .sourceSignal(let id) = event.payload, range.contains(id) {
+                        seen.append(id)
+                        #expect(event.processID == getpid(), "the vpid context names this process")
+                    }
                 }
             case .nothingYet: continue
             case .end: return seen
@@ -47,7 +49,7 @@ struct LTTngLiveReadingTests {
         #expect(listed.host == HostName.local)
         #expect(listed.url == "\(relay.liveURL)/host/\(listed.host)/\(name)")
         let reader = try LTTngLiveReader(liveSession: listed.url)
-        while case .event = try reader.nextAvailable() {}
+        while case .events = try reader.nextBatch() {}
 
         let first: Range<UInt64> = 9_100_000..<9_101_000
         for id in first { sink.sourceSignaled(sourceID: id, at: 0) }
@@ -61,7 +63,7 @@ struct LTTngLiveReadingTests {
         let deadline = ContinuousClock.now + .seconds(20)
         var ended = false
         while !ended && ContinuousClock.now < deadline {
-            if case .end = try reader.nextAvailable() { ended = true }
+            if case .end = try reader.nextBatch() { ended = true }
         }
         #expect(ended, "a destroyed session ends the live reading")
         #expect(reader.health.eventsLost == 0 && reader.health.packetsLost == 0, "\(reader.health)")
@@ -104,16 +106,18 @@ struct LTTngLiveReadingTests {
         var outOfOrder = 0
         let deadline = ContinuousClock.now + .seconds(30)
         while count < 4 * perThread && ContinuousClock.now < deadline {
-            guard case .event(let event) = try reader.nextAvailable() else { continue }
-            guard case .sourceSignal(let id) = event.payload, id >= 10_000_000 else { continue }
-            let thread = id / 10_000_000
-            #expect(id % 10_000_000 == next[thread, default: 0], "thread \(thread)'s events in order")
-            next[thread] = id % 10_000_000 + 1
-            #expect(tids[thread].map { $0 == event.threadID } ?? true, "one thread id per thread")
-            tids[thread] = event.threadID
-            if event.timestamp < last { outOfOrder += 1 }
-            last = event.timestamp
-            count += 1
+            guard case .events(let events) = try reader.nextBatch() else { continue }
+            for event in events {
+                guard case .sourceSignal(let id) = event.payload, id >= 10_000_000 else { continue }
+                let thread = id / 10_000_000
+                #expect(id % 10_000_000 == next[thread, default: 0], "thread \(thread)'s events in order")
+                next[thread] = id % 10_000_000 + 1
+                #expect(tids[thread].map { $0 == event.threadID } ?? true, "one thread id per thread")
+                tids[thread] = event.threadID
+                if event.timestamp < last { outOfOrder += 1 }
+                last = event.timestamp
+                count += 1
+            }
         }
         #expect(count == 4 * perThread)
         #expect(outOfOrder == 0)

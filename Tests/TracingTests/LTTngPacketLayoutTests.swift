@@ -80,10 +80,10 @@ struct LTTngPacketLayoutTests {
     }
 
     @Test func compactTimestampsCarryIntoTheHighBits() {
-        #expect(LTTngLiveReader.extend(0x1_0000_0010, low: 0x20, bits: 32) == 0x1_0000_0020)
-        #expect(LTTngLiveReader.extend(0x1_FFFF_FFF0, low: 0x10, bits: 32) == 0x2_0000_0010, "wrapped")
-        #expect(LTTngLiveReader.extend(0x7FF_FFFF, low: 0x7FF_FFFF, bits: 27) == 0x7FF_FFFF, "the same time")
-        #expect(LTTngLiveReader.nanoseconds(3_000, frequency: 1_000) == 3_000_000_000)
+        #expect(LTTngPacketLayout.extend(0x1_0000_0010, low: 0x20, bits: 32) == 0x1_0000_0020)
+        #expect(LTTngPacketLayout.extend(0x1_FFFF_FFF0, low: 0x10, bits: 32) == 0x2_0000_0010, "wrapped")
+        #expect(LTTngPacketLayout.extend(0x7FF_FFFF, low: 0x7FF_FFFF, bits: 27) == 0x7FF_FFFF, "the same time")
+        #expect(LTTngPacketLayout.nanoseconds(3_000, frequency: 1_000) == 3_000_000_000)
     }
 
     /// lttng-ust's metadata stream is packetized: a 37-byte header per packet (sizes in bits), then text, then

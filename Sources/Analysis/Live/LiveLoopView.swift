@@ -99,13 +99,7 @@ public final class LiveLoopSource: @unchecked Sendable {
         totalsOptions = { var o = options; o.figures = .totals; return o }()
     }
 
-    public func consume(_ event: TraceEvent) {
-        lock.lock()
-        defer { lock.unlock() }
-        take(event)
-    }
-
-    /// Several events under one lock; a run of one process's events finds its summarizers once.
+    /// Events in order, under one lock; a run of one process's events finds its summarizers once.
     public func consume(_ events: [TraceEvent]) {
         lock.lock()
         defer { lock.unlock() }
@@ -127,12 +121,6 @@ public final class LiveLoopSource: @unchecked Sendable {
             cumulative.values[totals].consume(event)
             interval.values[recent].consume(event)
         }
-    }
-
-    private func take(_ event: TraceEvent) {
-        remember(event)
-        cumulative[event.processID, default: TraceSummarizer(options: totalsOptions)].consume(event)
-        interval[event.processID, default: TraceSummarizer(options: intervalOptions)].consume(event)
     }
 
     /// An event from before the view attached that names a loop (`loop_create`, `loop_adapted`): kept for the

@@ -13,8 +13,8 @@ public final class LiveRelayView: LiveView, @unchecked Sendable {
     private let followers: LiveFollowers
     private let lock = NSLock()
     private var listingProblem: String?
-    /// Sessions another viewer follows, by URL, with what to say of them.
-    private var followedElsewhere: [String: String] = [:]
+    /// What to say of the sessions another viewer follows.
+    private var followedElsewhere: [String] = []
 
     public init(relay: String, stallThresholdNanoseconds: UInt64, relistEvery: Duration = .seconds(2)) {
         self.relay = relay
@@ -41,9 +41,7 @@ public final class LiveRelayView: LiveView, @unchecked Sendable {
         let elsewhere = listed.filter { $0.clients > 0 && !followers.isFollowedOrDone($0.url) }
         lock.withLock {
             listingProblem = nil
-            followedElsewhere = Dictionary(elsewhere.map {
-                ($0.url, "\($0.name) on \($0.host): another viewer follows it (a relay daemon lets one viewer follow a session at a time)")
-            }, uniquingKeysWith: { first, _ in first })
+            followedElsewhere = elsewhere.map { "\($0.name) on \($0.host): \(LiveSession.followedElsewhere)" }.sorted()
         }
         let threshold = stallThreshold
         followers.follow(listed.filter { $0.clients == 0 }, key: \.url,
@@ -85,7 +83,7 @@ public final class LiveRelayView: LiveView, @unchecked Sendable {
         let (rows, sessions) = followers.takeInterval()
         return LiveInterval(rows: rows, sessions: sessions, problem: problem.map { "RELAY NOT ANSWERING: \($0)" },
                             nothingToWatch: "no live session on the relay daemon",
-                            notShown: lock.withLock { followedElsewhere.values.sorted() })
+                            notShown: lock.withLock { followedElsewhere })
     }
 
     /// Why the relay daemon could not be listed at the last try, nil when it answered.

@@ -29,12 +29,8 @@ public final class LTTngLiveReader {
     }
     /// By trace id.
     private var traces: [UInt64: Trace] = [:]
-    private var streams: [UInt64: DataStream] = [:]
-    /// `streams` in the order they came, for the merge.
+    /// The data streams, in the order they came.
     private var ordered: [DataStream] = []
-    /// Events merged and not handed out yet by ``nextAvailable()``.
-    private var merged: [TraceEvent] = []
-    private var mergedNext = 0
     private var wantsNewStreams = false
     private var sessionEnded = false
     private var closed = false
@@ -77,7 +73,7 @@ public final class LTTngLiveReader {
         try connection.createViewerSession()
         switch try connection.attach(session: session.id) {
         case .streams(let streams): add(streams)
-        case .alreadyFollowed: throw TraceReadError(path: url, reason: "another viewer follows it (a relay daemon lets one viewer follow a session at a time)")
+        case .alreadyFollowed: throw TraceReadError(path: url, reason: LiveSession.followedElsewhere)
         case .unknown: throw TraceReadError(path: url, reason: "no such live session on the relay daemon")
         case .notLive: throw TraceReadError(path: url, reason: "not a live session")
         }
@@ -125,33 +121,11 @@ public final class LTTngLiveReader {
         }
     }
 
-    /// What ``nextAvailable()`` found.
-    public enum Available {
-        case event(TraceEvent)
-        case nothingYet
-        case end
-    }
-
-    /// The next event (from ``nextBatch(limit:)``'s batches), `.nothingYet`, or `.end`.
-    public func nextAvailable() throws(TraceReadError) -> Available {
-        if mergedNext == merged.count {
-            switch try nextBatch() {
-            case .events(let batch):
-                merged = batch
-                mergedNext = 0
-            case .nothingYet: return .nothingYet
-            case .end: return .end
-            }
-        }
-        mergedNext += 1
-        return .event(merged[mergedNext - 1])
-    }
-
     // ===== merging the streams =====
 
     /// The decoded events every open stream has shown it has nothing earlier than, in timestamp order, at most
     /// `limit`. A stream's later packets begin where its last one ended, so nothing earlier than the least of the
-    /// open streams' known ends can still come; a stream that has shown nothing yet does not hold the others back.
+    /// open streams' known ends can still come.
     private func merge(limit: Int) -> [TraceEvent] {
         var horizon = UInt64.max
         if !sessionEnded {
@@ -206,10 +180,8 @@ public final class LTTngLiveReader {
         for stream in listed {
             if stream.isMetadata {
                 if traces[stream.traceID] == nil { traces[stream.traceID] = Trace(metadataStream: stream.id) }
-            } else if streams[stream.id] == nil {
-                let added = DataStream(id: stream.id, traceID: stream.traceID)
-                streams[stream.id] = added
-                ordered.append(added)
+            } else if !ordered.contains(where: { $0.id == stream.id }) {
+                ordered.append(DataStream(id: stream.id, traceID: stream.traceID))
             }
         }
     }
@@ -278,7 +250,7 @@ public final class LTTngLiveReader {
     /// A time of `stream`'s clock in nanoseconds (the events' unit).
     private func nanoseconds(_ cycles: UInt64, of stream: DataStream) -> UInt64 {
         guard let frequency = traces[stream.traceID]?.layout?.frequency, frequency != 1_000_000_000 else { return cycles }
-        return Self.nanoseconds(cycles, frequency: frequency)
+        return LTTngPacketLayout.nanoseconds(cycles, frequency: frequency)
     }
 
     private func fetchPacket(_ stream: DataStream, _ index: RelayViewerConnection.Index) throws(TraceReadError) -> Bool {
@@ -307,21 +279,15 @@ public final class LTTngLiveReader {
         guard let trace = traces[stream.traceID], let layout = trace.layout, let decoder = trace.decoder else {
             throw traces[stream.traceID]?.problem ?? TraceReadError(path: url, reason: "a packet of stream \(stream.id) came before its trace's metadata")
         }
-        var failure: TraceReadError?
-        bytes.withUnsafeBytes { packet in
-            do throws(TraceReadError) { try decode(packet, of: stream, layout, decoder) } catch { failure = error }
-        }
-        if let failure { throw failure }
-    }
-
-    private func decode(_ packet: UnsafeRawBufferPointer, of stream: DataStream, _ layout: LTTngPacketLayout,
-                        _ decoder: PayloadDecoder) throws(TraceReadError) {
         // Appended to a local array, handed back at the end: one access to the stream's queue per packet.
         var decoded: [TraceEvent] = []
         swap(&decoded, &stream.events)
         defer { swap(&decoded, &stream.events) }
-        let packetFacts = try layout.decode(packet, with: decoder, after: stream.lastTimestamp, into: &decoded,
-                                            naming: "\(url): stream \(stream.id)")
+        let packetFacts = try bytes.withUnsafeBytes { packet in
+            Result { () throws(TraceReadError) in
+                try layout.decode(packet, with: decoder, after: stream.lastTimestamp, into: &decoded, naming: "\(url): stream \(stream.id)")
+            }
+        }.get()
         account(stream, begin: packetFacts.begin, sequence: packetFacts.sequence, discarded: packetFacts.discarded)
         health.eventsSkipped += packetFacts.skipped
         stream.lastTimestamp = packetFacts.lastClock
@@ -340,27 +306,5 @@ public final class LTTngLiveReader {
         }
         stream.lastDiscarded = max(stream.lastDiscarded ?? 0, discarded)
         stream.lastSequence = sequence
-    }
-
-    /// A timestamp whose low `bits` are `low`, the first at or after `previous` (CTF's compact timestamps).
-    @inline(__always)
-    static func extend(_ previous: UInt64, low: UInt64, bits: UInt64) -> UInt64 {
-        let mask: UInt64 = (1 << bits) - 1
-        var value = (previous & ~mask) | low
-        if value < previous { value &+= 1 << bits }
-        return value
-    }
-
-    static func nanoseconds(_ cycles: UInt64, frequency: UInt64) -> UInt64 {
-        let (high, low) = cycles.multipliedFullWidth(by: 1_000_000_000)
-        guard high < frequency else { return .max }
-        return frequency.dividingFullWidth((high, low)).quotient
-    }
-}
-
-extension UnsafeRawBufferPointer {
-    @inline(__always)
-    func littleEndian<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
-        T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
     }
 }

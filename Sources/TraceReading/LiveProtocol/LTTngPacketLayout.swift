@@ -97,6 +97,21 @@ struct LTTngPacketLayout {
 }
 
 extension LTTngPacketLayout {
+    /// A timestamp whose low `bits` are `low`, the first at or after `previous` (CTF's compact timestamps).
+    @inline(__always)
+    static func extend(_ previous: UInt64, low: UInt64, bits: UInt64) -> UInt64 {
+        let mask: UInt64 = (1 << bits) - 1
+        var value = (previous & ~mask) | low
+        if value < previous { value &+= 1 << bits }
+        return value
+    }
+
+    static func nanoseconds(_ cycles: UInt64, frequency: UInt64) -> UInt64 {
+        let (high, low) = cycles.multipliedFullWidth(by: 1_000_000_000)
+        guard high < frequency else { return .max }
+        return frequency.dividingFullWidth((high, low)).quotient
+    }
+
     /// What a packet's context says, and what its decoding found besides the events.
     struct PacketFacts {
         var begin: UInt64
@@ -144,7 +159,7 @@ extension LTTngPacketLayout {
                     clock = load(UInt64.self, offset + 6)
                     offset += 14
                 } else {
-                    clock = LTTngLiveReader.extend(clock, low: UInt64(load(UInt32.self, offset + 2)), bits: 32)
+                    clock = Self.extend(clock, low: UInt64(load(UInt32.self, offset + 2)), bits: 32)
                     offset += 6
                 }
             case .compact:
@@ -157,7 +172,7 @@ extension LTTngPacketLayout {
                     clock = load(UInt64.self, offset + 5)
                     offset += 13
                 } else {
-                    clock = LTTngLiveReader.extend(clock, low: UInt64(word >> 5), bits: 27)
+                    clock = Self.extend(clock, low: UInt64(word >> 5), bits: 27)
                     offset += 4
                 }
             }
@@ -185,7 +200,7 @@ extension LTTngPacketLayout {
                 skipped += 1
                 continue
             }
-            let nanoseconds = frequency == 1_000_000_000 ? clock : LTTngLiveReader.nanoseconds(clock, frequency: frequency)
+            let nanoseconds = frequency == 1_000_000_000 ? clock : Self.nanoseconds(clock, frequency: frequency)
             events.append(TraceEvent(timestamp: nanoseconds, threadID: thread, processID: process, payload: payload))
         }
         return PacketFacts(begin: begin, sequence: sequence, discarded: discarded, lastClock: clock, skipped: skipped)

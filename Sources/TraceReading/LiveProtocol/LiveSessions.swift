@@ -11,6 +11,9 @@ public struct LiveSession: Sendable, Equatable {
     /// Streams the session has so far (0 until a traced process emitted), and viewers attached to it.
     public var streams: Int
     public var clients: Int
+
+    /// Why a session with a viewer cannot be followed.
+    public static let followedElsewhere = "another viewer follows it (a relay daemon lets one viewer follow a session at a time)"
 }
 
 public enum LiveSessions {

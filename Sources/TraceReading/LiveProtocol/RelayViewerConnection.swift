@@ -255,35 +255,12 @@ final class RelayViewerConnection {
     }
 
     private static func connect(host: String, port: UInt16, timeout: Duration, url: String) throws(TraceReadError) -> Int32 {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_family = url.hasPrefix("net6://") ? AF_INET6 : url.hasPrefix("net4://") ? AF_INET : AF_UNSPEC
-        var found: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, String(port), &hints, &found)
-        guard status == 0, found != nil else {
-            throw TraceReadError(path: url, reason: "cannot resolve \(host): \(String(cString: gai_strerror(status)))")
+        let family = url.hasPrefix("net6://") ? AF_INET6 : url.hasPrefix("net4://") ? AF_INET : AF_UNSPEC
+        switch TCPConnection.open(host: host, port: port, family: family, timeout: timeout) {
+        case .success(let fd): return fd
+        case .failure(.connect(let reason)): throw TraceReadError(path: url, reason: "cannot connect to the relay daemon's live port (\(reason))")
+        case .failure(let failure): throw TraceReadError(path: url, reason: failure.reason)
         }
-        defer { freeaddrinfo(found) }
-        // Every address the name resolves to, in turn: `localhost` may be ::1 first while the relay listens on IPv4.
-        var reason = "no address"
-        var address = found
-        while let candidate = address {
-            address = candidate.pointee.ai_next
-            let fd = Glibc.socket(candidate.pointee.ai_family, candidate.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { throw TraceReadError(path: url, reason: "cannot make a socket: \(String(cString: strerror(errno)))") }
-            let (seconds, attoseconds) = timeout.components
-            var limit = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-            var on: Int32 = 1
-            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
-            var result = Glibc.connect(fd, candidate.pointee.ai_addr, candidate.pointee.ai_addrlen)
-            while result != 0 && errno == EINTR { result = Glibc.connect(fd, candidate.pointee.ai_addr, candidate.pointee.ai_addrlen) }
-            if result == 0 { return fd }
-            reason = errno == EINPROGRESS || errno == EAGAIN ? "no answer within \(timeout)" : String(cString: strerror(errno))
-            close(fd)
-        }
-        throw TraceReadError(path: url, reason: "cannot connect to the relay daemon's live port (\(host) port \(port): \(reason))")
     }
 }
 
