@@ -73,6 +73,7 @@ extension Loop {
         waitForWakeUp(frame, poll: poll)                                     // 7
         if !poll { notifyObservers(.afterWaiting, frame) }                   // 8
         if handleWakeUp(frame) { sourceHandled = true }                      // 9
+        drainWakeUpLeftByTheWait()
         return iterationResult(frame, sourceHandled: sourceHandled)          // 10
     }
 
@@ -83,7 +84,7 @@ extension Loop {
         lock.lock()
         defer { lock.unlock() }
         guard !isTornDown, mode != .common else { return nil }
-        if runStack.isEmpty { discardWakeUpFromBeforeTheRun() }
+        if runStack.isEmpty { discardWakeUpFromBeforeTheRun() } else { drainWakeUpLeftByTheWait() }
         let known = modes[mode]
         let modeIsCommon = known?.isCommon ?? commonModeSet.contains(mode)
         let servesMainQueue = servesMainQueue(modeIsCommon: modeIsCommon)
@@ -128,6 +129,17 @@ extension Loop {
     /// nothing, and what it announced is seen by the run's first iteration anyway.
     private func discardWakeUpFromBeforeTheRun() {
         guard wakePending.load(ordering: .acquiring) else { return }
+        drainWakeUp()
+    }
+
+    /// Consumes the wake-up the last wait returned for, once steps 8 and 9 have run. Every check a wake-up can
+    /// stand for (blocks, signalled sources, a stop, the run's end) comes after this in step 10 or the next
+    /// iteration, so a wake-up it consumes is never lost; a run nested in step 8 or 9 drains it on entry, or its
+    /// first wait would return at once for it.
+    @inline(__always)
+    func drainWakeUpLeftByTheWait() {
+        guard wakeUpLeftByTheWait else { return }
+        wakeUpLeftByTheWait = false
         drainWakeUp()
     }
 

@@ -143,7 +143,8 @@ extension Loop {
             default: frame.readyTokens.append((token, readiness))
             }
         }
-        if sawWakeUp { drainWakeUp() }
+        // Read after step 9, not now: the read is a system call between the wake-up and the work it announced.
+        if sawWakeUp { wakeUpLeftByTheWait = true }
         return sawTimer
     }
 

@@ -63,7 +63,9 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var runStack: [RunFrame] = []
     @exclusivity(unchecked) var framePool: [RunFrame] = []
     /// The mode the loop sleeps in, while it sleeps (step 7), so other threads can re-arm its timer.
-    @exclusivity(unchecked) var sleepingIn: ModeState?
+    /// Unowned: the loop's `modes` keeps every mode state until tear-down, which never happens during a sleep,
+    /// and a strong reference cost a retain and a release of the state per sleep.
+    @exclusivity(unchecked) unowned(unsafe) var sleepingIn: ModeState?
     /// The run deadline of the sleeping run, combined with timers when re-arming.
     @exclusivity(unchecked) var sleepingDeadline: UInt64 = 0
     @exclusivity(unchecked) var isTornDown = false
@@ -91,14 +93,19 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var sleptWhileTraced: UInt64 = 0
     /// While an actor job runs: runs nested in it run no other job (Concurrency/Loop+Executor.swift).
     @exclusivity(unchecked) var isRunningJob = false
+    /// A wait returned for the wake-up descriptor, which is read after step 9 (``drainWakeUpLeftByTheWait()``).
+    @exclusivity(unchecked) var wakeUpLeftByTheWait = false
 
     private let waiting = Atomic<Bool>(false)
     /// Set by the one thread whose wake-up writes the eventfd; cleared by the loop when it drains it, so
     /// concurrent wake-ups cost one write per sleep.
     let wakePending = Atomic<Bool>(false)
-    /// Keeps the eventfd open while a wake-up writes it (the loop's thread may be exiting).
-    private let descriptorsLock = ConditionLock()
-    private var descriptorsClosed = false
+    /// Keeps the eventfd open while a wake-up writes it (the loop's thread may be exiting): the wake-ups writing
+    /// it now, plus ``descriptorsClosedBit`` once the loop's thread has closed it. A writer that finds the bit set
+    /// writes nothing; the close waits for the writers in flight. An atomic beside `wakePending` rather than a
+    /// lock: a wake-up from another thread then touches one line of the loop instead of a lock's as well.
+    private let eventfdWriters = Atomic<Int>(0)
+    private static let descriptorsClosedBit = 1 << 62
 
     init(isMain: Bool, kernel: Kernel = .epoll(EpollKernel())) {
         self.id = Sequence.next()
@@ -203,9 +210,9 @@ public final class Loop: @unchecked Sendable {
         // One load first: under contention most callers see the flag set and skip the read-modify-write.
         guard !wakePending.load(ordering: .relaxed),
               wakePending.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
-        descriptorsLock.withLock {
-            if !descriptorsClosed { kernel.wakeUp() }
-        }
+        let writers = eventfdWriters.wrappingAdd(1, ordering: .acquiring).newValue
+        if writers & Loop.descriptorsClosedBit == 0 { kernel.wakeUp() }
+        eventfdWriters.wrappingSubtract(1, ordering: .releasing)
     }
 
     /// Ends the innermost running run (it returns ``RunResult/stopped``). Safe from any thread.
@@ -309,9 +316,10 @@ public final class Loop: @unchecked Sendable {
     }
 
     private func closeDescriptors() {
-        descriptorsLock.withLock {
-            guard !descriptorsClosed else { return }
-            descriptorsClosed = true
+        let before = eventfdWriters.bitwiseOr(Loop.descriptorsClosedBit, ordering: .acquiringAndReleasing).oldValue
+        if before & Loop.descriptorsClosedBit == 0 {
+            // A write in flight takes microseconds.
+            while eventfdWriters.load(ordering: .acquiring) != Loop.descriptorsClosedBit { sched_yield() }
             kernel.backend.close()
         }
         if !modes.isEmpty {
@@ -349,7 +357,7 @@ extension Loop {
             return byReason
         }
         /// Indexed by the reason's raw value: counting a wake-up hashes nothing (it happens on every one).
-        var wakeUpCounts = [UInt64](repeating: 0, count: WakeReason.allCases.count)
+        var wakeUpCounts = WakeUpCounts()
         /// Timer callouts.
         public var timersFired: UInt64 = 0
         /// Custom source performs, descriptor callouts and port messages handled.
@@ -368,5 +376,24 @@ extension Loop {
 
         /// Counts one wake-up for `reason`.
         mutating func countWakeUp(_ reason: WakeReason) { wakeUpCounts[Int(reason.rawValue)] += 1 }
+    }
+
+    /// One counter per wake reason, stored inline: counting a wake-up touches no array storage (every wake-up
+    /// counts one, and a separate allocation there is a cache miss right after the sleep).
+    struct WakeUpCounts: Sendable, Equatable {
+        private var counts = InlineArray<8, UInt64>(repeating: 0)
+
+        init() {
+            assert(WakeReason.allCases.count <= counts.count, "WakeUpCounts: one counter per wake reason")
+        }
+
+        subscript(index: Int) -> UInt64 {
+            get { counts[index] }
+            set { counts[index] = newValue }
+        }
+
+        static func == (lhs: WakeUpCounts, rhs: WakeUpCounts) -> Bool {
+            (0..<lhs.counts.count).allSatisfy { lhs.counts[$0] == rhs.counts[$0] }
+        }
     }
 }

@@ -62,6 +62,54 @@ import Testing
         #expect(sleeps == [.zero ... .zero, .zero ... .milliseconds(10)])
     }
 
+    @Test func aRunNestedInTheCalloutAWakeUpAnnouncedSleepsForItsOwnWork() {
+        // The wake-up is read after step 9, so a run nested in step 9 reads it on entry: otherwise its first
+        // wait would return at once for a wake-up that was not its own, and it would go round twice.
+        let (trace, sleeps) = onVirtualLoop { kernel, loop -> (String, [ClosedRange<Duration>]) in
+            let start = kernel.now
+            let log = TraceLog()
+            loop.add(traceObserver(log), forMode: .default)
+            loop.add(LoopSource {}, forMode: .default)
+            loop.add(LoopSource {}, forMode: "nested")
+            loop.add(LoopObserver(activities: .all) { _, activity in log.append("n.\(activity.short)") }, forMode: "nested")
+            let performed = LoopObserver(activities: .beforeWaiting, repeats: false) { _, _ in
+                // From the loop's own thread: queues the block and writes the wake-up the wait returns for.
+                loop.perform {
+                    log.append("B")
+                    loop.run(mode: "nested", timeout: .milliseconds(5))
+                }
+            }
+            loop.add(performed, forMode: .default)
+            loop.run(mode: .default, timeout: .milliseconds(20))
+            return (log.text, kernel.sleepOffsets(since: start))
+        }
+        #expect(trace == "Entry BT BS BW AW B n.Entry n.BT n.BS n.BW n.AW n.Exit BT BS BW AW Exit")
+        #expect(sleeps == [.zero ... .zero, .zero ... .milliseconds(5), .milliseconds(5) ... .milliseconds(20)])
+    }
+
+    @Test func aWakeUpFromAStep9CalloutIsOneTheLoopAlreadyGoesRoundFor() {
+        // Blocks queued by a step-9 callout run at the next iteration's step 3 (no sleep in between), so a wake-up
+        // written meanwhile is read with the one the wait returned for instead of ending the next sleep at once.
+        let (trace, sleeps) = onVirtualLoop { kernel, loop -> (String, [ClosedRange<Duration>]) in
+            let start = kernel.now
+            let log = TraceLog()
+            loop.add(traceObserver(log), forMode: .default)
+            loop.add(LoopSource {}, forMode: .default)
+            let performed = LoopObserver(activities: .beforeWaiting, repeats: false) { _, _ in
+                loop.perform {
+                    log.append("B1")
+                    loop.perform { log.append("B2") }
+                    loop.wakeUp()
+                }
+            }
+            loop.add(performed, forMode: .default)
+            loop.run(mode: .default, timeout: .milliseconds(10))
+            return (log.text, kernel.sleepOffsets(since: start))
+        }
+        #expect(trace == "Entry BT BS BW AW B1 BT BS B2 BW AW Exit")
+        #expect(sleeps == [.zero ... .zero, .zero ... .milliseconds(10)])
+    }
+
     @Test func aStopInEntryEndsTheRunRightAfterEntry() {
         let (trace, result) = onThread { () -> (String, Loop.RunResult) in
             let loop = Loop.current

@@ -4,31 +4,45 @@ import Glibc
 ///
 /// RunLoopCore keeps one per loop (guarding the mode tables, the block queue and the run stack)
 /// and one per port (guarding its message queue). Callouts never run while one is held.
-final class ConditionLock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        condition = .allocate(capacity: 1)
-        var mutexAttributes = pthread_mutexattr_t()
-        pthread_mutexattr_init(&mutexAttributes)
-        // Error checking in debug builds turns a re-entrant lock (our bug) into a crash, not a hang.
-        assert(pthread_mutexattr_settype(&mutexAttributes, Int32(PTHREAD_MUTEX_ERRORCHECK)) == 0)
-        precondition(pthread_mutex_init(mutex, &mutexAttributes) == 0, "BUG IN RunLoopCore (please report): pthread_mutex_init failed")
-        pthread_mutexattr_destroy(&mutexAttributes)
-        var conditionAttributes = pthread_condattr_t()
-        pthread_condattr_init(&conditionAttributes)
-        pthread_condattr_setclock(&conditionAttributes, CLOCK_MONOTONIC)
-        precondition(pthread_cond_init(condition, &conditionAttributes) == 0, "BUG IN RunLoopCore (please report): pthread_cond_init failed")
-        pthread_condattr_destroy(&conditionAttributes)
+///
+/// The mutex and the condition live in one allocation with its header, so reaching the mutex costs one
+/// pointer load: a cross-thread wake-up takes two locks that the other thread's cache holds, and each extra
+/// dependent load there was a cache miss in the wake-up's latency.
+struct ConditionLock: @unchecked Sendable {
+    private final class Storage: ManagedBuffer<Void, PThreadPair> {
+        deinit {
+            _ = withUnsafeMutablePointerToElements { pair in
+                pthread_cond_destroy(&pair.pointee.condition)
+                pthread_mutex_destroy(&pair.pointee.mutex)
+            }
+        }
     }
 
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        condition.deallocate()
-        mutex.deallocate()
+    private let storage: Storage
+
+    init() {
+        storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in }, to: Storage.self)
+        storage.withUnsafeMutablePointerToElements { pair in
+            pair.initialize(to: PThreadPair())
+            var mutexAttributes = pthread_mutexattr_t()
+            pthread_mutexattr_init(&mutexAttributes)
+            // Error checking in debug builds turns a re-entrant lock (our bug) into a crash, not a hang.
+            assert(pthread_mutexattr_settype(&mutexAttributes, Int32(PTHREAD_MUTEX_ERRORCHECK)) == 0)
+            precondition(pthread_mutex_init(&pair.pointee.mutex, &mutexAttributes) == 0,
+                         "BUG IN RunLoopCore (please report): pthread_mutex_init failed")
+            pthread_mutexattr_destroy(&mutexAttributes)
+            var conditionAttributes = pthread_condattr_t()
+            pthread_condattr_init(&conditionAttributes)
+            pthread_condattr_setclock(&conditionAttributes, CLOCK_MONOTONIC)
+            precondition(pthread_cond_init(&pair.pointee.condition, &conditionAttributes) == 0,
+                         "BUG IN RunLoopCore (please report): pthread_cond_init failed")
+            pthread_condattr_destroy(&conditionAttributes)
+        }
+    }
+
+    @inline(__always)
+    private var mutex: UnsafeMutablePointer<pthread_mutex_t> {
+        storage.withUnsafeMutablePointerToElements { UnsafeMutableRawPointer($0).assumingMemoryBound(to: pthread_mutex_t.self) }
     }
 
     @inline(__always)
@@ -53,15 +67,25 @@ final class ConditionLock: @unchecked Sendable {
     /// Waits on the condition (lock held) until signalled or until `deadline` (monotonic ns; nil: forever).
     /// Returns false when the deadline passed.
     func wait(until deadline: UInt64?) -> Bool {
-        guard let deadline else {
-            pthread_cond_wait(condition, mutex)
-            return true
+        storage.withUnsafeMutablePointerToElements { pair in
+            guard let deadline else {
+                pthread_cond_wait(&pair.pointee.condition, &pair.pointee.mutex)
+                return true
+            }
+            var spec = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+            return pthread_cond_timedwait(&pair.pointee.condition, &pair.pointee.mutex, &spec) != ETIMEDOUT
         }
-        var spec = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-        return pthread_cond_timedwait(condition, mutex, &spec) != ETIMEDOUT
     }
 
     func broadcast() {
-        pthread_cond_broadcast(condition)
+        storage.withUnsafeMutablePointerToElements { pair in
+            _ = pthread_cond_broadcast(&pair.pointee.condition)
+        }
     }
+}
+
+/// The mutex first, so a pointer to the pair is a pointer to the mutex.
+struct PThreadPair {
+    var mutex = pthread_mutex_t()
+    var condition = pthread_cond_t()
 }
