@@ -55,6 +55,18 @@ let package = Package(
             dependencies: ["NIOHTTPExample", .product(name: "NIOPosix", package: "swift-nio")],
             path: "Benchmarks/nio-http-server-untraced"
         ),
+        // The adapter's own cost per request (ChannelHandler on an EmbeddedChannel, with and without it): the
+        // figure wrk-bench.sh's rounds are too noisy to resolve. Run by Benchmarks/event-cost-bench.sh.
+        .executableTarget(
+            name: "nio-io-bench",
+            dependencies: [
+                "RunLoopNIO",
+                .product(name: "RunLoopCore", package: "rlctl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            path: "Benchmarks/nio-io-bench"
+        ),
         .testTarget(
             name: "RunLoopNIOTests",
             dependencies: [
