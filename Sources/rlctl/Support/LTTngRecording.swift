@@ -11,7 +11,7 @@ enum LTTngRecording {
     static func requireUsable(_ what: String) throws {
         do { try LTTngTools.requireInstalled() } catch { throw Failure.input("\(what) needs lttng-tools: \(error)") }
         guard CTFTraceReader.isAvailable else {
-            throw Failure.input("\(what) needs libbabeltrace2 to read the LTTng trace, and this rlctl was built without it: install libbabeltrace2-dev (scripts/install-deps.sh) and rebuild")
+            throw Failure.input("\(what) needs libbabeltrace2 to read the LTTng trace, and this rlctl was built without it: install libbabeltrace2-dev (scripts/install-deps.sh) and rebuild (swift build --manifest-cache none)")
         }
     }
 
