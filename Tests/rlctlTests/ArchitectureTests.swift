@@ -55,6 +55,7 @@ import Testing
         "NIOHTTPExample": [],
         "nio-http-server": ["RunLoopNIO", "NIOHTTPExample"],
         "nio-http-server-untraced": ["NIOHTTPExample"],
+        "nio-io-bench": ["RunLoopNIO", "RunLoopCore"],
     ]
 
     /// The package's targets with their declared dependencies on other targets, read from Package.swift (not from

@@ -1,9 +1,9 @@
-// What the adapter's ChannelHandler adds to one request of the example server: a request is one channelRead and
-// one channelReadComplete (a recording of the server under wrk holds 2.03 nio_io events per request and a tick
-// per thousand), so this times that pair through a pipeline with the handler in front of the server's last
-// handler, and through the same pipeline without it, alternating chunks; the difference is the adapter's cost
-// per request, with whichever tracer the environment installed (run it under `rlctl record`, or alone for the
-// no-sink case). event-cost-bench.sh runs the variants side by side.
+// What the adapter's ChannelHandler adds to one request of the example server: a request is one channelRead and one
+// channelReadComplete (a recording of the server under wrk holds 2.00 nio_io events per request and a nio_tick per
+// 31 requests, a few ns more per request), so this times that pair through a pipeline with the handler in front of
+// the server's last handler, and through the same pipeline without it, alternating chunks; the difference is the
+// adapter's cost per request, with whichever tracer the environment installed (run it under `rlctl record`, or
+// alone for the no-sink case). event-cost-bench.sh runs the variants side by side.
 //
 // An EmbeddedChannel keeps the kernel and NIO's I/O out of the figure, which wrk-bench.sh cannot do on a noisy
 // machine: there the adapter's share is below the rounds' spread. The caches are warmer here than in a loaded
