@@ -41,6 +41,7 @@ struct LTTngCommandTests {
         let health = json["health"] as? [String: Any]
         #expect((health?["eventsRead"] as? Int ?? 0) > 100)
         #expect(health?["eventsLost"] as? Int == 0)
+        #expect(!result.stderr.contains("LTTng discarded"), "no loss, no advice: \(result.stderr)")
         let loops = json["loops"] as? [[String: Any]] ?? []
         #expect(loops.count == 1, "only the demo's one loop: \(loops.count)")
         #expect(loops.first?["name"] as? String == "main")
@@ -52,6 +53,19 @@ struct LTTngCommandTests {
         #expect(FileManager.default.fileExists(atPath: output + "/ust"))
         let again = try CLI.run(["summarize", output])
         #expect(again.status == 0 && again.stdout.contains("frame"), "\(again.stderr)")
+    }
+
+    @Test func aRecordingThatLostEventsSaysWhatToDoAboutIt() throws {
+        // 200,000 events in a burst through two 4 KiB sub-buffers: LTTng discards most of them.
+        let output = temporaryPath("record-lossy")
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let result = try CLI.run(["record", "--any", "--tracer", "lttng", "--output", output, "--subbuf-size", "4096", "--num-subbuf", "2",
+                                  "--", "python3", "-c", "import select; p = select.epoll(); [p.poll(0) for _ in range(100000)]"])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let counted = try #require(result.stdout.firstMatch(of: /INCOMPLETE:\n  (\d+) events and/), "stdout: \(result.stdout.prefix(500))")
+        let lost = try #require(UInt64(counted.1))
+        #expect(result.stderr.contains("rlctl: LTTng discarded \(lost) events, "), "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("record it with --tracer embedded"), "stderr: \(result.stderr)")
     }
 
     @Test func recordPassesSIGTERMOnAndReportsTheProgramsEnd() throws {

@@ -210,6 +210,9 @@ struct Record: ParsableCommand {
         let title = "\(command.joined(separator: " ")) — \(tracerName)" + (destination.keep ? ", trace \(destination.path)" : "")
         let text = try format.render(summary, title: format == .json ? nil : title)
         Interruptions.shared.output { print(text) }
+        if useLTTng, let advice = LTTngRecording.lossAdvice(lost: summary.health.eventsLost, read: summary.health.eventsRead) {
+            note(advice)
+        }
         if let report {
             // Also for a program that failed: the page shows what its loops did until then.
             try HTMLReportOptions.write(RunReport(workload: command.joined(separator: " "), tracer: tracerName, repetitions: [summary]),
