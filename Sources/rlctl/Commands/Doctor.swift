@@ -15,7 +15,12 @@ struct Doctor: ParsableCommand {
         installed, whether an LTTng session daemon answers, and whether a test loop's events go through a real \
         LTTng session and come back. The embedded recorder (rlctl run's default) needs none of this.
 
-        Exit status: 0 every check passed; 1 a check failed (each failure says what to do).
+        Then a warning, which does not fail the doctor: whether LTTng's consumer daemon can be starved of CPU. With \
+        the kernel's autogroup scheduling on, the daemon runs in a scheduler group of its own, and a program that \
+        keeps every CPU busy can keep it from running for seconds; LTTng then discards events. Autogroup off \
+        (sysctl -w kernel.sched_autogroup_enabled=0) removes the risk; the embedded recorder does not have it.
+
+        Exit status: 0 every check passed (warnings included); 1 a check failed (each failure says what to do).
         """
     )
 
@@ -31,6 +36,7 @@ struct Doctor: ParsableCommand {
         let daemon = tools && checkDaemon(&report)
         if provider && reader && daemon {
             checkRoundTrip(&report)
+            checkConsumerScheduling(&report)
         } else {
             report.add("round trip", .skipped, "needs the items above", fix: nil)
         }
@@ -116,6 +122,19 @@ struct Doctor: ParsableCommand {
         } catch {
             report.add("session daemon", .failed, "cannot start one: \(error)", fix: "run lttng-sessiond in a terminal to see why it fails")
             return false
+        }
+    }
+
+    /// A warning, not a failure: recording works, but a program that keeps every CPU busy may lose events.
+    private func checkConsumerScheduling(_ report: inout DoctorReport) {
+        let scheduling = LTTngConsumerScheduling.current()
+        if let risk = scheduling.risk {
+            report.add("consumer CPU", .warned, risk, fix: LTTngConsumerScheduling.fix)
+        } else if scheduling.daemons.isEmpty {
+            report.add("consumer CPU", .skipped, "no lttng-consumerd runs yet (the session daemon starts it with a session)")
+        } else {
+            let why = scheduling.autogroupEnabled ? "it shares this process's scheduler group" : "autogroup scheduling is off"
+            report.add("consumer CPU", .passed, "lttng-consumerd gets a CPU under load: \(why)")
         }
     }
 
@@ -221,12 +240,14 @@ enum ProbeLoop {
 
 /// The checks' results as a table, each failure with its fix.
 struct DoctorReport {
-    enum Outcome: String { case passed = "ok", failed = "FAIL", skipped = "skip" }
+    enum Outcome: String { case passed = "ok", failed = "FAIL", warned = "warn", skipped = "skip" }
     private var lines: [String] = []
     private(set) var failures = 0
+    private(set) var warnings = 0
 
     mutating func add(_ name: String, _ outcome: Outcome, _ detail: String, fix: String? = nil) {
         if outcome == .failed { failures += 1 }
+        if outcome == .warned { warnings += 1 }
         lines.append("  \(outcome.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0)) \(name.padding(toLength: 16, withPad: " ", startingAt: 0)) \(detail)")
         if let fix { lines.append("        fix: \(fix)") }
     }
@@ -234,6 +255,7 @@ struct DoctorReport {
     var rendered: String {
         let verdict = failures == 0
             ? "Everything works: rlctl record and rlctl run --tracer lttng can trace with LTTng."
+                + (warnings == 0 ? "" : " Read the warning above before recording a program that keeps every CPU busy.")
             : "\(failures) problem\(failures == 1 ? "" : "s"). The embedded recorder (rlctl run's default) works without any of this."
         return (["rlctl doctor: the tracing set-up"] + lines + [verdict]).joined(separator: "\n")
     }

@@ -26,16 +26,16 @@ enum LTTngRecording {
         }
     }
 
-    /// What to do when an LTTng recording lost events, or nil when it lost none. Bigger sub-buffers are not the
-    /// answer it gives: with every CPU busy (a SwiftNIO server and wrk on 2 cores, 2026-11-28) LTTng discarded
-    /// 20–60% of the events whatever the sub-buffer size, timers or consumer priority, and the embedded recorder
-    /// none (README, "SwiftNIO").
-    static func lossAdvice(lost: UInt64, read: UInt64) -> String? {
+    /// What to do when an LTTng recording lost events, or nil when it lost none: where the consumer daemon can be
+    /// starved of CPU (``LTTngConsumerScheduling``), that first, since bigger sub-buffers do not help then.
+    static func lossAdvice(lost: UInt64, read: UInt64, scheduling: LTTngConsumerScheduling = .current()) -> String? {
         guard lost > 0 else { return nil }
         let share = Double(lost) / Double(lost + read) * 100
-        return "LTTng discarded \(lost) events, \(share < 1 ? "under 1" : String(Int(share.rounded())))% of those emitted; "
-            + "bigger sub-buffers (--subbuf-size) absorb a burst, but where the program keeps every CPU busy LTTng loses "
-            + "events whatever their size: record it with --tracer embedded"
+        let amount = "LTTng discarded \(lost) events, \(share < 1 ? "under 1" : String(Int(share.rounded())))% of those emitted"
+        if let risk = scheduling.risk {
+            return "\(amount); \(risk). Fix: \(LTTngConsumerScheduling.fix)"
+        }
+        return "\(amount); bigger sub-buffers (--subbuf-size, --num-subbuf) absorb a burst, or record with --tracer embedded"
     }
 
     /// LTTng channel options from `--subbuf-size` / `--num-subbuf`.
