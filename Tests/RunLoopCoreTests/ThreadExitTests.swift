@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import RunLoopCore
 import Testing
@@ -64,10 +65,16 @@ final class UsesLoopInDeinit: Sendable {
     }
 
     /// Counted in a child process: other tests open descriptors concurrently in this one. Only the kinds a loop
-    /// opens are counted: the child also holds descriptors it inherited, which the test runtime may close meanwhile.
+    /// opens are counted: the child also holds descriptors it inherited, which the test runtime may close meanwhile,
+    /// and libdispatch's own (an epoll descriptor, an eventfd and a timerfd per clock it arms timers on).
     @Test func exitedLoopThreadsLeakNoDescriptors() async {
         await #expect(processExitsWith: .success) {
             _ = onThread { Loop.current.id }   // the main loop's descriptors exist from here on
+            // libdispatch opens a timerfd of its own the first time a dispatch timer is armed, which the test runtime
+            // may do at any moment (under load it did, failing this test): armed here first, so it is in `before`.
+            let fired = DispatchSemaphore(value: 0)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) { fired.signal() }
+            fired.wait()
             let before = openLoopDescriptors()
             var pipeFDs: [Int32] = [0, 0]
             _ = pipe(&pipeFDs)
@@ -86,7 +93,12 @@ final class UsesLoopInDeinit: Sendable {
             }
             close(readEnd)
             close(writeEnd)
-            let after = openLoopDescriptors()
+            var after = openLoopDescriptors()
+            // Anything libdispatch holds for a moment more settles; a loop's leaked descriptors do not.
+            for _ in 0..<40 where after != before {
+                usleep(50_000)
+                after = openLoopDescriptors()
+            }
             if after != before {
                 print("descriptors before: \(before), after 50 loop threads exited: \(after)")
                 exit(1)
