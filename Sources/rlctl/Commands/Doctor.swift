@@ -46,11 +46,6 @@ struct Doctor: ParsableCommand {
         }
     }
 
-    /// A rebuild that looks for the system libraries again: SwiftPM caches the manifest's evaluation (where
-    /// Package.swift looks for them) by the manifest's text, so a plain `swift build` after installing one keeps
-    /// building without it.
-    static let rebuild = "swift build --manifest-cache none"
-
     private func checkProvider(_ report: inout DoctorReport) -> Bool {
         if LTTngSink.isCompiledIn {
             report.add("LTTng provider", .passed, "loaded from \(LTTngSink.providerPath ?? "?") (\(LTTngSink.providerEventCount) runloop:* tracepoints)")
@@ -63,8 +58,8 @@ struct Doctor: ParsableCommand {
         }
         let disabled = ProcessInfo.processInfo.environment["RLCTL_DISABLE_LTTNG"].map { !["", "0", "false", "no", "off"].contains($0.lowercased()) } ?? false
         report.add("LTTng provider", .failed, "this rlctl was built without liblttng-ust",
-                   fix: disabled ? "unset RLCTL_DISABLE_LTTNG and rebuild (\(Self.rebuild))"
-                                 : "install liblttng-ust-dev (bash scripts/install-deps.sh), then rebuild (\(Self.rebuild))")
+                   fix: disabled ? "unset RLCTL_DISABLE_LTTNG and rebuild (\(LTTngRecording.rebuild))"
+                                 : "install liblttng-ust-dev (bash scripts/install-deps.sh), then rebuild (\(LTTngRecording.rebuild))")
         return false
     }
 
@@ -74,9 +69,9 @@ struct Doctor: ParsableCommand {
         } else if providerCompiledIn {
             report.add("liblttng-ust", .failed, "the provider is compiled in but liblttng-ust is not loaded", fix: "reinstall liblttng-ust1 / liblttng-ust-dev")
         } else if let installed = Self.installedFile(["lttng/tracepoint.h"], under: ["/usr/include", "/usr/local/include"]) {
-            report.add("liblttng-ust", .failed, "installed (\(installed)) but not used by this build", fix: "rebuild rlctl (\(Self.rebuild)) so it detects it")
+            report.add("liblttng-ust", .failed, "installed (\(installed)) but not used by this build", fix: "rebuild rlctl (\(LTTngRecording.rebuild)) so it detects it")
         } else {
-            report.add("liblttng-ust", .failed, "not installed", fix: "install liblttng-ust-dev (bash scripts/install-deps.sh), then rebuild (\(Self.rebuild))")
+            report.add("liblttng-ust", .failed, "not installed", fix: "install liblttng-ust-dev (bash scripts/install-deps.sh), then rebuild (\(LTTngRecording.rebuild))")
         }
     }
 
@@ -86,7 +81,7 @@ struct Doctor: ParsableCommand {
             return true
         }
         report.add("libbabeltrace2", .failed, "this rlctl was built without libbabeltrace2, so it cannot read LTTng traces",
-                   fix: "install libbabeltrace2-dev (bash scripts/install-deps.sh), unset RLCTL_DISABLE_BABELTRACE2, rebuild (\(Self.rebuild))")
+                   fix: "install libbabeltrace2-dev (bash scripts/install-deps.sh), unset RLCTL_DISABLE_BABELTRACE2, rebuild (\(LTTngRecording.rebuild))")
         return false
     }
 

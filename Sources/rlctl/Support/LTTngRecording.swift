@@ -11,9 +11,14 @@ enum LTTngRecording {
     static func requireUsable(_ what: String) throws {
         do { try LTTngTools.requireInstalled() } catch { throw Failure.input("\(what) needs lttng-tools: \(error)") }
         guard CTFTraceReader.isAvailable else {
-            throw Failure.input("\(what) needs libbabeltrace2 to read the LTTng trace, and this rlctl was built without it: install libbabeltrace2-dev (scripts/install-deps.sh) and rebuild (swift build --manifest-cache none)")
+            throw Failure.input("\(what) needs libbabeltrace2 to read the LTTng trace, and this rlctl was built without it: install libbabeltrace2-dev (scripts/install-deps.sh) and rebuild (\(rebuild))")
         }
     }
+
+    /// A rebuild that looks for the system libraries again: SwiftPM caches the manifest's evaluation (where
+    /// Package.swift looks for them) by the manifest's text, so a plain `swift build` after installing one keeps
+    /// building without it.
+    static let rebuild = "swift build --manifest-cache none"
 
     /// Starts the session daemon unless one answers, saying so on stderr.
     static func ensureSessionDaemon() throws {
@@ -28,11 +33,11 @@ enum LTTngRecording {
 
     /// What to do when an LTTng recording lost events, or nil when it lost none: where the consumer daemon can be
     /// starved of CPU (``LTTngConsumerScheduling``), that first, since bigger sub-buffers do not help then.
-    static func lossAdvice(lost: UInt64, read: UInt64, scheduling: LTTngConsumerScheduling = .current()) -> String? {
+    static func lossAdvice(lost: UInt64, read: UInt64) -> String? {
         guard lost > 0 else { return nil }
         let share = Double(lost) / Double(lost + read) * 100
         let amount = "LTTng discarded \(lost) events, \(share < 1 ? "under 1" : String(Int(share.rounded())))% of those emitted"
-        if let risk = scheduling.risk {
+        if let risk = LTTngConsumerScheduling.current().risk {
             return "\(amount); \(risk). Fix: \(LTTngConsumerScheduling.fix)"
         }
         return "\(amount); bigger sub-buffers (--subbuf-size, --num-subbuf) absorb a burst, or record with --tracer embedded"

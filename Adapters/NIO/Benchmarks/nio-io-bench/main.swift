@@ -17,15 +17,8 @@ import RunLoopNIO
 /// The end of the server's pipeline: consumes the request.
 final class Consumer: ChannelInboundHandler {
     typealias InboundIn = NIOAny
-    var reads = 0
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) { reads &+= 1 }
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
     func channelReadComplete(context: ChannelHandlerContext) {}
-}
-
-func nanoseconds() -> UInt64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &spec)
-    return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
 }
 
 func pipeline(traced: Bool) throws -> EmbeddedChannel {
@@ -37,12 +30,12 @@ func pipeline(traced: Bool) throws -> EmbeddedChannel {
 
 /// ns per request (channelRead + channelReadComplete) over `requests` requests.
 func time(_ channel: EmbeddedChannel, requests: Int, data: NIOAny) -> Double {
-    let start = nanoseconds()
+    let start = Loop.Instant.now
     for _ in 0..<requests {
         channel.pipeline.syncOperations.fireChannelRead(data)
         channel.pipeline.syncOperations.fireChannelReadComplete()
     }
-    return Double(nanoseconds() - start) / Double(requests)
+    return Double(Loop.Instant.now.nanoseconds - start.nanoseconds) / Double(requests)
 }
 
 func median(_ values: [Double]) -> Double {
