@@ -2,7 +2,8 @@
 # Cost of the wait interposer per wrapped wait (issue 13's goal: <= 100 ns): ns per epoll_wait(ep, ev, 1, 0)
 # plain, preloaded but not recording (the root pid does not match), recording with the embedded recorder, and
 # recording through LTTng (where `lttng` and a session daemon answer; a session with the runloop:* events enabled).
-# Medians of RUNS runs of CALLS calls each, side by side; the events each tracer dropped are counted.
+# Medians of RUNS runs of CALLS calls each, side by side (and the median of each round's difference from its plain
+# run); the events each tracer dropped are counted.
 #   Benchmarks/wait-interposer-bench.sh [RUNS=7] [CALLS=200000]
 # Builds rlctl (which builds librlctl-wait-interposer.so) unless RLCTL_WAIT_INTERPOSER names the library.
 set -euo pipefail
@@ -51,17 +52,20 @@ for run in $(seq "$runs"); do
         lttng_discarded=$((lttng_discarded + $(sed -n 's/.* \([0-9][0-9]*\) events were discarded.*/\1/p' <<< "$stopped" | head -1 | grep . || echo 0)))
     fi
 done
+# Each variant's cost as the median of its per-round differences from that round's plain run: the machine's
+# slower stretches move both runs of a round alike.
+paired() { local -n runs=$1; for k in "${!runs[@]}"; do echo "${runs[$k]} - ${plain[$k]}" | bc -l; done | median; }
 p=$(printf '%s\n' "${plain[@]}" | median)
 i=$(printf '%s\n' "${idle[@]}" | median)
 r=$(printf '%s\n' "${recording[@]}" | median)
 echo "ns per epoll_wait(ep, ev, 1, 0), median of $runs runs of $calls calls ($(nproc) CPUs)"
-printf '%-36s %8s %8s %10s\n' variant ns/call ratio "+ns/call"
-printf '%-36s %8.1f %8s %10s\n' plain "$p" 1.00 -
-printf '%-36s %8.1f %8.2f %+10.1f\n' "preloaded, not recording" "$i" "$(echo "$i / $p" | bc -l)" "$(echo "$i - $p" | bc -l)"
-printf '%-36s %8.1f %8.2f %+10.1f\n' "recording (embedded)" "$r" "$(echo "$r / $p" | bc -l)" "$(echo "$r - $p" | bc -l)"
+printf '%-36s %8s %8s %10s %16s\n' variant ns/call ratio "+ns/call" "+ns/call paired"
+printf '%-36s %8.1f %8s %10s %16s\n' plain "$p" 1.00 - -
+printf '%-36s %8.1f %8.2f %+10.1f %+16.1f\n' "preloaded, not recording" "$i" "$(echo "$i / $p" | bc -l)" "$(echo "$i - $p" | bc -l)" "$(paired idle)"
+printf '%-36s %8.1f %8.2f %+10.1f %+16.1f\n' "recording (embedded)" "$r" "$(echo "$r / $p" | bc -l)" "$(echo "$r - $p" | bc -l)" "$(paired recording)"
 if [ "$with_lttng" = 1 ]; then
     l=$(printf '%s\n' "${lttng_runs[@]}" | median)
-    printf '%-36s %8.1f %8.2f %+10.1f\n' "recording (LTTng session)" "$l" "$(echo "$l / $p" | bc -l)" "$(echo "$l - $p" | bc -l)"
+    printf '%-36s %8.1f %8.2f %+10.1f %+16.1f\n' "recording (LTTng session)" "$l" "$(echo "$l / $p" | bc -l)" "$(echo "$l - $p" | bc -l)" "$(paired lttng_runs)"
 fi
 echo "events discarded while recording: embedded $discarded$([ "$with_lttng" = 1 ] && echo ", LTTng $lttng_discarded")"
 echo "runs: plain ${plain[*]} | not recording ${idle[*]} | recording ${recording[*]}$([ "$with_lttng" = 1 ] && echo " | LTTng ${lttng_runs[*]}")"

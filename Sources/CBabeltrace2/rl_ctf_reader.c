@@ -172,8 +172,38 @@ static int rl_read_integer(const bt_field *field, uint64_t *value) {
     return 0;
 }
 
+/// What a schema field needs of a member's class.
+enum { RL_WANT_STRING = 0, RL_WANT_INTEGER = 1, RL_WANT_ARRAY = 2 };
+
+static int rl_is_integer_array_class(const bt_field_class *field_class) {
+    return bt_field_class_type_is(bt_field_class_get_type(field_class), BT_FIELD_CLASS_TYPE_ARRAY) &&
+           rl_is_integer_class(bt_field_class_array_borrow_element_field_class_const(field_class));
+}
+
+/// Appends an array of integers to the batch's text as 64-bit words, its length first (CTFTraceReader.swift
+/// reads them back); returns its offset, or -1 on an error (set).
+static int64_t rl_append_array(rl_graph *reader, const bt_field *array) {
+    uint64_t length = bt_field_array_get_length(array);
+    size_t bytes = (size_t)(length + 1) * sizeof(uint64_t);
+    // Word-aligned in the text, so that the words are written (and read) whole.
+    size_t padding = (8 - reader->text_length % 8) % 8;
+    if (rl_reserve((void **)&reader->text, &reader->text_capacity, reader->text_length + padding + bytes + 1, 1) != 0)
+        return -1;
+    memset(reader->text + reader->text_length, 0, padding);
+    size_t offset = reader->text_length + padding;
+    memcpy(reader->text + offset, &length, sizeof length);
+    for (uint64_t index = 0; index < length; index++) {
+        uint64_t value;
+        if (rl_read_integer(bt_field_array_borrow_element_field_by_index_const(array, index), &value) != 0) return -1;
+        memcpy(reader->text + offset + (size_t)(index + 1) * sizeof value, &value, sizeof value);
+    }
+    reader->text[offset + bytes] = 0;
+    reader->text_length = offset + bytes + 1;
+    return (int64_t)offset;
+}
+
 /// The index of the member called `name` in a structure field class, or -1.
-static int64_t rl_member_index(const bt_field_class *structure, const char *name, int want_integer) {
+static int64_t rl_member_index(const bt_field_class *structure, const char *name, int want) {
     if (!structure || bt_field_class_get_type(structure) != BT_FIELD_CLASS_TYPE_STRUCTURE) return -1;
     uint64_t count = bt_field_class_structure_get_member_count(structure);
     for (uint64_t index = 0; index < count; index++) {
@@ -182,16 +212,17 @@ static int64_t rl_member_index(const bt_field_class *structure, const char *name
         const char *member_name = bt_field_class_structure_member_get_name(member);
         if (!member_name || strcmp(member_name, name) != 0) continue;
         const bt_field_class *member_class = bt_field_class_structure_member_borrow_field_class_const(member);
-        if (want_integer && !rl_is_integer_class(member_class)) return -1;
-        if (!want_integer && bt_field_class_get_type(member_class) != BT_FIELD_CLASS_TYPE_STRING) return -1;
+        if (want == RL_WANT_INTEGER && !rl_is_integer_class(member_class)) return -1;
+        if (want == RL_WANT_ARRAY && !rl_is_integer_array_class(member_class)) return -1;
+        if (want == RL_WANT_STRING && bt_field_class_get_type(member_class) != BT_FIELD_CLASS_TYPE_STRING) return -1;
         return (int64_t)index;
     }
     return -1;
 }
 
 static int64_t rl_tid_member(const bt_field_class *structure, const char *first, const char *second) {
-    int64_t index = rl_member_index(structure, first, 1);
-    return index >= 0 ? index : rl_member_index(structure, second, 1);
+    int64_t index = rl_member_index(structure, first, RL_WANT_INTEGER);
+    return index >= 0 ? index : rl_member_index(structure, second, RL_WANT_INTEGER);
 }
 
 /// Which `runloop` event an event class is: `runloop:<event>` or a bare `<event>`; -1 for anything else.
@@ -222,11 +253,13 @@ static void rl_describe_class(rl_class_info *info, const bt_event_class *event_c
     const rl_schema_event *schema = &rl_schema_events[info->event];
     const bt_field_class *payload = bt_event_class_borrow_payload_field_class_const(event_class);
     for (uint32_t field = 0; field < schema->field_count; field++) {
-        int is_string = schema->fields[field].type == RL_TYPE_STRING;
-        int64_t index = rl_member_index(payload, schema->fields[field].name, !is_string);
+        int want = schema->fields[field].length ? RL_WANT_ARRAY
+                 : schema->fields[field].type == RL_TYPE_STRING ? RL_WANT_STRING : RL_WANT_INTEGER;
+        int64_t index = rl_member_index(payload, schema->fields[field].name, want);
         if (index < 0) {
-            info->problem = rl_format("event `%s` is declared without %s field `%s`", name,
-                                      is_string ? "a string" : "an integer", schema->fields[field].name);
+            static const char *const wanted[] = { "a string", "an integer", "an integer array" };
+            info->problem = rl_format("event `%s` is declared without %s field `%s`", name, wanted[want],
+                                      schema->fields[field].name);
             return;
         }
         info->field_index[field] = (uint64_t)index;
@@ -351,6 +384,17 @@ static int rl_flatten_event(rl_graph *reader, const bt_message *message) {
     for (uint32_t field = 0; field < schema->field_count; field++) {
         const bt_field *member = info->field_index[field] < members
             ? bt_field_structure_borrow_member_field_by_index_const(payload, info->field_index[field]) : NULL;
+        if (schema->fields[field].length) {
+            int64_t offset = member && bt_field_class_type_is(bt_field_get_class_type(member), BT_FIELD_CLASS_TYPE_ARRAY)
+                ? rl_append_array(reader, member) : -1;
+            if (offset < 0) {
+                rl_set_sink_error(reader, rl_format("event `%s`: field `%s` is not an array of integers",
+                                                    bt_event_class_get_name(event_class), schema->fields[field].name));
+                return -1;
+            }
+            record->values[field] = (uint64_t)offset;
+            continue;
+        }
         if (schema->fields[field].type != RL_TYPE_STRING) {
             if (!member || rl_read_integer(member, &record->values[field]) != 0) {
                 rl_set_sink_error(reader, rl_format("event `%s`: field `%s` is not an integer",

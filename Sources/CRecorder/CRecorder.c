@@ -602,6 +602,11 @@ static inline uint8_t *put_string(uint8_t *p, const char *s, uint32_t size) {
 #define RLREC_STRING_SIZE_u64(name)
 #define RLREC_STRING_SIZE_s64(name)
 #define RLREC_STRING_SIZE_enum(name)
+#define RLREC_STRING_SIZE_u8_array(name)
+#define RLREC_STRING_SIZE_u32_array(name)
+#define RLREC_STRING_SIZE_s32_array(name)
+#define RLREC_STRING_SIZE_u64_array(name)
+#define RLREC_STRING_SIZE_s64_array(name)
 #define RLREC_STRING_SIZES(fields) RLREC_SS_A fields (0)
 #define RLREC_SS_A(more, ...) RL_CAT(RLREC_SS_A_, more)(__VA_ARGS__)
 #define RLREC_SS_B(more, ...) RL_CAT(RLREC_SS_B_, more)(__VA_ARGS__)
@@ -610,35 +615,52 @@ static inline uint8_t *put_string(uint8_t *p, const char *s, uint32_t size) {
 #define RLREC_SS_A_1(type, name, enumeration) RLREC_STRING_SIZE_##type(name) RLREC_SS_B
 #define RLREC_SS_B_1(type, name, enumeration) RLREC_STRING_SIZE_##type(name) RLREC_SS_A
 
-#define RLREC_BYTES_string(name) name##_size
-#define RLREC_BYTES_u8(name) (uint32_t)sizeof(uint8_t)
-#define RLREC_BYTES_u32(name) (uint32_t)sizeof(uint32_t)
-#define RLREC_BYTES_s32(name) (uint32_t)sizeof(int32_t)
-#define RLREC_BYTES_u64(name) (uint32_t)sizeof(uint64_t)
-#define RLREC_BYTES_s64(name) (uint32_t)sizeof(int64_t)
-#define RLREC_BYTES_enum(name) (uint32_t)sizeof(uint8_t)
+// `extra` is an enumeration's name, or an array's length field.
+#define RLREC_BYTES_string(name, extra) name##_size
+#define RLREC_BYTES_u8(name, extra) (uint32_t)sizeof(uint8_t)
+#define RLREC_BYTES_u32(name, extra) (uint32_t)sizeof(uint32_t)
+#define RLREC_BYTES_s32(name, extra) (uint32_t)sizeof(int32_t)
+#define RLREC_BYTES_u64(name, extra) (uint32_t)sizeof(uint64_t)
+#define RLREC_BYTES_s64(name, extra) (uint32_t)sizeof(int64_t)
+#define RLREC_BYTES_enum(name, extra) (uint32_t)sizeof(uint8_t)
+#define RLREC_BYTES_ARRAY(element, length) ((uint32_t)sizeof(uint32_t) + (uint32_t)(length) * (uint32_t)sizeof(element))
+#define RLREC_BYTES_u8_array(name, length) RLREC_BYTES_ARRAY(uint8_t, length)
+#define RLREC_BYTES_u32_array(name, length) RLREC_BYTES_ARRAY(uint32_t, length)
+#define RLREC_BYTES_s32_array(name, length) RLREC_BYTES_ARRAY(int32_t, length)
+#define RLREC_BYTES_u64_array(name, length) RLREC_BYTES_ARRAY(uint64_t, length)
+#define RLREC_BYTES_s64_array(name, length) RLREC_BYTES_ARRAY(int64_t, length)
 #define RLREC_PAYLOAD_SIZE(fields) (0 RLREC_SZ_A fields (0))
 #define RLREC_SZ_A(more, ...) RL_CAT(RLREC_SZ_A_, more)(__VA_ARGS__)
 #define RLREC_SZ_B(more, ...) RL_CAT(RLREC_SZ_B_, more)(__VA_ARGS__)
 #define RLREC_SZ_A_0()
 #define RLREC_SZ_B_0()
-#define RLREC_SZ_A_1(type, name, enumeration) + RLREC_BYTES_##type(name) RLREC_SZ_B
-#define RLREC_SZ_B_1(type, name, enumeration) + RLREC_BYTES_##type(name) RLREC_SZ_A
+#define RLREC_SZ_A_1(type, name, enumeration) + RLREC_BYTES_##type(name, enumeration) RLREC_SZ_B
+#define RLREC_SZ_B_1(type, name, enumeration) + RLREC_BYTES_##type(name, enumeration) RLREC_SZ_A
 
-#define RLREC_STORE_string(name) p = put_string(p, name, name##_size);
-#define RLREC_STORE_u8(name) PUT(p, name);
-#define RLREC_STORE_u32(name) PUT(p, name);
-#define RLREC_STORE_s32(name) PUT(p, name);
-#define RLREC_STORE_u64(name) PUT(p, name);
-#define RLREC_STORE_s64(name) PUT(p, name);
-#define RLREC_STORE_enum(name) PUT(p, name);
+#define RLREC_STORE_string(name, extra) p = put_string(p, name, name##_size);
+#define RLREC_STORE_u8(name, extra) PUT(p, name);
+#define RLREC_STORE_u32(name, extra) PUT(p, name);
+#define RLREC_STORE_s32(name, extra) PUT(p, name);
+#define RLREC_STORE_u64(name, extra) PUT(p, name);
+#define RLREC_STORE_s64(name, extra) PUT(p, name);
+#define RLREC_STORE_enum(name, extra) PUT(p, name);
+// As LTTng-UST stores a sequence: its own element count, then the elements.
+#define RLREC_STORE_ARRAY(element, name, length)                 \
+    PUT(p, (uint32_t)(length));                                  \
+    if ((length) > 0) memcpy(p, name, (size_t)(length) * sizeof(element)); \
+    p += (size_t)(length) * sizeof(element);
+#define RLREC_STORE_u8_array(name, length) RLREC_STORE_ARRAY(uint8_t, name, length)
+#define RLREC_STORE_u32_array(name, length) RLREC_STORE_ARRAY(uint32_t, name, length)
+#define RLREC_STORE_s32_array(name, length) RLREC_STORE_ARRAY(int32_t, name, length)
+#define RLREC_STORE_u64_array(name, length) RLREC_STORE_ARRAY(uint64_t, name, length)
+#define RLREC_STORE_s64_array(name, length) RLREC_STORE_ARRAY(int64_t, name, length)
 #define RLREC_STORES(fields) RLREC_ST_A fields (0)
 #define RLREC_ST_A(more, ...) RL_CAT(RLREC_ST_A_, more)(__VA_ARGS__)
 #define RLREC_ST_B(more, ...) RL_CAT(RLREC_ST_B_, more)(__VA_ARGS__)
 #define RLREC_ST_A_0()
 #define RLREC_ST_B_0()
-#define RLREC_ST_A_1(type, name, enumeration) RLREC_STORE_##type(name) RLREC_ST_B
-#define RLREC_ST_B_1(type, name, enumeration) RLREC_STORE_##type(name) RLREC_ST_A
+#define RLREC_ST_A_1(type, name, enumeration) RLREC_STORE_##type(name, enumeration) RLREC_ST_B
+#define RLREC_ST_B_1(type, name, enumeration) RLREC_STORE_##type(name, enumeration) RLREC_ST_A
 
 #define RLREC_ENCODE(event_id, fields)                      \
     {                                                       \
@@ -654,6 +676,7 @@ static inline uint8_t *put_string(uint8_t *p, const char *s, uint32_t size) {
 
 #define RL_FIELD RL_FIELD_TUPLE
 #define RL_ENUM_FIELD RL_ENUM_FIELD_TUPLE
+#define RL_ARRAY_FIELD RL_ARRAY_FIELD_TUPLE
 #define RL_EVENT_CLASS(class, fields) \
     void rlrec_##class(uint8_t event_id RL_MORE_PARAMS(fields)) RLREC_ENCODE(event_id, fields)
 #define RL_EVENT(id, name, fields) void rlrec_##name(RL_PARAMS(fields)) RLREC_ENCODE(id, fields)
@@ -770,6 +793,28 @@ int rlrec_copy_ring(rlrec_stream_sink sink, void *context) {
         }
     }
     return copied;
+}
+
+// ===== the clock, for other code =====
+
+int rlrec_tsc_clock_eligible(void) {
+#if RLREC_HAVE_TSC
+    return tsc_eligible();
+#else
+    return 0;
+#endif
+}
+
+void rlrec_clock_pair(int attempts, uint64_t *tsc, uint64_t *ns) {
+#if RLREC_HAVE_TSC
+    clock_pair pair = read_pair(attempts);
+    *tsc = pair.tsc;
+    *ns = pair.ns;
+#else
+    (void)attempts;
+    *tsc = 0;
+    *ns = clock_ns();
+#endif
 }
 
 // ===== control =====

@@ -23,8 +23,9 @@ const rl_schema_enum rl_schema_enums[] = {
 const uint32_t rl_schema_enum_count = RL_ENUM_TABLE_COUNT;
 
 // The fields of each class and of each event that has its own.
-#define RL_FIELD(name, type) { #name, RL_TYPE_##type, -1 },
-#define RL_ENUM_FIELD(name, enumeration) { #name, RL_TYPE_ENUM_U8, RL_ENUM_INDEX_##enumeration },
+#define RL_FIELD(name, type) { #name, RL_TYPE_##type, -1, NULL },
+#define RL_ENUM_FIELD(name, enumeration) { #name, RL_TYPE_ENUM_U8, RL_ENUM_INDEX_##enumeration, NULL },
+#define RL_ARRAY_FIELD(name, type, length) { #name, RL_TYPE_##type, -1, #length },
 #define RL_EVENT_CLASS(class, fields) static const rl_schema_field rl_class_fields_##class[] = { fields };
 #define RL_EVENT(id, name, fields) static const rl_schema_field rl_event_fields_##name[] = { fields };
 #include "runloop_events.def"

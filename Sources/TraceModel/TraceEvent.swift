@@ -101,6 +101,63 @@ public struct TraceEvent: Sendable, Equatable {
         /// `runloop:loop_hang`: the watchdog saw `loopID` busy in `iteration` for at least `busy` ns, past
         /// `threshold`, while it was still stuck.
         case loopHang(loopID: UInt64, iteration: UInt64, busy: UInt64, threshold: UInt64)
+        /// `runloop:wait_batch`: waits of one thread (not necessarily the event's), each with its begin and end
+        /// time, sent together after they ended: what the interposer sends through LTTng instead of `wait_begin`
+        /// and `wait_end`.
+        case waitBatch(WaitBatch)
+    }
+
+    /// What `runloop:wait_batch` holds: waits of thread `threadID`, in its order.
+    public struct WaitBatch: Sendable, Equatable {
+        public var threadID: Int32
+        public var waits: [Wait]
+
+        public init(threadID: Int32, waits: [Wait]) {
+            self.threadID = threadID
+            self.waits = waits
+        }
+
+        /// The `wait_begin` and `wait_end` events the waits stand for, at their own times on their own thread, as
+        /// the embedded recorder writes them (a wait that had not returned: its begin alone). They are earlier
+        /// than the batch and than events of other threads read before it: for exports, not for a time-ordered
+        /// stream.
+        public func events(processID: Int32) -> [TraceEvent] {
+            var events: [TraceEvent] = []
+            events.reserveCapacity(waits.count * 2)
+            for wait in waits {
+                events.append(TraceEvent(timestamp: wait.begin, threadID: threadID, processID: processID,
+                                         payload: .waitBegin(call: wait.call, target: wait.target, setSize: wait.setSize, timeout: wait.timeout)))
+                if let end = wait.end {
+                    events.append(TraceEvent(timestamp: end, threadID: threadID, processID: processID,
+                                             payload: .waitEnd(ready: wait.ready, error: wait.error)))
+                }
+            }
+            return events
+        }
+
+        /// One wait: `wait_begin`'s fields, when it began and ended, and `wait_end`'s fields.
+        public struct Wait: Sendable, Equatable {
+            public var call: WaitCall
+            public var target: Int32
+            public var setSize: UInt32
+            public var timeout: Int64
+            public var begin: UInt64
+            /// nil: the wait had not returned when the recording ended.
+            public var end: UInt64?
+            public var ready: Int32
+            public var error: Int32
+
+            public init(call: WaitCall, target: Int32, setSize: UInt32, timeout: Int64, begin: UInt64, end: UInt64?, ready: Int32, error: Int32) {
+                self.call = call
+                self.target = target
+                self.setSize = setSize
+                self.timeout = timeout
+                self.begin = begin
+                self.end = end
+                self.ready = ready
+                self.error = error
+            }
+        }
     }
 
     /// What `runloop:loop_stall` reports: where, how long, and the callout that ran longest.
@@ -173,6 +230,7 @@ extension TraceEvent.Payload {
         case .waitThread: return "wait_thread"
         case .loopStall: return "loop_stall"
         case .loopHang: return "loop_hang"
+        case .waitBatch: return "wait_batch"
         }
     }
 }

@@ -24,7 +24,8 @@ internal import CTraceSchema
 /// | 4 | `tid` (kernel thread id, signed) |
 ///
 /// followed by events: a 1-byte event id, an 8-byte timestamp, then the event's fields in the order the trace's
-/// own `metadata` declares them (`u8`/`u32`/`s32`/`u64`/`s64` integers, NUL-terminated UTF-8 strings). The
+/// own `metadata` declares them (`u8`/`u32`/`s32`/`u64`/`s64` integers, NUL-terminated UTF-8 strings, and arrays of
+/// integers as a `u32` element count followed by the elements, as LTTng-UST writes a sequence). The
 /// recorder writes ``TraceSchema/events``, which is built from the schema's one definition,
 /// `Sources/CTraceSchema/include/runloop_events.def` (the C table expanded from it); a reader decodes by the
 /// trace's metadata, so a trace with fields or events it does not know is still read: unknown fields are
@@ -62,18 +63,21 @@ public enum TraceSchema {
     }
 
     /// A field's encoding.
-    public enum FieldType: Sendable, Equatable {
+    public indirect enum FieldType: Sendable, Equatable {
         case u8, u32, s32, u64, s64, string
         /// An enumeration stored as `u8`.
         case enumeration(Enumeration)
+        /// A sequence of integers of the element type, as many as the event's `u32` field `length` says
+        /// (`RL_ARRAY_FIELD`); in a trace, its own `u32` count and then the elements.
+        case array(FieldType, length: String)
 
-        /// Bytes in a trace, nil for strings.
+        /// Bytes in a trace, nil for strings and arrays.
         public var fixedSize: Int? {
             switch self {
             case .u8, .enumeration: return 1
             case .u32, .s32: return 4
             case .u64, .s64: return 8
-            case .string: return nil
+            case .string, .array: return nil
             }
         }
     }
@@ -104,6 +108,7 @@ public enum TraceSchema {
         case loopAdapted, nioTick, nioIO, probeFire
         case waitBegin, waitEnd, waitThread
         case loopStall, loopHang
+        case waitBatch
 
         // Inlinable: the recorder calls this for every activity event it writes, from another module.
         @inlinable
@@ -138,7 +143,7 @@ public enum TraceSchema {
         let table = rl_schema_event_at(index)!.pointee
         let fields = (0..<Int(table.field_count)).map { position in
             let field = table.fields[position]
-            let type: FieldType
+            var type: FieldType
             switch field.type {
             case RL_TYPE_U8: type = .u8
             case RL_TYPE_U32: type = .u32
@@ -148,6 +153,7 @@ public enum TraceSchema {
             case RL_TYPE_STRING: type = .string
             default: type = .enumeration(enumerations[Int(field.enumeration)])
             }
+            if let length = field.length { type = .array(type, length: String(cString: length)) }
             return Field(name: String(cString: field.name), type: type)
         }
         return EventDescription(id: UInt8(table.id), name: String(cString: table.name),
@@ -221,7 +227,12 @@ public enum TraceSchema {
         for event in events {
             text += "\nevent {\n    name = \"runloop:\(event.name)\";\n    id = \(event.id);\n    fields := struct {\n"
             for field in event.fields {
-                text += "        \(tsdl(field.type)) \(field.name);\n"
+                if case .array(let element, _) = field.type {
+                    // As LTTng-UST declares a sequence: a count of its own, which babeltrace2 keeps out of the payload.
+                    text += "        uint32_t _\(field.name)_length;\n        \(tsdl(element)) \(field.name)[_\(field.name)_length];\n"
+                } else {
+                    text += "        \(tsdl(field.type)) \(field.name);\n"
+                }
             }
             text += "    };\n};\n"
         }
@@ -238,6 +249,8 @@ public enum TraceSchema {
         case .string: return "string"
         case .enumeration(let enumeration):
             return "enum : uint8_t { " + enumeration.labels.map { "\"\($0.label)\" = \($0.value)" }.joined(separator: ", ") + " }"
+        case .array(let element, _):
+            return tsdl(element)   // the metadata writes the brackets
         }
     }
 

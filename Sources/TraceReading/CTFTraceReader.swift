@@ -173,8 +173,8 @@ public final class CTFTraceReader: TraceEventReader {
 
     // ===== events =====
 
-    /// A record's fields, by schema position (rl_ctf_reader.h): integers in `values`, strings as offsets into the
-    /// batch's text.
+    /// A record's fields, by schema position (rl_ctf_reader.h): integers in `values`, strings and arrays as offsets
+    /// into the batch's text.
     private struct RecordFields: SchemaFieldValues {
         let record: rl_ctf_record
         unowned(unsafe) let reader: CTFTraceReader
@@ -190,6 +190,17 @@ public final class CTFTraceReader: TraceEventReader {
             let start = text + Int(offset)
             return reader.texts.string(start, strnlen(start, Int(record.text_length - offset)))
         }
+
+        /// An array's 64-bit words in the text: its count, then its elements (rl_ctf_reader.c checked the length).
+        private func word(_ field: Int, _ index: Int) -> UInt64 {
+            let offset = Int(integer(field)) + index * 8
+            guard let text = record.text, offset + 8 <= Int(record.text_length) else { return 0 }
+            return UnsafeRawPointer(text).loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+        }
+
+        func count(_ field: Int) -> Int { Int(truncatingIfNeeded: word(field, 0)) }
+
+        func element(_ field: Int, _ index: Int) -> UInt64 { word(field, 1 + index) }
     }
 
     private func decode(_ record: rl_ctf_record) throws(TraceReadError) -> TraceEvent {

@@ -15,6 +15,9 @@ final class DecodingPlan {
         var kind: StepKind
         /// The field's position in the schema's field list of the event, or -1 when the schema does not have it.
         var slot: Int32
+        /// For a sequence (whose elements are `kind`), the position among the event's declared fields of the
+        /// integer that counts them; -1 for a single value.
+        var length: Int32 = -1
     }
 
     struct Entry {
@@ -31,6 +34,8 @@ final class DecodingPlan {
     let entries: UnsafeMutablePointer<Entry>
     let steps: UnsafeMutablePointer<Step>
     private let stepCapacity: Int
+    /// The most fields any declared event has (a decoder keeps each field's value while it walks an event).
+    let maxDeclaredFields: Int
     /// Event names by id, for messages.
     private(set) var names: [Int: String] = [:]
     private(set) var problems: [String] = []
@@ -40,6 +45,7 @@ final class DecodingPlan {
         entries.initialize(repeating: Entry(), count: 256)
         stepCapacity = max(1, metadata.events.reduce(0) { $0 + $1.fields.count })
         steps = .allocate(capacity: stepCapacity)
+        maxDeclaredFields = metadata.events.map(\.fields.count).max() ?? 0
         var used = 0
         for declared in metadata.events {
             guard !entries[declared.id].declared else {
@@ -52,29 +58,43 @@ final class DecodingPlan {
             for field in declared.fields {
                 let slot = schema?.fieldIndex(field.name)
                 let kind: StepKind
+                var length: Int32 = -1
+                var integer: (bytes: Int, signed: Bool)?
                 switch field.type {
                 case .string: kind = .string
                 case .integer(let bytes, let signed):
-                    switch (bytes, signed) {
-                    case (1, false): kind = .u8
-                    case (2, false): kind = .u16
-                    case (4, false): kind = .u32
-                    case (8, false): kind = .u64
-                    case (1, true): kind = .s8
-                    case (2, true): kind = .s16
-                    case (4, true): kind = .s32
-                    default: kind = .s64
-                    }
+                    integer = (bytes, signed)
+                    kind = .u8
+                case .sequence(let bytes, let signed, let lengthIndex):
+                    integer = (bytes, signed)
+                    length = Int32(lengthIndex)
+                    kind = .u8
                 case .unsupported:
                     kind = .u8   // never walked: the event has a problem
                 }
+                let stepKind: StepKind
+                if let (bytes, signed) = integer {
+                    switch (bytes, signed) {
+                    case (1, false): stepKind = .u8
+                    case (2, false): stepKind = .u16
+                    case (4, false): stepKind = .u32
+                    case (8, false): stepKind = .u64
+                    case (1, true): stepKind = .s8
+                    case (2, true): stepKind = .s16
+                    case (4, true): stepKind = .s32
+                    default: stepKind = .s64
+                    }
+                } else {
+                    stepKind = kind
+                }
                 if let schema, let slot, problem == nil {
-                    let wantsString = schema.fields[slot].type == .string
-                    if wantsString != (kind == .string) {
-                        problem = "field `\(field.name)` is declared as \(kind == .string ? "a string" : "an integer"), not \(wantsString ? "a string" : "an integer")"
+                    let wanted = Self.shape(schema.fields[slot].type)
+                    let declaredShape = stepKind == .string ? "a string" : length >= 0 ? "an array" : "an integer"
+                    if wanted != declaredShape {
+                        problem = "field `\(field.name)` is declared as \(declaredShape), not \(wanted)"
                     }
                 }
-                steps[used] = Step(kind: kind, slot: Int32(slot ?? -1))
+                steps[used] = Step(kind: stepKind, slot: Int32(slot ?? -1), length: length)
                 used += 1
             }
             if let schema, problem == nil, let missing = schema.fields.first(where: { field in !declared.fields.contains { $0.name == field.name } }) {
@@ -86,6 +106,14 @@ final class DecodingPlan {
                 problems.append(problem)
             }
             entries[declared.id] = entry
+        }
+    }
+
+    private static func shape(_ type: TraceSchema.FieldType) -> String {
+        switch type {
+        case .string: return "a string"
+        case .array: return "an array"
+        default: return "an integer"
         }
     }
 

@@ -14,6 +14,11 @@ final class PayloadDecoder {
     /// The current event's integer fields and string fields (byte ranges in the buffer), by schema position.
     private let integers: UnsafeMutablePointer<UInt64>
     private let strings: UnsafeMutablePointer<(start: Int, end: Int)>
+    /// The current event's arrays: where each one's elements start in `elements`, and how many, by schema position.
+    private let arrays: UnsafeMutablePointer<(start: Int, count: Int)>
+    private var elements: [UInt64] = []
+    /// The current event's declared integer fields in their declared order (a sequence's count is one of them).
+    private let declaredValues: UnsafeMutablePointer<UInt64>
     private var stringCache: (bytes: [UInt8], string: String) = ([], "")
     private var bytes = UnsafeRawBufferPointer(start: nil, count: 0)
 
@@ -23,11 +28,17 @@ final class PayloadDecoder {
         integers.initialize(repeating: 0, count: TraceSchema.maxFieldCount)
         strings = .allocate(capacity: TraceSchema.maxFieldCount)
         strings.initialize(repeating: (0, 0), count: TraceSchema.maxFieldCount)
+        arrays = .allocate(capacity: TraceSchema.maxFieldCount)
+        arrays.initialize(repeating: (0, 0), count: TraceSchema.maxFieldCount)
+        declaredValues = .allocate(capacity: max(1, plan.maxDeclaredFields))
+        declaredValues.initialize(repeating: 0, count: max(1, plan.maxDeclaredFields))
     }
 
     deinit {
         integers.deallocate()
         strings.deallocate()
+        arrays.deallocate()
+        declaredValues.deallocate()
     }
 
     /// Reads the fields of the event with id `rawID` from `buffer[offset..<end]` and moves `offset` past them.
@@ -40,28 +51,28 @@ final class PayloadDecoder {
             throw Failure(reason: "event runloop:\(plan.names[rawID] ?? "?"): \(plan.problems[Int(entry.problem)])", offset: eventStart)
         }
         bytes = buffer
-        var step = plan.steps + Int(entry.firstStep)
+        let first = plan.steps + Int(entry.firstStep)
+        var step = first
         let last = step + Int(entry.stepCount)
+        var elementsUsed = 0
         while step < last {
-            let value: UInt64
-            switch step.pointee.kind {
-            case .u8: value = UInt64(try take(UInt8.self, at: &offset, end: end))
-            case .s8: value = UInt64(bitPattern: Int64(try take(Int8.self, at: &offset, end: end)))
-            case .u16: value = UInt64(try take(UInt16.self, at: &offset, end: end))
-            case .s16: value = UInt64(bitPattern: Int64(try take(Int16.self, at: &offset, end: end)))
-            case .u32: value = UInt64(try take(UInt32.self, at: &offset, end: end))
-            case .s32: value = UInt64(bitPattern: Int64(try take(Int32.self, at: &offset, end: end)))
-            case .u64, .s64: value = try take(UInt64.self, at: &offset, end: end)
-            case .string:
-                var index = offset
-                while index < end && buffer[index] != 0 { index += 1 }
-                guard index < end else { throw Failure(reason: "unterminated string in event", offset: offset) }
-                if step.pointee.slot >= 0 { strings[Int(step.pointee.slot)] = (offset, index) }
-                offset = index + 1
+            if step.pointee.length >= 0 {
+                try sequence(step.pointee, count: declaredValues[Int(step.pointee.length)], at: &offset, end: end, elementsUsed: &elementsUsed)
                 step += 1
                 continue
             }
-            if step.pointee.slot >= 0 { integers[Int(step.pointee.slot)] = value }
+            guard step.pointee.kind == .string else {
+                let value = try integer(step.pointee.kind, at: &offset, end: end)
+                if step.pointee.slot >= 0 { integers[Int(step.pointee.slot)] = value }
+                declaredValues[step - first] = value
+                step += 1
+                continue
+            }
+            var index = offset
+            while index < end && buffer[index] != 0 { index += 1 }
+            guard index < end else { throw Failure(reason: "unterminated string in event", offset: offset) }
+            if step.pointee.slot >= 0 { strings[Int(step.pointee.slot)] = (offset, index) }
+            offset = index + 1
             step += 1
         }
         guard let known = entry.known, let id = TraceSchema.EventID(rawValue: known) else { return nil }
@@ -70,6 +81,47 @@ final class PayloadDecoder {
             return try TraceEventDecoding.payload(id, &fields)
         } catch {
             throw Failure(reason: "corrupt event runloop:\(id.description.name): \(error.describe(id))", offset: eventStart)
+        }
+    }
+
+    /// A sequence of `count` integers at `offset` (its count was an earlier field), moving `offset` past it; its
+    /// elements go to `elements` for the schema's field, if it has one.
+    private func sequence(_ step: DecodingPlan.Step, count: UInt64, at offset: inout Int, end: Int, elementsUsed: inout Int) throws(Failure) {
+        let size: Int
+        switch step.kind {
+        case .u8, .s8: size = 1
+        case .u16, .s16: size = 2
+        case .u32, .s32: size = 4
+        case .u64, .s64: size = 8
+        case .string: throw Failure(reason: "a sequence of strings", offset: offset)
+        }
+        guard count <= UInt64(end - offset) / UInt64(size) else {
+            throw Failure(reason: "a sequence of \(count) elements runs past the end of the packet", offset: offset)
+        }
+        let elementCount = Int(count)
+        guard step.slot >= 0 else {
+            offset += elementCount * size
+            return
+        }
+        if elements.count < elementsUsed + elementCount { elements.append(contentsOf: repeatElement(0, count: elementsUsed + elementCount - elements.count)) }
+        for index in 0..<elementCount {
+            elements[elementsUsed + index] = try integer(step.kind, at: &offset, end: end)
+        }
+        arrays[Int(step.slot)] = (elementsUsed, elementCount)
+        elementsUsed += elementCount
+    }
+
+    /// An integer field of `kind` at `offset` as 64 bits (signed ones sign-extended), moving `offset` past it.
+    @inline(__always)
+    private func integer(_ kind: DecodingPlan.StepKind, at offset: inout Int, end: Int) throws(Failure) -> UInt64 {
+        switch kind {
+        case .u8: return UInt64(try take(UInt8.self, at: &offset, end: end))
+        case .s8: return UInt64(bitPattern: Int64(try take(Int8.self, at: &offset, end: end)))
+        case .u16: return UInt64(try take(UInt16.self, at: &offset, end: end))
+        case .s16: return UInt64(bitPattern: Int64(try take(Int16.self, at: &offset, end: end)))
+        case .u32: return UInt64(try take(UInt32.self, at: &offset, end: end))
+        case .s32: return UInt64(bitPattern: Int64(try take(Int32.self, at: &offset, end: end)))
+        case .u64, .s64, .string: return try take(UInt64.self, at: &offset, end: end)
         }
     }
 
@@ -87,6 +139,10 @@ final class PayloadDecoder {
 
         @inline(__always)
         func integer(_ field: Int) -> UInt64 { decoder.integers[field] }
+
+        func count(_ field: Int) -> Int { decoder.arrays[field].count }
+
+        func element(_ field: Int, _ index: Int) -> UInt64 { decoder.elements[decoder.arrays[field].start + index] }
 
         @inline(__always)
         mutating func string(_ field: Int) -> String {

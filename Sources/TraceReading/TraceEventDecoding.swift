@@ -2,10 +2,15 @@ import TraceModel
 
 /// One event's field values, by their position in the schema's field list (``TraceSchema/events``): what each
 /// reader extracts from its trace (by field name, whatever order or extra fields the trace has) before
-/// ``TraceEventDecoding`` turns it into a ``TraceEvent``. Integers are 64-bit (signed ones as two's complement).
+/// ``TraceEventDecoding`` turns it into a ``TraceEvent``. Integers are 64-bit (signed ones as two's complement),
+/// arrays' elements too.
 protocol SchemaFieldValues {
     func integer(_ field: Int) -> UInt64
     mutating func string(_ field: Int) -> String
+    /// How many elements the array field has (as the trace holds it: its own count).
+    func count(_ field: Int) -> Int
+    /// The array field's element at `index` (below ``count(_:)``).
+    func element(_ field: Int, _ index: Int) -> UInt64
 }
 
 /// A field's value that the model cannot hold: an enumeration value without a label, a thread id beyond 32 bits.
@@ -126,6 +131,25 @@ enum TraceEventDecoding {
         case .loopHang:
             // loop_id, iteration, busy_ns, threshold_ns
             return .loopHang(loopID: v.integer(0), iteration: v.integer(1), busy: v.integer(2), threshold: v.integer(3))
+        case .waitBatch:
+            // tid, waits, then one array per wait field: call, target, set_size, timeout_ns, begin_ns, end_ns, ready, error
+            let threadID = try signed32(v.integer(0), field: 0, "a thread id")
+            let waits = v.integer(1)
+            for field in 2..<10 where UInt64(v.count(field)) != waits {
+                throw FieldValueProblem(field: field, value: UInt64(v.count(field)), expected: "an array of `waits` (\(waits)) elements")
+            }
+            var batch = TraceEvent.WaitBatch(threadID: threadID, waits: [])
+            batch.waits.reserveCapacity(Int(waits))
+            for index in 0..<Int(waits) {
+                let call = try label(v.element(2, index), field: 2, WaitCall.init(traceValue:), "a wait call")
+                let end = v.element(7, index)
+                batch.waits.append(.init(call: call, target: try signed32(v.element(3, index), field: 3, "a descriptor"),
+                                         setSize: UInt32(truncatingIfNeeded: v.element(4, index)),
+                                         timeout: Int64(bitPattern: v.element(5, index)), begin: v.element(6, index),
+                                         end: end == 0 ? nil : end, ready: try signed32(v.element(8, index), field: 8, "a wait result"),
+                                         error: try signed32(v.element(9, index), field: 9, "an errno")))
+            }
+            return .waitBatch(batch)
         }
     }
 

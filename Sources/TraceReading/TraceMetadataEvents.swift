@@ -2,12 +2,15 @@ import TraceModel
 
 /// The event declarations of an embedded trace's `metadata`: the TSDL ``TraceSchema/metadata(uuid:clockOffsetNanoseconds:hostname:)``
 /// writes, or a newer recorder's with more events or fields. Only what the recorder's format can hold is
-/// understood (byte-aligned integers of 8 to 64 bits, enumerations over them, strings); a field of any other
+/// understood (byte-aligned integers of 8 to 64 bits, enumerations over them, strings, sequences of such integers
+/// whose length is an earlier integer field, as LTTng-UST and the recorder write them); a field of any other
 /// type makes its event undecodable, which is an error only if such an event is met.
 struct TraceMetadataEvents {
     enum DeclaredType: Equatable {
         case integer(bytes: Int, signed: Bool)
         case string
+        /// A sequence of integers, as many as the event's field at index `length` (declared before it) says.
+        case sequence(bytes: Int, signed: Bool, length: Int)
         /// What the declaration says, for the error message.
         case unsupported(String)
     }
@@ -230,8 +233,17 @@ struct TraceMetadataEvents {
             while !skip("}") {
                 var type = try typeSpecifier()
                 let name = try word()
-                if current == .symbol("[") {
-                    type = .unsupported("an array or sequence")
+                if skip("[") {
+                    // `name[length]`: a sequence whose length is an earlier integer member. Fixed-size arrays and
+                    // sequences of other types are not in the formats rlctl reads.
+                    if case .word(let lengthName)? = current, case .integer(let bytes, let signed) = type,
+                       let length = members.lastIndex(where: { $0.name == lengthName }),
+                       case .integer = members[length].type {
+                        position += 1
+                        type = .sequence(bytes: bytes, signed: signed, length: length)
+                    } else {
+                        type = .unsupported("an array or sequence")
+                    }
                     while current != .symbol(";") && current != nil { position += 1 }
                 }
                 try expect(";")

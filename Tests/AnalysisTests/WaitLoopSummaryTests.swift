@@ -255,6 +255,58 @@ import TraceModel
         #expect(l.iterations == 1 && l.chainBreaks == 1 && l.busyNanoseconds == 2 * Self.ms && l.sleepNanoseconds == 23 * Self.ms)
     }
 
+    /// The same waits as LTTng's wait_batch events (several waits to an event, sent after the last one ended, the
+    /// last one still waiting at the end) summarize exactly as the wait-by-wait events do.
+    @Test func waitsInBatchesSummarizeAsWaitByWait() throws {
+        var waitByWait = Self.nodeLoop()
+        waitByWait.add(120_000, 20, .waitBegin(call: .epollPwait, target: 5, setSize: 64, timeout: -1))   // still waiting
+        var batched = Waits()
+        batched.named(20, pid: 4242, process: "node", name: "node")
+        var waits: [TraceEvent.WaitBatch.Wait] = []
+        var open: TraceEvent?
+        for event in waitByWait.sorted where event.threadID == 20 {
+            switch event.payload {
+            case .waitBegin: open = event
+            case .waitEnd(let ready, let error):
+                guard let begin = open, case .waitBegin(let call, let target, let setSize, let timeout) = begin.payload else { continue }
+                waits.append(.init(call: call, target: target, setSize: setSize, timeout: timeout, begin: begin.timestamp,
+                                   end: event.timestamp, ready: ready, error: error))
+                open = nil
+            default: continue
+            }
+        }
+        if let begin = open, case .waitBegin(let call, let target, let setSize, let timeout) = begin.payload {
+            waits.append(.init(call: call, target: target, setSize: setSize, timeout: timeout, begin: begin.timestamp, end: nil, ready: 0, error: 0))
+        }
+        // Sent by another thread (the interposer's flusher) in batches of 3, each 5 µs after its last wait.
+        for start in stride(from: 0, to: waits.count, by: 3) {
+            let part = Array(waits[start..<min(start + 3, waits.count)])
+            batched.add((part.last!.end ?? part.last!.begin) / Self.us + 5, 99, .waitBatch(.init(threadID: 20, waits: part)))
+        }
+        let expected = try #require(try waitByWait.summarize().waits), actual = try #require(try batched.summarize().waits)
+        #expect(actual.loops == expected.loops)
+        #expect(actual.loops.first?.waitingAtEnd == true && actual.loops.first?.iterations == 7)
+    }
+
+    /// A loss window of a per-CPU stream (LTTng) before a batch breaks the thread's chain before the batch's waits,
+    /// even where the window starts after the batch's first wait began: the lost event may have been the thread's
+    /// previous batch, sent after that.
+    @Test func aLossBeforeABatchBreaksTheChainBeforeItsWaits() throws {
+        var w = Waits()
+        func wait(_ from: UInt64, _ to: UInt64) -> TraceEvent.WaitBatch.Wait {
+            .init(call: .epollWait, target: 5, setSize: 64, timeout: -1, begin: from * Self.us, end: to * Self.us, ready: 1, error: 0)
+        }
+        w.add(21_000, 20, .waitBatch(.init(threadID: 20, waits: [wait(0, 10_000), wait(12_000, 20_000)])))
+        // The batch of 20–40 ms is lost, in a window that starts at 41 ms; this batch's first wait began at 40.5 ms.
+        w.add(61_000, 20, .waitBatch(.init(threadID: 20, waits: [wait(40_500, 50_000), wait(52_000, 60_000)])))
+        var health = TraceHealth()
+        health.eventsLost = 1
+        health.lossWindows = [.init(stream: "channel0_1", from: 41 * Self.ms, to: 61 * Self.ms, events: 1)]
+        let l = try #require(try w.summarize(health: health).waits?.loops.first)
+        #expect(l.waits == 4 && l.iterations == 2 && l.chainBreaks == 1)
+        #expect(l.busyNanoseconds == 4 * Self.ms, "2 ms before each batch's second wait, nothing across the loss")
+    }
+
     @Test func theTextReportHasASectionPerLoopAndSaysWhatIsNotAvailableOnce() throws {
         var w = Self.nodeLoop()
         w.named(21, pid: 4242, process: "node", name: "libuv-worker")

@@ -70,6 +70,10 @@ enum CTFTestTrace {
                               threshold: 50_000_000, culpritKind: .timer, culpritID: 10, culpritDuration: 60_000_000,
                               culpritLabel: "render")),
              .loopHang(loopID: 3, iteration: 2, busy: 2_000_000_000, threshold: 500_000_000),
+             .waitBatch(.init(threadID: 4343, waits: [
+                 .init(call: .epollWait, target: 5, setSize: 64, timeout: 10_000_000, begin: base + 25_000, end: base + 25_600, ready: 2, error: 0),
+                 .init(call: .poll, target: -1, setSize: 3, timeout: -1, begin: base + 25_700, end: nil, ready: 0, error: 0),
+             ])),
              .activity(.exit, place(2)),
              .runEnd(loopID: 3, mode: "kCFRunLoopDefaultMode", result: .handledSource)],
         ]
@@ -159,6 +163,11 @@ enum CTFTestTrace {
             ("wait_thread", "int32_t pid; int32_t ppid; string thread; string process;"),
             ("loop_stall", "uint64_t loop_id; string mode; uint64_t iteration; uint64_t start_ns; uint64_t busy_ns; uint64_t threshold_ns; enum : uint8_t { none = 0, timer = 1, source = 2, descriptor = 3, port = 4, observer = 5, block = 6, main_queue = 7, job = 8 } culprit_kind; uint64_t culprit_id; uint64_t culprit_ns; string culprit_label;"),
             ("loop_hang", "uint64_t loop_id; uint64_t iteration; uint64_t busy_ns; uint64_t threshold_ns;"),
+            // Arrays as sequences with lengths of their own, as LTTng-UST writes them, its fields in another order.
+            ("wait_batch", "uint32_t waits; int32_t tid; "
+             + [("uint64_t", "begin_ns"), ("uint64_t", "end_ns"), ("uint8_t", "call"), ("int32_t", "target"), ("uint32_t", "set_size"),
+                ("int64_t", "timeout_ns"), ("int32_t", "ready"), ("int32_t", "error")]
+                .map { "uint32_t _\($0.1)_length; \($0.0) \($0.1)[_\($0.1)_length];" }.joined(separator: " ")),
         ]
         var text = """
         /* CTF 1.8 */
@@ -358,6 +367,12 @@ enum CTFTestTrace {
             data.append(s.culpritKind.rawValue); data.appendLE(s.culpritID); data.appendLE(s.culpritDuration); string(s.culpritLabel)
         case .loopHang(let loop, let iteration, let busy, let threshold):
             for value in [loop, iteration, busy, threshold] { data.appendLE(value) }
+        case .waitBatch(let batch):
+            let waits = batch.waits
+            data.appendLE(UInt32(waits.count)); data.appendLE(batch.threadID)
+            func array<T: FixedWidthInteger>(_ values: [T]) { data.appendLE(UInt32(values.count)); for value in values { data.appendLE(value) } }
+            array(waits.map(\.begin)); array(waits.map { $0.end ?? 0 }); array(waits.map(\.call.rawValue)); array(waits.map(\.target))
+            array(waits.map(\.setSize)); array(waits.map(\.timeout)); array(waits.map(\.ready)); array(waits.map(\.error))
         }
         return data
     }

@@ -208,8 +208,9 @@ extension LTTngRoundTripTests {
         for schema in TraceSchema.events {
             guard let event = declared.first(where: { $0.name == schema.name }) else { continue }
             #expect(event.problem == nil, "runloop:\(schema.name): \(event.problem ?? "")")
-            #expect(event.fields.map { String($0.name.drop { $0 == "_" }) } == schema.fields.map(\.name), "fields of runloop:\(schema.name)")
-            #expect(event.fields.map(\.type) == schema.fields.map { SchemaDefinitionTests.declaredType($0.type) }, "types of runloop:\(schema.name)")
+            // lttng-ust escapes every field name with one more leading underscore.
+            #expect(event.fields.map { TraceMetadataEvents.DeclaredField(name: String($0.name.dropFirst()), type: $0.type) }
+                    == SchemaDefinitionTests.declaredFields(schema), "fields of runloop:\(schema.name)")
         }
         // Enumeration labels, as the provider declares them.
         for enumeration in TraceSchema.enumerations {
@@ -248,7 +249,7 @@ enum LTTngWorkload {
             case .loopStall(let stall): return stall.loopID == loopID
             case .sourceSignal(let source): return source == sourceID
             case .itemLabel(let item, _, _): return [timerID, sourceID, observerID].contains(item)
-            case .waitBegin, .waitEnd, .waitThread: return false
+            case .waitBegin, .waitEnd, .waitThread, .waitBatch: return false
             }
         }
     }

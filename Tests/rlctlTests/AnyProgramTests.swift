@@ -87,6 +87,59 @@ import TestSupport
         #expect(loop["waits"] as? Int == own["iterations"] as? Int, "rlctl's waits: \(loop["waits"] ?? "none"), asyncio's _run_once calls: \(own["iterations"] ?? "none")")
     }
 
+    /// LTTng carries the waits in batches (runloop:wait_batch, 32 waits to an event): every wait of threads that
+    /// exit, of a forked child, of a thread still blocked when the process execs, and of the exec'd image arrives
+    /// whole and in order, the same waits the embedded recorder's trace holds wait by wait.
+    @Test(.enabled(if: python.shouldRun && LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
+    func lttngBatchesCarryEveryWaitTheEmbeddedRecorderSees() throws {
+        guard Self.python.requireMet(), LTTngCLIEnvironment.requirement.requireMet() else { return }
+        /// Each thread's waits (timeout, ready, error, whether it returned), threads in a stable order.
+        func waitsByThread(_ tracer: String) throws -> [[String]] {
+            let trace = temporaryPath("wait-shapes-\(tracer).rltrace"), rows = temporaryPath("wait-shapes-\(tracer).jsonl")
+            let pidFile = temporaryPath("wait-shapes-\(tracer).pid")
+            let recorded = try CLI.run(["record", "--any", "--follow-children", "--tracer", tracer, "--output", trace, "--",
+                                        "python3", "\(Self.programs)/wait-shapes.py", "first", pidFile])
+            try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+            #expect(!recorded.stdout.contains("INCOMPLETE"), "\(recorded.stdout)")
+            let exported = try CLI.run(["export", trace, "--format", "jsonl", "--output", rows])
+            try #require(exported.status == 0, "\(exported.stderr)")
+            let root = try #require(Int(try String(contentsOfFile: pidFile, encoding: .utf8)))
+            var threads: [Int: (waits: [String], open: [String: Any]?, last: Int)] = [:]
+            // The program's threads and its child's (a session that follows children may see other programs too).
+            var ours: Set<Int> = []
+            for line in try String(contentsOfFile: rows, encoding: .utf8).split(separator: "\n") {
+                let row = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                let thread = try #require(row["thread_id"] as? Int), time = try #require(row["timestamp_ns"] as? Int)
+                if row["event"] as? String == "wait_thread", row["pid"] as? Int == root || row["ppid"] as? Int == root { ours.insert(thread) }
+                guard ours.contains(thread) else { continue }
+                var state = threads[thread] ?? ([], nil, 0)
+                switch row["event"] as? String {
+                case "wait_begin":
+                    #expect(state.open == nil, "thread \(thread): a wait began before the last one ended")
+                    state.open = row
+                case "wait_end":
+                    let begin = try #require(state.open, "thread \(thread): a wait ended that had not begun")
+                    // Not the descriptor's number: LTTng's library holds descriptors of its own.
+                    state.waits.append("\(begin["timeout_ns"] ?? "?") \(row["ready"] ?? "?") \(row["error"] ?? "?")")
+                    state.open = nil
+                default: continue
+                }
+                // A thread's waits come in its order, each after the one before.
+                #expect(time >= state.last, "thread \(thread): \(row["event"] ?? "") at \(time), before \(state.last)")
+                state.last = time
+                threads[thread] = state
+            }
+            return threads.values.map { $0.waits + ($0.open.map { ["still waiting, timeout \($0["timeout_ns"] ?? "?")"] } ?? []) }
+                .sorted { ($0.count, $0.joined()) < ($1.count, $1.joined()) }
+        }
+        let embedded = try waitsByThread("embedded"), lttng = try waitsByThread("lttng")
+        // Four workers (40, 47, 54, 61 waits), the main thread (108 waits, then the exec'd image's 45), the child
+        // (33), and the thread blocked at the exec.
+        #expect(embedded.map(\.count) == [1, 33, 40, 47, 54, 61, 153], "\(embedded.map(\.count))")
+        #expect(lttng.map(\.count) == embedded.map(\.count))
+        #expect(lttng == embedded, "the waits differ (printed above by count)")
+    }
+
     // ===== redis-server: iterations, ready events per wake-up and utilization rise with load =====
 
     @Test(.enabled(if: redis.shouldRun, redis.skipComment))

@@ -206,15 +206,15 @@ struct ChromeTraceWriter {
             waits[tid] = (call, target, timeout, event.timestamp)
         case .waitEnd(let ready, let error):
             guard let wait = waits.removeValue(forKey: tid) else { break }
-            emit(complete("wait \(wait.call.description)", cat: "wait", tid: tid, from: wait.begin, to: event.timestamp,
-                          args: "\"target\":\(wait.target),\"timeout_ns\":\(wait.timeout),\"ready\":\(ready),\"error\":\(error)"))
-            // A non-blocking check (timeout 0) is work, not sleep, as in the summary.
-            let slept = wait.timeout == 0 ? 0 : (event.timestamp >= wait.begin ? event.timestamp - wait.begin : 0)
-            let key = WaitLoopKey(threadID: tid, target: wait.call.isEpoll ? wait.target : -1)
-            var window = waitWindows[key] ?? (wait.begin, 0)
-            sampleUtilization(window: &window, name: "utilization tid \(tid) " + (key.target >= 0 ? "epoll fd \(key.target)" : "poll/select"),
-                              slept: slept, at: event.timestamp)
-            waitWindows[key] = window
+            emitWait(tid: tid, call: wait.call, target: wait.target, timeout: wait.timeout, from: wait.begin, to: event.timestamp,
+                     ready: ready, error: error)
+        case .waitBatch(let batch):
+            track(thread: batch.threadID)
+            for wait in batch.waits {
+                guard let end = wait.end else { continue }
+                emitWait(tid: batch.threadID, call: wait.call, target: wait.target, timeout: wait.timeout, from: wait.begin, to: end,
+                         ready: wait.ready, error: wait.error)
+            }
         case .waitThread(let pid, _, let thread, let process):
             track(thread: tid, name: "\(process) (\(pid)) \(thread)")
         case .loopStall(let s):
@@ -224,6 +224,19 @@ struct ChromeTraceWriter {
         case .loopHang(let loop, let iteration, let busy, _):
             emit("{\"ph\":\"i\",\"s\":\"g\",\"name\":\(jsonString("watchdog: loop \(loop) stuck for \(milliseconds(busy)) ms")),\"cat\":\"hang\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"loop\":\(loop),\"iteration\":\(iteration),\"busy_ns\":\(busy)}}")
         }
+    }
+
+    private mutating func emitWait(tid: Int32, call: WaitCall, target: Int32, timeout: Int64, from begin: UInt64, to end: UInt64,
+                                   ready: Int32, error: Int32) {
+        emit(complete("wait \(call.description)", cat: "wait", tid: tid, from: begin, to: end,
+                      args: "\"target\":\(target),\"timeout_ns\":\(timeout),\"ready\":\(ready),\"error\":\(error)"))
+        // A non-blocking check (timeout 0) is work, not sleep, as in the summary.
+        let slept = timeout == 0 ? 0 : (end >= begin ? end - begin : 0)
+        let key = WaitLoopKey(threadID: tid, target: call.isEpoll ? target : -1)
+        var window = waitWindows[key] ?? (begin, 0)
+        sampleUtilization(window: &window, name: "utilization tid \(tid) " + (key.target >= 0 ? "epoll fd \(key.target)" : "poll/select"),
+                          slept: slept, at: end)
+        waitWindows[key] = window
     }
 
     /// A wait loop: a thread's waits on one epoll descriptor, or its poll/select waits (target -1).

@@ -30,13 +30,17 @@ public struct TraceExporter {
         case .csv:
             out.write((["timestamp_ns", "thread_id", "event"] + Key.columns).joined(separator: ",") + "\n")
             while let event = try reader.next() {
-                out.write(csvLine(event))
-                count += 1
+                for line in lines(event, csvLine) {
+                    out.write(line)
+                    count += 1
+                }
             }
         case .jsonl:
             while let event = try reader.next() {
-                out.write(jsonLine(event))
-                count += 1
+                for line in lines(event, jsonLine) {
+                    out.write(line)
+                    count += 1
+                }
             }
         }
         try out.close()
@@ -165,8 +169,17 @@ public struct TraceExporter {
             r.culpritID = "\(s.culpritID)"; r.culpritDuration = "\(s.culpritDuration)"; r.culpritLabel = s.culpritLabel
         case .loopHang(let loop, let iteration, let busy, let threshold):
             r.loop = "\(loop)"; r.iteration = "\(iteration)"; r.busy = "\(busy)"; r.threshold = "\(threshold)"
+        case .waitBatch:
+            break   // written as its waits (lines(_:_:))
         }
         return r
+    }
+
+    /// An event's lines: a batch of waits (LTTng's `wait_batch`) as the `wait_begin` and `wait_end` rows the
+    /// embedded recorder's trace has, so that an export looks the same whichever tracer recorded.
+    static func lines(_ event: TraceEvent, _ line: (TraceEvent) -> String) -> [String] {
+        guard case .waitBatch(let batch) = event.payload else { return [line(event)] }
+        return batch.events(processID: event.processID).map(line)
     }
 
     static func csvField(_ text: String) -> String {

@@ -217,6 +217,8 @@ public struct TraceSummarizer {
             waits.end(event.threadID, ready: ready, error: error, at: ts)
         case .waitThread(let pid, let ppid, let thread, let process):
             waits.threadNamed(event.threadID, pid: pid, ppid: ppid, thread: thread, process: process, at: ts)
+        case .waitBatch(let batch):
+            waits.batch(batch, at: ts)
         case .loopStall(let stall):
             reported.stall(stall, at: ts)
         case .loopHang(let loopID, let iteration, let busy, let threshold):

@@ -244,9 +244,25 @@ struct WaitTracking {
     }
 
     mutating func begin(_ threadID: Int32, call: WaitCall, target: Int32, timeout: Int64, at ts: UInt64) {
-        timeline?.start(at: ts)
         let index = thread(threadID)
         applyLosses(index, threadID: threadID, at: ts)
+        begin(index, threadID, call: call, target: target, timeout: timeout, at: ts)
+    }
+
+    /// The waits of one `wait_batch`, sent at `ts` after they ended: losses are applied at the batch's own time
+    /// (a loss before it may have taken the thread's previous batch, whatever its waits' times), then each wait
+    /// is a begin and an end.
+    mutating func batch(_ batch: TraceEvent.WaitBatch, at ts: UInt64) {
+        let index = thread(batch.threadID)
+        applyLosses(index, threadID: batch.threadID, at: ts)
+        for wait in batch.waits {
+            begin(index, batch.threadID, call: wait.call, target: wait.target, timeout: wait.timeout, at: wait.begin)
+            if let end = wait.end { self.end(index, ready: wait.ready, error: wait.error, at: end) }
+        }
+    }
+
+    private mutating func begin(_ index: Int, _ threadID: Int32, call: WaitCall, target: Int32, timeout: Int64, at ts: UInt64) {
+        timeline?.start(at: ts)
         // A wait still open: its end was lost, and what happened since is unknown.
         if threads[index].open != nil { breakChain(index) }
         let epoll = call.isEpoll
@@ -270,6 +286,10 @@ struct WaitTracking {
     mutating func end(_ threadID: Int32, ready: Int32, error: Int32, at ts: UInt64) {
         let index = thread(threadID)
         applyLosses(index, threadID: threadID, at: ts)
+        end(index, ready: ready, error: error, at: ts)
+    }
+
+    private mutating func end(_ index: Int, ready: Int32, error: Int32, at ts: UInt64) {
         guard let open = threads[index].open else {
             // The begin was overwritten or lost: this end belongs to a wait we cannot place.
             unmatchedEnds += 1

@@ -103,12 +103,21 @@ typedef struct {
 /// How this (or the last) recording stamps events, and how close the TSC clock stayed to CLOCK_MONOTONIC.
 rlrec_clock_stats rlrec_clock_statistics(void);
 
+/// For code that keeps its own TSC times (the wait interposer's LTTng batches): 1 when CLOCK_MONOTONIC can be
+/// extrapolated from the TSC on this machine (an invariant TSC that is the kernel's clocksource), by the test the
+/// recorder makes; 0 elsewhere, and on CPUs without a TSC.
+int rlrec_tsc_clock_eligible(void);
+/// A TSC reading and a CLOCK_MONOTONIC reading (ns) taken at nearly the same moment: the narrowest pair of up to
+/// `attempts` (the TSC is read first). *tsc is 0 on CPUs without a TSC.
+void rlrec_clock_pair(int attempts, uint64_t *tsc, uint64_t *ns);
+
 // ===== events (any thread; a no-op unless recording) =====
 
 // One encoder per event of runloop_events.def, its parameters the event's fields in order:
 // rlrec_<event>(fields…), and for the events of a class rlrec_<class>(event_id, fields…) (rlrec_activity).
 #define RL_FIELD RL_FIELD_TUPLE
 #define RL_ENUM_FIELD RL_ENUM_FIELD_TUPLE
+#define RL_ARRAY_FIELD RL_ARRAY_FIELD_TUPLE
 #define RL_EVENT_CLASS(class, fields) void rlrec_##class(uint8_t event_id RL_MORE_PARAMS(fields));
 #define RL_EVENT(id, name, fields) void rlrec_##name(RL_PARAMS(fields));
 #include "runloop_events.def"

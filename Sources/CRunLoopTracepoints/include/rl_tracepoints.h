@@ -89,6 +89,7 @@ int rl_trace_enabled_count(void);
  * Enumeration fields take their u8 value (TraceValues.swift). */
 #define RL_FIELD RL_FIELD_TUPLE
 #define RL_ENUM_FIELD RL_ENUM_FIELD_TUPLE
+#define RL_ARRAY_FIELD RL_ARRAY_FIELD_TUPLE
 #define RL_EVENT(id, name, fields) void rl_trace_##name(RL_PARAMS(fields));
 #define RL_EVENT_IN_CLASS(id, name, class, fields) void rl_trace_##name(RL_PARAMS(fields));
 #include "runloop_events.def"

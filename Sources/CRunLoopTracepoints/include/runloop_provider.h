@@ -45,6 +45,12 @@
 #define RL_LTTNG_FIELD_s64(name, enumeration) lttng_ust_field_integer(int64_t, name, name)
 #define RL_LTTNG_FIELD_string(name, enumeration) lttng_ust_field_string(name, name)
 #define RL_LTTNG_FIELD_enum(name, enumeration) lttng_ust_field_enum(runloop, enumeration, uint8_t, name, name)
+/* An array: a sequence whose length is the event's field named in the tuple's last slot. */
+#define RL_LTTNG_FIELD_u8_array(name, length) lttng_ust_field_sequence(uint8_t, name, name, uint32_t, length)
+#define RL_LTTNG_FIELD_u32_array(name, length) lttng_ust_field_sequence(uint32_t, name, name, uint32_t, length)
+#define RL_LTTNG_FIELD_s32_array(name, length) lttng_ust_field_sequence(int32_t, name, name, uint32_t, length)
+#define RL_LTTNG_FIELD_u64_array(name, length) lttng_ust_field_sequence(uint64_t, name, name, uint32_t, length)
+#define RL_LTTNG_FIELD_s64_array(name, length) lttng_ust_field_sequence(int64_t, name, name, uint32_t, length)
 #define RL_LTTNG_FIELDS(fields) RL_LTTNG_FIELDS_A fields (0)
 #define RL_LTTNG_FIELDS_A(more, ...) RL_CAT(RL_LTTNG_FIELDS_A_, more)(__VA_ARGS__)
 #define RL_LTTNG_FIELDS_B(more, ...) RL_CAT(RL_LTTNG_FIELDS_B_, more)(__VA_ARGS__)
@@ -57,6 +63,7 @@
 #define RL_ENUM(name, labels) LTTNG_UST_TRACEPOINT_ENUM(runloop, name, LTTNG_UST_TP_ENUM_VALUES(labels))
 #define RL_FIELD RL_FIELD_TUPLE
 #define RL_ENUM_FIELD RL_ENUM_FIELD_TUPLE
+#define RL_ARRAY_FIELD RL_ARRAY_FIELD_TUPLE
 /* A class keeps its LTTng name, `<class>_class` (activity_class). */
 #define RL_EVENT_CLASS(class, fields)                                                    \
     LTTNG_UST_TRACEPOINT_EVENT_CLASS(runloop, class##_class,                             \

@@ -20,8 +20,9 @@
 /* Bump whenever the table below or any event's parameters change (2: one function per event, generated from
  * runloop_events.def, the activities included; 3: main_queue_begin and main_queue_end, the wake reason
  * main_queue, job_begin and job_end; 4: the adapters' loop_adapted, nio_tick, nio_io and probe_fire, the item kind
- * channel; 5: wait_begin, wait_end and wait_thread of the wait interposer; 6: loop_stall, loop_hang and the callout kind). */
-#define RL_PROVIDER_ABI 6
+ * channel; 5: wait_begin, wait_end and wait_thread of the wait interposer; 6: loop_stall, loop_hang and the callout kind; 7: wait_batch, the
+ * first event with arrays). */
+#define RL_PROVIDER_ABI 7
 #define RL_PROVIDER_SYMBOL "rl_lttng_provider_v1"
 #define RL_PROVIDER_FILE "librunloop-lttng-provider.so"
 
@@ -33,6 +34,7 @@ typedef struct rl_provider {
     /* Each event's function, named after it, its parameters the event's fields. */
 #define RL_FIELD RL_FIELD_TUPLE
 #define RL_ENUM_FIELD RL_ENUM_FIELD_TUPLE
+#define RL_ARRAY_FIELD RL_ARRAY_FIELD_TUPLE
 #define RL_EVENT(id, name, fields) void (*name)(RL_PARAMS(fields));
 #define RL_EVENT_IN_CLASS(id, name, class, fields) void (*name)(RL_PARAMS(fields));
 #include "runloop_events.def"

@@ -43,6 +43,9 @@ typedef struct rl_schema_field {
     rl_field_type type;
     /// Index in rl_schema_enums for RL_TYPE_ENUM_U8, -1 otherwise.
     int32_t enumeration;
+    /// For an RL_ARRAY_FIELD (a sequence of `type`): the name of the event's u32 field that counts its elements.
+    /// NULL for a single value.
+    const char *length;
 } rl_schema_field;
 
 typedef struct rl_schema_event {
@@ -85,6 +88,18 @@ typedef enum rl_event_id : uint32_t {
 #define RL_CTYPE_string const char *
 /// Enumerations are stored as u8.
 #define RL_CTYPE_enum uint8_t
+/// Arrays (RL_ARRAY_FIELD) are passed as a pointer to their first element.
+#define RL_CTYPE_u8_array const uint8_t *
+#define RL_CTYPE_u32_array const uint32_t *
+#define RL_CTYPE_s32_array const int32_t *
+#define RL_CTYPE_u64_array const uint64_t *
+#define RL_CTYPE_s64_array const int64_t *
+/// An array's element type.
+#define RL_ELEMENT_u8_array uint8_t
+#define RL_ELEMENT_u32_array uint32_t
+#define RL_ELEMENT_s32_array int32_t
+#define RL_ELEMENT_u64_array uint64_t
+#define RL_ELEMENT_s64_array int64_t
 
 /// The table's type constant for a field type.
 #define RL_TYPE_u8 RL_TYPE_U8
@@ -115,6 +130,8 @@ typedef enum rl_event_id : uint32_t {
 /// (each step leaves the other step's name for the next tuple to call: a macro cannot call itself).
 #define RL_FIELD_TUPLE(name, type) (1, type, name, -)
 #define RL_ENUM_FIELD_TUPLE(name, enumeration) (1, enum, name, enumeration)
+/// An array's tuple: its type is `<element>_array`, and its last slot names its length field.
+#define RL_ARRAY_FIELD_TUPLE(name, type, length) (1, type##_array, name, length)
 
 /// `ctype name, ctype name, …` (function parameters).
 #define RL_PARAMS(fields) RL_DROP_FIRST(_ RL_MORE_PARAMS(fields))
@@ -143,6 +160,7 @@ typedef enum rl_event_id : uint32_t {
 union rl_schema_field_counts {
 #define RL_FIELD(name, type) + 1
 #define RL_ENUM_FIELD(name, enumeration) + 1
+#define RL_ARRAY_FIELD(name, type, length) + 1
 #define RL_EVENT(id, name, fields) char name[0 fields];
 #define RL_EVENT_CLASS(class, fields) char class##_class[0 fields];
 #include "runloop_events.def"

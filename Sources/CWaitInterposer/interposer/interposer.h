@@ -2,6 +2,7 @@
 #ifndef RLI_INTERPOSER_H
 #define RLI_INTERPOSER_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -29,9 +30,16 @@ extern struct rli_hot g_rli;
 int rli_start_pending(void);
 /// The thread's wait_thread event (hot path's cold branch).
 void rli_announce_thread(void);
-/// The LTTng provider's events (lttng mode).
-void rli_lttng_wait_begin(uint8_t call, int32_t target, uint32_t set_size, int64_t timeout_ns);
-void rli_lttng_wait_end(int32_t ready, int32_t error);
+/// The LTTng path (batches.c): a wait's begin and end into the thread's batch of the recording `session`.
+void rli_batch_begin(uint8_t call, int32_t target, uint32_t set_size, int64_t timeout_ns, uint32_t session);
+void rli_batch_end(int32_t ready, int32_t error);
+struct rl_provider;
+/// Starts sending batches through `provider` (the flusher thread); 0, or -1 when the thread cannot start.
+int rli_batches_start(const struct rl_provider *provider);
+/// Sends every batch, and the waits still in progress, and stops the flusher: the recording ends.
+void rli_batches_finish(void);
+/// A fork child's first step: the batches it copied are its parent's.
+void rli_batches_forget_after_fork(void);
 /// Completes this process's recording before it execs (reason "exec") and prepares the environment to pass:
 /// returns envp, or a copy with the interposer's variables restored (rli_after_failed_exec frees it). Sets
 /// *finished when it ended a recording.
@@ -40,6 +48,8 @@ char *const *rli_before_exec(char *const *envp, int *finished);
 void rli_after_failed_exec(char *const *original, char *const *passed, int finished);
 /// _exit: completes the recording as exit would.
 void rli_before_exit(void);
+/// Starts a thread of the interposer's own, with every signal blocked; 0, or -1.
+int rli_start_thread(pthread_t *thread, void *(*main)(void *));
 /// recorder_unit.c
 void rli_recorder_forget_after_fork(void);
 

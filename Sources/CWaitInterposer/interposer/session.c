@@ -135,16 +135,6 @@ static const rl_provider *open_provider(const char *path) {
     return table;
 }
 
-void rli_lttng_wait_begin(uint8_t call, int32_t target, uint32_t set_size, int64_t timeout_ns) {
-    const rl_provider *p = g_config.provider;
-    if (__atomic_load_n(p->state[RL_EVENT_wait_begin], __ATOMIC_RELAXED)) p->wait_begin(call, target, set_size, timeout_ns);
-}
-
-void rli_lttng_wait_end(int32_t ready, int32_t error) {
-    const rl_provider *p = g_config.provider;
-    if (__atomic_load_n(p->state[RL_EVENT_wait_end], __ATOMIC_RELAXED)) p->wait_end(ready, error);
-}
-
 void rli_announce_thread(void) {
     char thread[17] = {0};
     prctl(PR_GET_NAME, thread, 0, 0, 0);
@@ -261,6 +251,16 @@ static int pick_id_and_write_start(void) {
     return -1;
 }
 
+int rli_start_thread(pthread_t *thread, void *(*main)(void *)) {
+    // Our threads must never take a signal meant for the program (its handlers may not expect them).
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    int failed = pthread_create(thread, NULL, main, NULL);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    return failed ? -1 : 0;
+}
+
 /// Starts this process's recording (role is RLI_BUSY, held by the caller). Returns 0, or -1 with role left to
 /// the caller to set to RLI_OFF.
 static int start_recording(void) {
@@ -276,19 +276,16 @@ static int start_recording(void) {
         memcpy(config.uuid, g_config.uuid, 16);
         config.switch_interval_ns = 100 * 1000000ull;
         if (rlrec_start(&config) != 0) return -1;
-        // The writer must never take a signal meant for the program (its handlers may not expect our thread).
-        sigset_t all, previous;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &previous);
         atomic_store(&g_rec.stop_writer, 0);
-        g_rec.have_writer = pthread_create(&g_rec.writer, NULL, writer_main, NULL) == 0;
-        pthread_sigmask(SIG_SETMASK, &previous, NULL);
+        g_rec.have_writer = rli_start_thread(&g_rec.writer, writer_main) == 0;
         if (!g_rec.have_writer) {
             rlrec_stop();
             drain(1);
             rlrec_reset();
             return -1;
         }
+    } else if (rli_batches_start(g_config.provider) != 0) {
+        return -1;
     }
     atomic_fetch_add_explicit(&g_rli.session, 1, memory_order_relaxed);
     return 0;
@@ -308,6 +305,8 @@ static void finish_recording(const char *reason) {
         drain(1);
         stats = rlrec_statistics();
         rlrec_reset();
+    } else {
+        rli_batches_finish();
     }
     char text[512], name[96];
     snprintf(text, sizeof text,
@@ -342,6 +341,7 @@ static void forked_child(void) {
     g_rec.have_writer = 0;   // the writer thread stayed in the parent
     if (role == RLI_OFF && g_rec.pid == 0) return;   // never recorded here
     if (!g_rli.lttng) rli_recorder_forget_after_fork();
+    else rli_batches_forget_after_fork();
     g_rec.pid = 0;
     atomic_store(&g_rli.role, g_config.follow ? RLI_PENDING : RLI_OFF);
 }

@@ -114,7 +114,7 @@ static inline __attribute__((always_inline)) int wait_begin(uint8_t call, int ta
         rli_announce_thread();
     }
     if (LIKELY(!g_rli.lttng)) rlrec_wait_begin(call, target, set_size, timeout_ns);
-    else rli_lttng_wait_begin(call, target, set_size, timeout_ns);
+    else rli_batch_begin(call, target, set_size, timeout_ns, t_session);
     atomic_signal_fence(memory_order_seq_cst);
     t_inside = 0;
     errno = saved;
@@ -132,7 +132,7 @@ static inline __attribute__((always_inline)) void wait_end(int recorded, int res
     t_inside = 1;
     atomic_signal_fence(memory_order_seq_cst);
     if (LIKELY(!g_rli.lttng)) rlrec_wait_end(result, result < 0 ? saved : 0);
-    else rli_lttng_wait_end(result, result < 0 ? saved : 0);
+    else rli_batch_end(result, result < 0 ? saved : 0);
     atomic_signal_fence(memory_order_seq_cst);
     t_inside = 0;
     errno = saved;

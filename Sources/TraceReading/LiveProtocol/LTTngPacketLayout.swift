@@ -62,6 +62,8 @@ struct LTTngPacketLayout {
             switch field.type {
             case .integer(let bytes, _): return ContextField(bytes: bytes, role: role)
             case .string: return ContextField(bytes: 0, role: role)
+            case .sequence:
+                throw TraceReadError(path: path, reason: "the event context's field `\(field.name)` is a sequence, which rlctl cannot read there")
             case .unsupported(let what):
                 throw TraceReadError(path: path, reason: "the event context's field `\(field.name)` has a type rlctl cannot read (\(what))")
             }

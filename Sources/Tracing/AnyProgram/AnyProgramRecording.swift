@@ -65,7 +65,11 @@ public struct AnyProgramRecording: Sendable {
     public func environment(_ base: [String: String]) -> [String: String] {
         var environment = base
         let own = base[WaitInterposerEnvironment.preload].map { $0.split(whereSeparator: { $0 == ":" || $0 == " " }).map(String.init) } ?? []
-        environment[WaitInterposerEnvironment.preload] = ([interposer] + own.filter { $0 != interposer }).joined(separator: ":")
+        // A forked child's LTTng events would carry its parent's vtid and vpid (lttng-ust caches them) unless
+        // lttng-ust's fork wrapper re-registers it: lttng-ust(3), liblttng-ust-fork.so.
+        var ours = [interposer]
+        if case .lttng = tracer, followChildren, let fork = Self.lttngForkLibrary { ours.append(fork) }
+        environment[WaitInterposerEnvironment.preload] = (ours + own.filter { !ours.contains($0) }).joined(separator: ":")
         environment[WaitInterposerEnvironment.traceFolder] = folder
         environment[WaitInterposerEnvironment.uuid] = uuid.map { String(format: "%02x", $0) }.joined()
         switch tracer {
@@ -82,6 +86,17 @@ public struct AnyProgramRecording: Sendable {
         environment[TracerEnvironment.folder] = nil
         return environment
     }
+
+    /// lttng-ust's fork wrapper, where it is installed (it comes with liblttng-ust).
+    static let lttngForkLibrary: String? = {
+        let name = "liblttng-ust-fork.so.1"
+        var folders = ["/usr/lib", "/usr/lib64", "/usr/local/lib", "/lib"]
+        for base in ["/usr/lib", "/lib"] {
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
+            folders += entries.filter { $0.contains("-linux-") }.sorted().map { base + "/" + $0 }
+        }
+        return folders.map { $0 + "/" + name }.first { FileManager.default.fileExists(atPath: $0) }
+    }()
 
     /// What one process's markers say.
     public struct ProcessRecord: Sendable, Equatable {

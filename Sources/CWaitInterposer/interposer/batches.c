@@ -1,0 +1,322 @@
+// The LTTng path of the interposer: waits batched per thread into runloop:wait_batch events.
+//
+// One lttng-ust event costs about 96 ns here (docs/lttng.md), so a wait_begin and a wait_end per wait cost twice
+// the 100 ns a wrapped wait may cost. Instead, each thread keeps its waits in a batch of its own (static TLS: no
+// allocation, no lock on the wait's path) and sends one wait_batch per RLI_BATCH_WAITS waits. A wait costs two
+// clock reads and a few stores; the event is shared by 32. The clock reads are the TSC where CLOCK_MONOTONIC can
+// be extrapolated from it (the embedded recorder's test): clock_gettime took 47 of a wait's 80 ns. A batch takes
+// a (TSC, CLOCK_MONOTONIC) pair when its first wait begins and another when it is sent, and its ticks become ns
+// between the two: the rate is measured over the batch itself, so no calibration ages, and the error is the
+// pairs' own (tens of ns). A thread's times never go back from one batch to the next (clamped, as the recorder's).
+//
+// Batches held back would blind a live view and lose waits at exit, so:
+//   - the flusher thread sends, every RLI_FLUSH_INTERVAL_MS, what each thread has finished and not sent (a thread
+//     blocked in a long wait, one that waits rarely);
+//   - a thread's batch is sent when it exits (its key's destructor), and every batch, with the wait a thread is
+//     still in, when the recording ends (exit, exec: rli_batches_finish);
+//   - a forked child forgets its parent's batches (the parent sends them).
+//
+// Who sends a batch names its thread in the event (tid), since the flusher and the finisher send other threads'.
+// Sending and resetting a batch happen under the batch's own lock (a spin: held for one event); the owner appends
+// without it: it writes the record past `committed` and then publishes it with a release store.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "CRecorder.h"
+#include "interposer.h"
+#include "provider/rl_provider_abi.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define RLI_HAVE_TSC 1
+#else
+#define RLI_HAVE_TSC 0
+#endif
+
+#define RLI_BATCH_WAITS 32
+#define RLI_FLUSH_INTERVAL_MS 100
+
+struct rli_batch {
+    // Record i, as runloop_events.def's wait_batch lays out its arrays (one array per field: sent as they are).
+    uint8_t call[RLI_BATCH_WAITS];
+    int32_t target[RLI_BATCH_WAITS];
+    uint32_t set_size[RLI_BATCH_WAITS];
+    int64_t timeout_ns[RLI_BATCH_WAITS];
+    uint64_t begin_ns[RLI_BATCH_WAITS];
+    uint64_t end_ns[RLI_BATCH_WAITS];
+    int32_t ready[RLI_BATCH_WAITS];
+    int32_t error[RLI_BATCH_WAITS];
+    /// Records [0, committed) have ended (stored by the owner with release).
+    _Atomic uint32_t committed;
+    /// 1 while record `committed` has begun and not ended: its begin fields are written.
+    _Atomic int open;
+    /// Records [0, sent) were sent (under `lock`).
+    uint32_t sent;
+    _Atomic int lock;
+    int32_t tid;
+    /// The (TSC, ns) pair taken when record 0 began (TSC timing).
+    uint64_t start_tsc, start_ns;
+    /// The last time sent for this thread: the next are not below it.
+    uint64_t last_ns;
+    /// The recording (g_rli.session) this batch was registered in.
+    uint32_t session;
+    int linked;
+    struct rli_batch *next, *previous;
+};
+
+static __thread struct rli_batch t_batch __attribute__((tls_model("initial-exec")));
+
+// Every thread's batch that may hold waits, for the flusher and the finisher.
+static pthread_mutex_t g_registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rli_batch *g_registry;
+static pthread_key_t g_exit_key;
+static int g_have_exit_key;
+static const rl_provider *g_provider;
+
+static struct {
+    pthread_t thread;
+    int running;
+    _Atomic int stop;
+} g_flusher;
+
+static inline uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+// ===== the waits' clock =====
+
+// 1: waits hold TSC ticks, turned into ns when sent; 0: clock_gettime's ns. Set before the recording starts.
+static int g_tsc;
+
+static inline __attribute__((always_inline)) uint64_t wait_time(void) {
+#if RLI_HAVE_TSC
+    if (__builtin_expect(g_tsc, 1)) return __rdtsc();
+#endif
+    return now_ns();
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#define SPIN_PAUSE() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define SPIN_PAUSE() __asm__ __volatile__("yield")
+#else
+#define SPIN_PAUSE() ((void)0)
+#endif
+
+static void lock_batch(struct rli_batch *b) {
+    while (atomic_exchange_explicit(&b->lock, 1, memory_order_acquire)) {
+        while (atomic_load_explicit(&b->lock, memory_order_relaxed)) SPIN_PAUSE();
+    }
+}
+
+static void unlock_batch(struct rli_batch *b) {
+    atomic_store_explicit(&b->lock, 0, memory_order_release);
+}
+
+/// A thread's time as sent: never below the last one (pairs taken at different moments differ by their noise).
+static inline uint64_t monotonic(struct rli_batch *b, uint64_t ns) {
+    if (ns < b->last_ns) ns = b->last_ns;
+    b->last_ns = ns;
+    return ns;
+}
+
+/// Turns records [from, upto)'s ticks into CLOCK_MONOTONIC ns, in place (they are about to be sent; the lock
+/// held), and `extra` ticks (an unfinished wait's begin) after them.
+static void to_monotonic(struct rli_batch *b, uint32_t from, uint32_t upto, uint64_t *extra) {
+    if (!g_tsc) return;
+    uint64_t end_tsc, end_ns;
+    rlrec_clock_pair(8, &end_tsc, &end_ns);
+    uint64_t mult = 0;   // ns per tick over the batch, 32.32 fixed point
+    if (end_tsc > b->start_tsc && end_ns > b->start_ns)
+        mult = (uint64_t)(((unsigned __int128)(end_ns - b->start_ns) << 32) / (end_tsc - b->start_tsc));
+    for (uint32_t i = from; i <= upto; i++) {
+        uint64_t *times[2] = { i < upto ? &b->begin_ns[i] : extra, i < upto ? &b->end_ns[i] : NULL };
+        for (int k = 0; k < 2; k++) {
+            if (!times[k]) continue;
+            uint64_t ticks = *times[k] > b->start_tsc ? *times[k] - b->start_tsc : 0;
+            *times[k] = monotonic(b, b->start_ns + (uint64_t)(((unsigned __int128)ticks * mult) >> 32));
+        }
+    }
+}
+
+/// Sends records [sent, upto) (the batch's lock held).
+static void send_locked(struct rli_batch *b, uint32_t upto) {
+    uint32_t from = b->sent;
+    if (upto <= from) return;
+    to_monotonic(b, from, upto, NULL);
+    if (__atomic_load_n(g_provider->state[RL_EVENT_wait_batch], __ATOMIC_RELAXED)) {
+        g_provider->wait_batch(b->tid, upto - from, &b->call[from], &b->target[from], &b->set_size[from],
+                               &b->timeout_ns[from], &b->begin_ns[from], &b->end_ns[from], &b->ready[from],
+                               &b->error[from]);
+    }
+    b->sent = upto;
+}
+
+/// The thread's exit: its finished waits are sent, and its batch (in its TLS, about to be freed) leaves the
+/// registry.
+static void thread_exiting(void *value) {
+    struct rli_batch *b = value;
+    // A signal handler that waits would find the registry locked by its own thread.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    pthread_mutex_lock(&g_registry_lock);
+    if (b->linked) {
+        lock_batch(b);
+        if (atomic_load_explicit(&g_rli.role, memory_order_acquire) == RLI_RECORDING && b->session == atomic_load_explicit(&g_rli.session, memory_order_relaxed))
+            send_locked(b, atomic_load_explicit(&b->committed, memory_order_acquire));
+        unlock_batch(b);
+        if (b->previous) b->previous->next = b->next; else g_registry = b->next;
+        if (b->next) b->next->previous = b->previous;
+        b->linked = 0;
+    }
+    pthread_mutex_unlock(&g_registry_lock);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+}
+
+/// A thread's first wait of a recording: an empty batch, in the registry.
+static __attribute__((noinline, cold)) void join_recording(struct rli_batch *b, uint32_t session) {
+    pthread_mutex_lock(&g_registry_lock);
+    lock_batch(b);
+    b->tid = (int32_t)syscall(SYS_gettid);
+    b->sent = 0;
+    b->last_ns = 0;
+    atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->open, 0, memory_order_relaxed);
+    b->session = session;
+    unlock_batch(b);
+    if (!b->linked) {
+        b->previous = NULL;
+        b->next = g_registry;
+        if (g_registry) g_registry->previous = b;
+        g_registry = b;
+        b->linked = 1;
+        // The destructor runs only for a non-NULL value; a program with more keys than glibc keeps inline may
+        // make this allocate, once per thread.
+        if (g_have_exit_key) pthread_setspecific(g_exit_key, b);
+    }
+    pthread_mutex_unlock(&g_registry_lock);
+}
+
+/// A full batch: sent by its thread, then emptied.
+static __attribute__((noinline)) void send_full(struct rli_batch *b) {
+    lock_batch(b);
+    send_locked(b, atomic_load_explicit(&b->committed, memory_order_relaxed));
+    b->sent = 0;
+    atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
+    unlock_batch(b);
+}
+
+void rli_batch_begin(uint8_t call, int32_t target, uint32_t set_size, int64_t timeout_ns, uint32_t session) {
+    struct rli_batch *b = &t_batch;
+    if (__builtin_expect(b->session != session, 0)) join_recording(b, session);
+    uint32_t i = atomic_load_explicit(&b->committed, memory_order_relaxed);
+    if (__builtin_expect(i == RLI_BATCH_WAITS, 0)) {
+        send_full(b);
+        i = 0;
+    }
+    if (i == 0 && g_tsc) rlrec_clock_pair(2, &b->start_tsc, &b->start_ns);
+    b->call[i] = call;
+    b->target[i] = target;
+    b->set_size[i] = set_size;
+    b->timeout_ns[i] = timeout_ns;
+    b->begin_ns[i] = wait_time();
+    atomic_store_explicit(&b->open, 1, memory_order_release);
+}
+
+void rli_batch_end(int32_t ready, int32_t error) {
+    struct rli_batch *b = &t_batch;
+    uint32_t i = atomic_load_explicit(&b->committed, memory_order_relaxed);
+    b->end_ns[i] = wait_time();
+    b->ready[i] = ready;
+    b->error[i] = error;
+    atomic_store_explicit(&b->open, 0, memory_order_relaxed);
+    atomic_store_explicit(&b->committed, i + 1, memory_order_release);
+}
+
+/// Sends every batch's finished waits; with `final`, also each wait still in progress (end 0), which the
+/// recording ends before.
+static void send_all(int final) {
+    pthread_mutex_lock(&g_registry_lock);
+    for (struct rli_batch *b = g_registry; b; b = b->next) {
+        lock_batch(b);
+        if (b->session == atomic_load_explicit(&g_rli.session, memory_order_relaxed)) {
+            // `open` read between two equal reads of `committed` is about record `committed`.
+            uint32_t committed, again;
+            int open;
+            do {
+                committed = atomic_load_explicit(&b->committed, memory_order_acquire);
+                open = atomic_load_explicit(&b->open, memory_order_acquire);
+                again = atomic_load_explicit(&b->committed, memory_order_acquire);
+            } while (committed != again);
+            send_locked(b, committed);
+            if (final && open && committed < RLI_BATCH_WAITS) {
+                // Its begin fields were published by `open`; its end fields are the owner's to write: send a copy.
+                int32_t ready = 0, error = 0;
+                uint64_t begin = b->begin_ns[committed], end = 0;
+                to_monotonic(b, committed, committed, &begin);
+                if (__atomic_load_n(g_provider->state[RL_EVENT_wait_batch], __ATOMIC_RELAXED)) {
+                    g_provider->wait_batch(b->tid, 1, &b->call[committed], &b->target[committed], &b->set_size[committed],
+                                           &b->timeout_ns[committed], &begin, &end, &ready, &error);
+                }
+            }
+        }
+        unlock_batch(b);
+    }
+    pthread_mutex_unlock(&g_registry_lock);
+}
+
+static void *flusher_main(void *unused) {
+    (void)unused;
+    struct timespec interval = { 0, RLI_FLUSH_INTERVAL_MS * 1000000L };
+    while (!atomic_load_explicit(&g_flusher.stop, memory_order_acquire)) {
+        nanosleep(&interval, NULL);
+        if (atomic_load_explicit(&g_rli.role, memory_order_acquire) == RLI_RECORDING) send_all(0);
+    }
+    return NULL;
+}
+
+int rli_batches_start(const rl_provider *provider) {
+    g_provider = provider;
+    const char *forced = getenv("RLCTL_RECORDER_CLOCK");
+    g_tsc = RLI_HAVE_TSC && rlrec_tsc_clock_eligible() && !(forced && strcmp(forced, "clock_gettime") == 0);
+    if (!g_have_exit_key) g_have_exit_key = pthread_key_create(&g_exit_key, thread_exiting) == 0;
+    atomic_store(&g_flusher.stop, 0);
+    g_flusher.running = rli_start_thread(&g_flusher.thread, flusher_main) == 0;
+    return g_flusher.running ? 0 : -1;
+}
+
+void rli_batches_finish(void) {
+    if (g_flusher.running) {
+        atomic_store_explicit(&g_flusher.stop, 1, memory_order_release);
+        pthread_join(g_flusher.thread, NULL);
+        g_flusher.running = 0;
+    }
+    if (g_provider) send_all(1);
+}
+
+void rli_batches_forget_after_fork(void) {
+    // The copies are the parent's threads' (and this thread's parent's waits): the parent sends them. A lock
+    // held by a parent thread at the fork would never be released here.
+    pthread_mutex_init(&g_registry_lock, NULL);
+    g_registry = NULL;
+    g_flusher.running = 0;
+    struct rli_batch *b = &t_batch;
+    atomic_store(&b->lock, 0);
+    b->linked = 0;
+    b->session = 0;
+    b->sent = 0;
+    atomic_store(&b->committed, 0);
+    atomic_store(&b->open, 0);
+}
