@@ -140,6 +140,41 @@ import TestSupport
         #expect(lttng == embedded, "the waits differ (printed above by count)")
     }
 
+    /// Threads that start, wait and exit in waves while the flusher sends batches, every millisecond here: every
+    /// wait of every thread arrives, once, in its thread's order (the batches' hand-over between a thread, its exit
+    /// and the flusher).
+    @Test(.enabled(if: compiler.shouldRun && LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
+    func lttngBatchesOfThreadsThatComeAndGoAreWhole() throws {
+        guard Self.compiler.requireMet(), LTTngCLIEnvironment.requirement.requireMet() else { return }
+        let program = try Self.compile("wait-storm.c", flags: ["-pthread"])
+        let waves = 150, threads = 8
+        let trace = temporaryPath("wait-storm.rltrace"), rows = temporaryPath("wait-storm.jsonl")
+        let recorded = try CLI.run(["record", "--any", "--tracer", "lttng", "--subbuf-size", "4M", "--num-subbuf", "8",
+                                    "--output", trace, "--", program, "\(waves)", "\(threads)"],
+                                   environment: ["RLCTL_ANY_FLUSH_INTERVAL_MS": "1"])
+        try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+        try #require(!recorded.stdout.contains("INCOMPLETE"), "LTTng lost events: the counts below would not hold\n\(recorded.stdout.prefix(600))")
+        let exported = try CLI.run(["export", trace, "--format", "jsonl", "--output", rows])
+        try #require(exported.status == 0, "\(exported.stderr)")
+        var perThread: [Int: (begins: Int, ends: Int, last: Int, disorder: Int)] = [:]
+        for line in try String(contentsOfFile: rows, encoding: .utf8).split(separator: "\n") {
+            let row = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let event = row["event"] as? String
+            guard event == "wait_begin" || event == "wait_end" else { continue }
+            let thread = try #require(row["thread_id"] as? Int), time = try #require(row["timestamp_ns"] as? Int)
+            var counts = perThread[thread] ?? (0, 0, 0, 0)
+            if event == "wait_begin" { counts.begins += 1 } else { counts.ends += 1 }
+            if time < counts.last { counts.disorder += 1 }
+            counts.last = time
+            perThread[thread] = counts
+        }
+        // Each worker: 37 + i waits; the main thread: 3 per wave and 100 at the end.
+        let expected = ((0..<waves).flatMap { _ in (0..<threads).map { 37 + $0 } } + [waves * 3 + 100]).sorted()
+        #expect(perThread.values.map(\.begins).sorted() == expected)
+        #expect(perThread.values.allSatisfy { $0.begins == $0.ends }, "every wait ended")
+        #expect(perThread.values.map(\.disorder).reduce(0, +) == 0, "a thread's waits in its order")
+    }
+
     // ===== redis-server: iterations, ready events per wake-up and utilization rise with load =====
 
     @Test(.enabled(if: redis.shouldRun, redis.skipComment))

@@ -10,7 +10,8 @@
 // pairs' own (tens of ns). A thread's times never go back from one batch to the next (clamped, as the recorder's).
 //
 // Batches held back would blind a live view and lose waits at exit, so:
-//   - the flusher thread sends, every RLI_FLUSH_INTERVAL_MS, what each thread has finished and not sent (a thread
+//   - the flusher thread sends, every RLI_FLUSH_INTERVAL_MS (RLCTL_ANY_FLUSH_INTERVAL_MS: the tests' stress runs
+//     it every millisecond), what each thread has finished and not sent (a thread
 //     blocked in a long wait, one that waits rarely);
 //   - a thread's batch is sent when it exits (its key's destructor), and every batch, with the wait a thread is
 //     still in, when the recording ends (exit, exec: rli_batches_finish);
@@ -279,7 +280,10 @@ static void send_all(int final) {
 
 static void *flusher_main(void *unused) {
     (void)unused;
-    struct timespec interval = { 0, RLI_FLUSH_INTERVAL_MS * 1000000L };
+    long ms = RLI_FLUSH_INTERVAL_MS;
+    const char *asked = getenv("RLCTL_ANY_FLUSH_INTERVAL_MS");
+    if (asked && atol(asked) > 0 && atol(asked) < 1000) ms = atol(asked);
+    struct timespec interval = { 0, ms * 1000000L };
     while (!atomic_load_explicit(&g_flusher.stop, memory_order_acquire)) {
         nanosleep(&interval, NULL);
         if (atomic_load_explicit(&g_rli.role, memory_order_acquire) == RLI_RECORDING) send_all(0);
