@@ -100,7 +100,9 @@ import TestSupport
             let recorded = try CLI.run(["record", "--any", "--follow-children", "--tracer", tracer, "--output", trace, "--",
                                         "python3", "\(Self.programs)/wait-shapes.py", "first", pidFile])
             try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
-            #expect(!recorded.stdout.contains("INCOMPLETE"), "\(recorded.stdout)")
+            // Nothing lost (a session that follows children records every process: another program's loop may
+            // be cut off in it, which is not this program's concern).
+            #expect(!recorded.stdout.contains("packets lost in"), "\(recorded.stdout.prefix(600))")
             let exported = try CLI.run(["export", trace, "--format", "jsonl", "--output", rows])
             try #require(exported.status == 0, "\(exported.stderr)")
             let root = try #require(Int(try String(contentsOfFile: pidFile, encoding: .utf8)))
@@ -153,7 +155,7 @@ import TestSupport
                                     "--output", trace, "--", program, "\(waves)", "\(threads)"],
                                    environment: ["RLCTL_ANY_FLUSH_INTERVAL_MS": "1"])
         try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
-        try #require(!recorded.stdout.contains("INCOMPLETE"), "LTTng lost events: the counts below would not hold\n\(recorded.stdout.prefix(600))")
+        try #require(!recorded.stdout.contains("packets lost in"), "LTTng lost events: the counts below would not hold\n\(recorded.stdout.prefix(600))")
         let exported = try CLI.run(["export", trace, "--format", "jsonl", "--output", rows])
         try #require(exported.status == 0, "\(exported.stderr)")
         var perThread: [Int: (begins: Int, ends: Int, last: Int, disorder: Int)] = [:]
