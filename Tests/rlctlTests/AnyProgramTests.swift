@@ -177,6 +177,25 @@ import TestSupport
         #expect(perThread.values.map(\.disorder).reduce(0, +) == 0, "a thread's waits in its order")
     }
 
+    /// A signal handler that waits while its thread is blocked in a wait (async-signal-safe, and done): through
+    /// LTTng the handler's wait cannot share the open wait's place in the batch, so it is left out and counted, and
+    /// the interrupted waits are recorded whole, on their own descriptor (they used to take the handler's fields).
+    @Test(.enabled(if: compiler.shouldRun && LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
+    func aSignalHandlersWaitInsideAWaitIsCountedNotMixedIn() throws {
+        guard Self.compiler.requireMet(), LTTngCLIEnvironment.requirement.requireMet() else { return }
+        let program = try Self.compile("wait-signals.c")
+        let trace = temporaryPath("wait-signals.rltrace")
+        let recorded = try CLI.run(["record", "--any", "--tracer", "lttng", "--output", trace, "--", program, "300"], timeout: .seconds(60))
+        try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+        let printed = try #require(recorded.stdout.firstMatch(of: /outer (\d+) handled (\d+) ep (\d+)/), "\(recorded.stdout.prefix(400))")
+        let outer = Int(printed.1)!, handled = Int(printed.2)!, ep = Int(printed.3)!
+        #expect(recorded.stderr.contains("rlctl: the recorded processes dropped \(handled) events"), "\(recorded.stderr)")
+        let loops = try Self.waitLoops(try Self.summary(trace))
+        #expect(loops.count == 1, "the handler's polls make no loop of their own: \(loops.map { $0["target"] ?? "?" })")
+        let loop = try #require(loops.first)
+        #expect(loop["target"] as? Int == ep && loop["waits"] as? Int == outer, "\(loop["target"] ?? "?") \(loop["waits"] ?? "?")")
+    }
+
     // ===== redis-server: iterations, ready events per wake-up and utilization rise with load =====
 
     @Test(.enabled(if: redis.shouldRun, redis.skipComment))

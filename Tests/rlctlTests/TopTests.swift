@@ -117,15 +117,18 @@ struct TopTests {
     @Test func anyProgramsWaitLoopShows() throws {
         guard LTTngCLIEnvironment.requirement.requireMet() else { return }
         let python = try #require(TestEnvironment.executable("python3"), "python3 (scripts/install-deps.sh)")
-        let script = "import asyncio\nasync def main():\n    for _ in range(600): await asyncio.sleep(0.01)\nasyncio.run(main())\n"
+        // The program says its pid: other tests record other programs' wait loops meanwhile, and top shows them all.
+        let pidFile = temporaryPath("top-asyncio.pid")
+        let script = "import asyncio, os\nopen('\(pidFile)', 'w').write(str(os.getpid()))\n"
+            + "async def main():\n    for _ in range(600): await asyncio.sleep(0.01)\nasyncio.run(main())\n"
         let recording = try CLI.start(["record", "--any", "--tracer", "lttng", "--", python, "-c", script])
         usleep(1_000_000)
         let shown = try CLI.run(["top", "--once", "--format", "json"])
         _ = try recording.wait()
         #expect(shown.status == 0, "\(shown.stderr)")
-        let waits = try Self.rows(shown).loops.filter { $0["kind"] as? String == "wait" }
+        let pid = try #require(Int(try String(contentsOfFile: pidFile, encoding: .utf8)), "the program did not start")
+        let waits = try Self.rows(shown).loops.filter { $0["kind"] as? String == "wait" && $0["processID"] as? Int == pid }
         let loop = try #require(waits.first { ($0["iterationsPerSecond"] as? Double ?? 0) > 50 }, "\(shown.stdout)")
-        #expect((loop["processID"] as? Int ?? 0) > 0)
         #expect((loop["utilization"] as? Double ?? 1) < 0.5, "\(loop)")
     }
 

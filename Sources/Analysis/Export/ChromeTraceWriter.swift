@@ -97,7 +97,8 @@ struct ChromeTraceWriter {
 
     mutating func write(_ event: TraceEvent) {
         let tid = event.threadID
-        track(thread: tid)
+        // A batch of waits belongs to its waiting thread, not to the one that sent it (the interposer's flusher).
+        if case .waitBatch = event.payload {} else { track(thread: tid) }
         summarizer.consume(event)
         let ts = micros(event.timestamp)
         func slice(_ phase: String, _ name: String, _ args: String = "", flowIn: String? = nil) -> String {
@@ -211,7 +212,11 @@ struct ChromeTraceWriter {
         case .waitBatch(let batch):
             track(thread: batch.threadID)
             for wait in batch.waits {
-                guard let end = wait.end else { continue }
+                guard let end = wait.end else {
+                    // Still waiting when the recording ended: drawn as the embedded trace's open wait is.
+                    waits[batch.threadID] = (wait.call, wait.target, wait.timeout, wait.begin)
+                    continue
+                }
                 emitWait(tid: batch.threadID, call: wait.call, target: wait.target, timeout: wait.timeout, from: wait.begin, to: end,
                          ready: wait.ready, error: wait.error)
             }

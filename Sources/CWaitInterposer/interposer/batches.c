@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -60,6 +61,8 @@ struct rli_batch {
     _Atomic uint32_t committed;
     /// 1 while record `committed` has begun and not ended: its begin fields are written.
     _Atomic int open;
+    /// Waits begun while `open` (a signal handler's, inside the wait it interrupted): left out, counted.
+    uint32_t nested;
     /// Records [0, sent) were sent (under `lock`).
     uint32_t sent;
     _Atomic int lock;
@@ -86,8 +89,17 @@ static const rl_provider *g_provider;
 static struct {
     pthread_t thread;
     int running;
-    _Atomic int stop;
-} g_flusher;
+    // The flusher sleeps on `wake` (CLOCK_MONOTONIC), so that ending a recording does not wait out its interval.
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int stop;
+} g_flusher = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/// The recording whose final pass ran (rli_batches_finish): a thread exiting after it has nobody to send for.
+static uint32_t g_finished_session;
+/// Waits left out: a signal handler's wait nested in the one it interrupted, or a batch the final pass could not
+/// take (its thread holds it, in a signal handler that ends the process). Reported with the recording's drops.
+static _Atomic uint64_t g_left_out;
 
 static inline uint64_t now_ns(void) {
     struct timespec ts;
@@ -115,10 +127,19 @@ static inline __attribute__((always_inline)) uint64_t wait_time(void) {
 #define SPIN_PAUSE() ((void)0)
 #endif
 
-static void lock_batch(struct rli_batch *b) {
-    while (atomic_exchange_explicit(&b->lock, 1, memory_order_acquire)) {
-        while (atomic_load_explicit(&b->lock, memory_order_relaxed)) SPIN_PAUSE();
+/// Takes the batch's lock, spinning: it is held for one event at most. After `attempts` tries (0: no limit) it
+/// gives up and returns 0; between tries it yields the CPU, in case the holder was preempted.
+static int lock_batch_within(struct rli_batch *b, unsigned attempts) {
+    for (unsigned tries = 1;; tries++) {
+        if (!atomic_exchange_explicit(&b->lock, 1, memory_order_acquire)) return 1;
+        if (attempts && tries >= attempts) return 0;
+        for (int spin = 0; spin < 64 && atomic_load_explicit(&b->lock, memory_order_relaxed); spin++) SPIN_PAUSE();
+        if (atomic_load_explicit(&b->lock, memory_order_relaxed)) sched_yield();
     }
+}
+
+static void lock_batch(struct rli_batch *b) {
+    lock_batch_within(b, 0);
 }
 
 static void unlock_batch(struct rli_batch *b) {
@@ -175,7 +196,9 @@ static void thread_exiting(void *value) {
     pthread_mutex_lock(&g_registry_lock);
     if (b->linked) {
         lock_batch(b);
-        if (atomic_load_explicit(&g_rli.role, memory_order_acquire) == RLI_RECORDING && b->session == atomic_load_explicit(&g_rli.session, memory_order_relaxed))
+        // Also while the recording is ending (role busy): until its final pass has run, that pass would miss it.
+        uint32_t session = atomic_load_explicit(&g_rli.session, memory_order_relaxed);
+        if (b->session == session && g_finished_session != session)
             send_locked(b, atomic_load_explicit(&b->committed, memory_order_acquire));
         unlock_batch(b);
         if (b->previous) b->previous->next = b->next; else g_registry = b->next;
@@ -195,17 +218,19 @@ static __attribute__((noinline, cold)) void join_recording(struct rli_batch *b, 
     b->last_ns = 0;
     atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
     atomic_store_explicit(&b->open, 0, memory_order_relaxed);
+    b->nested = 0;
     b->session = session;
     unlock_batch(b);
-    if (!b->linked) {
+    // In the registry only with the destructor that takes it out again (the batch is in the thread's TLS, freed
+    // when it exits); without, its thread sends it when full and what is left at the end is lost. The destructor
+    // runs only for a non-NULL value; a program with more keys than glibc keeps inline may make this allocate,
+    // once per thread.
+    if (!b->linked && g_have_exit_key && pthread_setspecific(g_exit_key, b) == 0) {
         b->previous = NULL;
         b->next = g_registry;
         if (g_registry) g_registry->previous = b;
         g_registry = b;
         b->linked = 1;
-        // The destructor runs only for a non-NULL value; a program with more keys than glibc keeps inline may
-        // make this allocate, once per thread.
-        if (g_have_exit_key) pthread_setspecific(g_exit_key, b);
     }
     pthread_mutex_unlock(&g_registry_lock);
 }
@@ -219,9 +244,22 @@ static __attribute__((noinline)) void send_full(struct rli_batch *b) {
     unlock_batch(b);
 }
 
-void rli_batch_begin(uint8_t call, int32_t target, uint32_t set_size, int64_t timeout_ns, uint32_t session) {
+/// A wait begun while this thread's last one is still open: a signal handler's, inside the wait it interrupted
+/// (its record must not be overwritten), or, after a few, one whose wrapper was left by a longjmp and never
+/// ended (it is dropped, and recording goes on). Either way one wait is left out and counted. Returns 1 when
+/// the new wait is to be recorded.
+static __attribute__((noinline, cold)) int begin_while_open(struct rli_batch *b) {
+    atomic_fetch_add_explicit(&g_left_out, 1, memory_order_relaxed);
+    if (++b->nested < 4) return 0;
+    b->nested = 0;
+    atomic_store_explicit(&b->open, 0, memory_order_relaxed);
+    return 1;
+}
+
+int rli_batch_begin(uint8_t call, int32_t target, uint32_t set_size, int64_t timeout_ns, uint32_t session) {
     struct rli_batch *b = &t_batch;
     if (__builtin_expect(b->session != session, 0)) join_recording(b, session);
+    if (__builtin_expect(atomic_load_explicit(&b->open, memory_order_relaxed), 0) && !begin_while_open(b)) return 0;
     uint32_t i = atomic_load_explicit(&b->committed, memory_order_relaxed);
     if (__builtin_expect(i == RLI_BATCH_WAITS, 0)) {
         send_full(b);
@@ -234,11 +272,15 @@ void rli_batch_begin(uint8_t call, int32_t target, uint32_t set_size, int64_t ti
     b->timeout_ns[i] = timeout_ns;
     b->begin_ns[i] = wait_time();
     atomic_store_explicit(&b->open, 1, memory_order_release);
+    return 1;
 }
 
 void rli_batch_end(int32_t ready, int32_t error) {
     struct rli_batch *b = &t_batch;
     uint32_t i = atomic_load_explicit(&b->committed, memory_order_relaxed);
+    // Only the wait that is open ends (one that begin_while_open dropped does not).
+    if (__builtin_expect(!atomic_load_explicit(&b->open, memory_order_relaxed) || i >= RLI_BATCH_WAITS, 0)) return;
+    b->nested = 0;
     b->end_ns[i] = wait_time();
     b->ready[i] = ready;
     b->error[i] = error;
@@ -248,11 +290,28 @@ void rli_batch_end(int32_t ready, int32_t error) {
 
 /// Sends every batch's finished waits; with `final`, also each wait still in progress (end 0), which the
 /// recording ends before.
+/// The final pass does not wait for ever: the process may be ending from a signal handler that interrupted its
+/// own thread while that thread held the registry or its batch (a thread's first wait, or a full batch).
 static void send_all(int final) {
-    pthread_mutex_lock(&g_registry_lock);
+    if (!final) {
+        pthread_mutex_lock(&g_registry_lock);
+    } else {
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_nsec += 200 * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) { deadline.tv_sec++; deadline.tv_nsec -= 1000000000L; }
+        if (pthread_mutex_timedlock(&g_registry_lock, &deadline) != 0) return;
+    }
+    uint32_t session = atomic_load_explicit(&g_rli.session, memory_order_relaxed);
     for (struct rli_batch *b = g_registry; b; b = b->next) {
-        lock_batch(b);
-        if (b->session == atomic_load_explicit(&g_rli.session, memory_order_relaxed)) {
+        if (!final) {
+            lock_batch(b);
+        } else if (!lock_batch_within(b, 1000)) {
+            uint32_t committed = atomic_load_explicit(&b->committed, memory_order_acquire);
+            if (committed > b->sent) atomic_fetch_add_explicit(&g_left_out, committed - b->sent, memory_order_relaxed);
+            continue;
+        }
+        if (b->session == session) {
             // `open` read between two equal reads of `committed` is about record `committed`.
             uint32_t committed, again;
             int open;
@@ -275,6 +334,7 @@ static void send_all(int final) {
         }
         unlock_batch(b);
     }
+    if (final) g_finished_session = session;
     pthread_mutex_unlock(&g_registry_lock);
 }
 
@@ -283,12 +343,30 @@ static void *flusher_main(void *unused) {
     long ms = RLI_FLUSH_INTERVAL_MS;
     const char *asked = getenv("RLCTL_ANY_FLUSH_INTERVAL_MS");
     if (asked && atol(asked) > 0 && atol(asked) < 1000) ms = atol(asked);
-    struct timespec interval = { 0, ms * 1000000L };
-    while (!atomic_load_explicit(&g_flusher.stop, memory_order_acquire)) {
-        nanosleep(&interval, NULL);
+    pthread_mutex_lock(&g_flusher.lock);
+    while (!g_flusher.stop) {
+        struct timespec deadline;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_nsec += ms * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) { deadline.tv_sec++; deadline.tv_nsec -= 1000000000L; }
+        while (!g_flusher.stop && pthread_cond_timedwait(&g_flusher.wake, &g_flusher.lock, &deadline) == 0) {}
+        if (g_flusher.stop) break;
+        pthread_mutex_unlock(&g_flusher.lock);
         if (atomic_load_explicit(&g_rli.role, memory_order_acquire) == RLI_RECORDING) send_all(0);
+        pthread_mutex_lock(&g_flusher.lock);
     }
+    pthread_mutex_unlock(&g_flusher.lock);
     return NULL;
+}
+
+static void flusher_init(void) {
+    pthread_condattr_t attributes;
+    pthread_condattr_init(&attributes);
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init(&g_flusher.wake, &attributes);
+    pthread_condattr_destroy(&attributes);
+    pthread_mutex_init(&g_flusher.lock, NULL);
+    g_flusher.stop = 0;
 }
 
 int rli_batches_start(const rl_provider *provider) {
@@ -296,18 +374,22 @@ int rli_batches_start(const rl_provider *provider) {
     const char *forced = getenv("RLCTL_RECORDER_CLOCK");
     g_tsc = RLI_HAVE_TSC && rlrec_tsc_clock_eligible() && !(forced && strcmp(forced, "clock_gettime") == 0);
     if (!g_have_exit_key) g_have_exit_key = pthread_key_create(&g_exit_key, thread_exiting) == 0;
-    atomic_store(&g_flusher.stop, 0);
+    flusher_init();
     g_flusher.running = rli_start_thread(&g_flusher.thread, flusher_main) == 0;
     return g_flusher.running ? 0 : -1;
 }
 
-void rli_batches_finish(void) {
+uint64_t rli_batches_finish(void) {
     if (g_flusher.running) {
-        atomic_store_explicit(&g_flusher.stop, 1, memory_order_release);
+        pthread_mutex_lock(&g_flusher.lock);
+        g_flusher.stop = 1;
+        pthread_cond_signal(&g_flusher.wake);
+        pthread_mutex_unlock(&g_flusher.lock);
         pthread_join(g_flusher.thread, NULL);
         g_flusher.running = 0;
     }
     if (g_provider) send_all(1);
+    return atomic_exchange(&g_left_out, 0);
 }
 
 void rli_batches_forget_after_fork(void) {
@@ -316,6 +398,8 @@ void rli_batches_forget_after_fork(void) {
     pthread_mutex_init(&g_registry_lock, NULL);
     g_registry = NULL;
     g_flusher.running = 0;
+    flusher_init();
+    atomic_store(&g_left_out, 0);
     struct rli_batch *b = &t_batch;
     atomic_store(&b->lock, 0);
     b->linked = 0;
@@ -323,4 +407,5 @@ void rli_batches_forget_after_fork(void) {
     b->sent = 0;
     atomic_store(&b->committed, 0);
     atomic_store(&b->open, 0);
+    b->nested = 0;
 }

@@ -30,14 +30,16 @@ extern struct rli_hot g_rli;
 int rli_start_pending(void);
 /// The thread's wait_thread event (hot path's cold branch).
 void rli_announce_thread(void);
-/// The LTTng path (batches.c): a wait's begin and end into the thread's batch of the recording `session`.
-void rli_batch_begin(uint8_t call, int32_t target, uint32_t set_size, int64_t timeout_ns, uint32_t session);
+/// The LTTng path (batches.c): a wait's begin and end into the thread's batch of the recording `session`. Begin
+/// returns 1 when the wait's end is to be recorded too (0: a signal handler's wait inside the one it interrupted).
+int rli_batch_begin(uint8_t call, int32_t target, uint32_t set_size, int64_t timeout_ns, uint32_t session);
 void rli_batch_end(int32_t ready, int32_t error);
 struct rl_provider;
 /// Starts sending batches through `provider` (the flusher thread); 0, or -1 when the thread cannot start.
 int rli_batches_start(const struct rl_provider *provider);
-/// Sends every batch, and the waits still in progress, and stops the flusher: the recording ends.
-void rli_batches_finish(void);
+/// Sends every batch, and the waits still in progress, and stops the flusher: the recording ends. Returns how many
+/// waits were left out (reported as discarded).
+uint64_t rli_batches_finish(void);
 /// A fork child's first step: the batches it copied are its parent's.
 void rli_batches_forget_after_fork(void);
 /// Completes this process's recording before it execs (reason "exec") and prepares the environment to pass:

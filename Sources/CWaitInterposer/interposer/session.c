@@ -306,7 +306,7 @@ static void finish_recording(const char *reason) {
         stats = rlrec_statistics();
         rlrec_reset();
     } else {
-        rli_batches_finish();
+        stats.events_discarded = rli_batches_finish();
     }
     char text[512], name[96];
     snprintf(text, sizeof text,

@@ -113,12 +113,13 @@ static inline __attribute__((always_inline)) int wait_begin(uint8_t call, int ta
         t_session = atomic_load_explicit(&g_rli.session, memory_order_relaxed);
         rli_announce_thread();
     }
+    int recorded = 1;
     if (LIKELY(!g_rli.lttng)) rlrec_wait_begin(call, target, set_size, timeout_ns);
-    else rli_batch_begin(call, target, set_size, timeout_ns, t_session);
+    else recorded = rli_batch_begin(call, target, set_size, timeout_ns, t_session);
     atomic_signal_fence(memory_order_seq_cst);
     t_inside = 0;
     errno = saved;
-    return 1;
+    return recorded;
 }
 
 /// Records wait_end for a wait whose begin was recorded; errno is left as the real call set it.
