@@ -91,7 +91,7 @@ import TestSupport
     /// exit, of a forked child, of a thread still blocked when the process execs, and of the exec'd image arrives
     /// whole and in order, the same waits the embedded recorder's trace holds wait by wait.
     @Test(.enabled(if: python.shouldRun && LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
-    func lttngBatchesCarryEveryWaitTheEmbeddedRecorderSees() throws {
+    func lttngBatchesCarryTheWaitsOfTheEmbeddedTrace() throws {
         guard Self.python.requireMet(), LTTngCLIEnvironment.requirement.requireMet() else { return }
         /// Each thread's waits (timeout, ready, error, whether it returned), threads in a stable order.
         func waitsByThread(_ tracer: String) throws -> [[String]] {
