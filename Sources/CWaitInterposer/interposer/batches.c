@@ -10,9 +10,9 @@
 // pairs' own (tens of ns). A thread's times never go back from one batch to the next (clamped, as the recorder's).
 //
 // Batches held back would blind a live view and lose waits at exit, so:
-//   - the flusher thread sends, every RLI_FLUSH_INTERVAL_MS (RLCTL_ANY_FLUSH_INTERVAL_MS: the tests' stress runs
-//     it every millisecond), what each thread has finished and not sent (a thread
-//     blocked in a long wait, one that waits rarely);
+//   - the flusher thread sends what each thread has finished and not sent (a thread blocked in a long wait, one
+//     that waits rarely) every RLI_FLUSH_INTERVAL_MS (RLCTL_ANY_FLUSH_INTERVAL_MS: the tests' stress runs it every
+//     millisecond);
 //   - a thread's batch is sent when it exits (its key's destructor), and every batch, with the wait a thread is
 //     still in, when the recording ends (exit, exec: rli_batches_finish);
 //   - a forked child forgets its parent's batches (the parent sends them).
