@@ -305,6 +305,22 @@ import TestSupport
         #expect((loop["waits"] as? Int ?? 0) >= 10, "\(loop)")
     }
 
+    /// The same through LTTng: the waits the flusher sent before the kill are in the trace, the summary says the
+    /// recording was cut off (the trace itself cannot: the process's markers tell rlctl).
+    @Test(.enabled(if: compiler.shouldRun && LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
+    func aProgramKilledMidRunThroughLTTngIsCutOffToo() throws {
+        guard Self.compiler.requireMet(), LTTngCLIEnvironment.requirement.requireMet() else { return }
+        let program = try Self.compile("killed-mid-run.c")
+        let trace = temporaryPath("killed-lttng.rltrace")
+        let result = try CLI.run(["record", "--any", "--tracer", "lttng", "--output", trace, "--format", "json", "--", program])
+        #expect(result.status == 1, "\(result.termination): \(result.stderr)")
+        #expect(result.stderr.contains("did not complete its recording"), "\(result.stderr)")
+        let printed = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout.prefix(300))")
+        #expect((printed["health"] as? [String: Any])?["recordingCutOff"] as? Bool == true, "\(printed["health"] ?? "no health")")
+        let loop = try Self.busiestLoop(in: try Self.summary(trace))
+        #expect((loop["waits"] as? Int ?? 0) >= 10, "\(loop)")
+    }
+
     @Test(.enabled(if: python.shouldRun, python.skipComment))
     func childrenAreRecordedOnlyWhenFollowed() throws {
         guard Self.python.requireMet() else { return }

@@ -191,8 +191,10 @@ struct Record: ParsableCommand {
         let anyOutcome = anyProgram?.finish(ending: ending)
         // No trace at all: LTTng writes none for a program that never registered a runloop tracepoint, and the
         // program writes none that never installed the embedded recorder.
-        let summary = TraceReaders.containsTrace(at: destination.path)
+        var summary = TraceReaders.containsTrace(at: destination.path)
             ? try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil)) : nil
+        // An LTTng trace does not know that a process was killed before it sent its last waits; its markers do.
+        if useLTTng, let anyOutcome, !anyOutcome.cutOff.isEmpty { summary?.health.trace.recordingCutOff = true }
         guard let summary, summary.health.eventsRead > 0 else {
             // A program that failed before its loops ran (bad arguments, say) is a failed program first.
             guard ending.succeeded else {
