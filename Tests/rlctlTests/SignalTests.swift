@@ -211,6 +211,10 @@ struct RecordSignalTests {
         }
         let sawProgram = program != nil
         try #require(sawProgram && child.isRunning, "rlctl ended before the test could interrupt its summary")
+        // rlctl enters its summarizing phase right after it reaped the program, but on a loaded machine its thread
+        // may not run for a while in between, and a signal then is still the program's (a CI run saw exactly
+        // that); reading the flood back takes seconds, so a moment's wait leaves the summary still to interrupt.
+        usleep(150_000)
         child.send(SIGINT)
         usleep(400_000)
         let second = ContinuousClock.now
