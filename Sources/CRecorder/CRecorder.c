@@ -799,7 +799,8 @@ int rlrec_copy_ring(rlrec_stream_sink sink, void *context) {
 
 int rlrec_tsc_clock_eligible(void) {
 #if RLREC_HAVE_TSC
-    return tsc_eligible();
+    const char *forced = getenv("RLCTL_RECORDER_CLOCK");
+    return !(forced && strcmp(forced, "clock_gettime") == 0) && tsc_eligible();
 #else
     return 0;
 #endif
@@ -822,9 +823,7 @@ void rlrec_clock_pair(int attempts, uint64_t *tsc, uint64_t *ns) {
 static int use_tsc(const rlrec_config *config) {
 #if RLREC_HAVE_TSC
     if (config->clock != RLREC_CLOCK_AUTOMATIC) return 0;
-    const char *forced = getenv("RLCTL_RECORDER_CLOCK");
-    if (forced && strcmp(forced, "clock_gettime") == 0) return 0;
-    return tsc_eligible() && calibrate_tsc();
+    return rlrec_tsc_clock_eligible() && calibrate_tsc();
 #else
     (void)config;
     return 0;

@@ -59,42 +59,23 @@ final class DecodingPlan {
                 let slot = schema?.fieldIndex(field.name)
                 let kind: StepKind
                 var length: Int32 = -1
-                var integer: (bytes: Int, signed: Bool)?
                 switch field.type {
                 case .string: kind = .string
-                case .integer(let bytes, let signed):
-                    integer = (bytes, signed)
-                    kind = .u8
+                case .integer(let bytes, let signed): kind = Self.integerKind(bytes: bytes, signed: signed)
                 case .sequence(let bytes, let signed, let lengthIndex):
-                    integer = (bytes, signed)
+                    kind = Self.integerKind(bytes: bytes, signed: signed)
                     length = Int32(lengthIndex)
-                    kind = .u8
                 case .unsupported:
                     kind = .u8   // never walked: the event has a problem
                 }
-                let stepKind: StepKind
-                if let (bytes, signed) = integer {
-                    switch (bytes, signed) {
-                    case (1, false): stepKind = .u8
-                    case (2, false): stepKind = .u16
-                    case (4, false): stepKind = .u32
-                    case (8, false): stepKind = .u64
-                    case (1, true): stepKind = .s8
-                    case (2, true): stepKind = .s16
-                    case (4, true): stepKind = .s32
-                    default: stepKind = .s64
-                    }
-                } else {
-                    stepKind = kind
-                }
                 if let schema, let slot, problem == nil {
                     let wanted = Self.shape(schema.fields[slot].type)
-                    let declaredShape = stepKind == .string ? "a string" : length >= 0 ? "an array" : "an integer"
+                    let declaredShape = kind == .string ? "a string" : length >= 0 ? "an array" : "an integer"
                     if wanted != declaredShape {
                         problem = "field `\(field.name)` is declared as \(declaredShape), not \(wanted)"
                     }
                 }
-                steps[used] = Step(kind: stepKind, slot: Int32(slot ?? -1), length: length)
+                steps[used] = Step(kind: kind, slot: Int32(slot ?? -1), length: length)
                 used += 1
             }
             if let schema, problem == nil, let missing = schema.fields.first(where: { field in !declared.fields.contains { $0.name == field.name } }) {
@@ -106,6 +87,19 @@ final class DecodingPlan {
                 problems.append(problem)
             }
             entries[declared.id] = entry
+        }
+    }
+
+    private static func integerKind(bytes: Int, signed: Bool) -> StepKind {
+        switch (bytes, signed) {
+        case (1, false): return .u8
+        case (2, false): return .u16
+        case (4, false): return .u32
+        case (8, false): return .u64
+        case (1, true): return .s8
+        case (2, true): return .s16
+        case (4, true): return .s32
+        default: return .s64
         }
     }
 

@@ -30,15 +30,15 @@ public struct TraceExporter {
         case .csv:
             out.write((["timestamp_ns", "thread_id", "event"] + Key.columns).joined(separator: ",") + "\n")
             while let event = try reader.next() {
-                for line in lines(event, csvLine) {
-                    out.write(line)
+                forEachRow(of: event) { row in
+                    out.write(csvLine(row))
                     count += 1
                 }
             }
         case .jsonl:
             while let event = try reader.next() {
-                for line in lines(event, jsonLine) {
-                    out.write(line)
+                forEachRow(of: event) { row in
+                    out.write(jsonLine(row))
                     count += 1
                 }
             }
@@ -170,16 +170,16 @@ public struct TraceExporter {
         case .loopHang(let loop, let iteration, let busy, let threshold):
             r.loop = "\(loop)"; r.iteration = "\(iteration)"; r.busy = "\(busy)"; r.threshold = "\(threshold)"
         case .waitBatch:
-            break   // written as its waits (lines(_:_:))
+            break   // written as its waits (forEachRow(of:_:))
         }
         return r
     }
 
-    /// An event's lines: a batch of waits (LTTng's `wait_batch`) as the `wait_begin` and `wait_end` rows the
-    /// embedded recorder's trace has, so that an export looks the same whichever tracer recorded.
-    static func lines(_ event: TraceEvent, _ line: (TraceEvent) -> String) -> [String] {
-        guard case .waitBatch(let batch) = event.payload else { return [line(event)] }
-        return batch.events(processID: event.processID).map(line)
+    /// An event's rows: the event itself, or a batch of waits (LTTng's `wait_batch`) as the `wait_begin` and
+    /// `wait_end` rows the embedded recorder's trace has, so that an export looks the same whichever tracer recorded.
+    static func forEachRow(of event: TraceEvent, _ body: (TraceEvent) -> Void) {
+        guard case .waitBatch(let batch) = event.payload else { return body(event) }
+        batch.events(processID: event.processID).forEach(body)
     }
 
     static func csvField(_ text: String) -> String {

@@ -103,9 +103,9 @@ typedef struct {
 /// How this (or the last) recording stamps events, and how close the TSC clock stayed to CLOCK_MONOTONIC.
 rlrec_clock_stats rlrec_clock_statistics(void);
 
-/// For code that keeps its own TSC times (the wait interposer's LTTng batches): 1 when CLOCK_MONOTONIC can be
-/// extrapolated from the TSC on this machine (an invariant TSC that is the kernel's clocksource), by the test the
-/// recorder makes; 0 elsewhere, and on CPUs without a TSC.
+/// For code that keeps its own TSC times (the wait interposer's LTTng batches), and the recorder's own rule: 1 when
+/// CLOCK_MONOTONIC can be extrapolated from the TSC on this machine (an invariant TSC that is the kernel's
+/// clocksource) and RLCTL_RECORDER_CLOCK does not ask for clock_gettime; 0 otherwise, and on CPUs without a TSC.
 int rlrec_tsc_clock_eligible(void);
 /// A TSC reading and a CLOCK_MONOTONIC reading (ns) taken at nearly the same moment: the narrowest pair of up to
 /// `attempts` (the TSC is read first). *tsc is 0 on CPUs without a TSC.

@@ -119,6 +119,16 @@ static inline __attribute__((always_inline)) uint64_t wait_time(void) {
     return now_ns();
 }
 
+/// `clock`'s time `ms` milliseconds from now, for the timed waits of pthreads.
+static struct timespec deadline_after(clockid_t clock, long ms) {
+    struct timespec deadline;
+    clock_gettime(clock, &deadline);
+    deadline.tv_nsec += ms * 1000000L;
+    deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+    deadline.tv_nsec %= 1000000000L;
+    return deadline;
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 #define SPIN_PAUSE() __builtin_ia32_pause()
 #elif defined(__aarch64__)
@@ -153,35 +163,41 @@ static inline uint64_t monotonic(struct rli_batch *b, uint64_t ns) {
     return ns;
 }
 
-/// Turns records [from, upto)'s ticks into CLOCK_MONOTONIC ns, in place (they are about to be sent; the lock
-/// held), and `extra` ticks (an unfinished wait's begin) after them.
-static void to_monotonic(struct rli_batch *b, uint32_t from, uint32_t upto, uint64_t *extra) {
-    if (!g_tsc) return;
+/// ns per tick over the batch so far (32.32 fixed point): from its start pair to a pair taken now.
+static uint64_t batch_rate(const struct rli_batch *b) {
     uint64_t end_tsc, end_ns;
     rlrec_clock_pair(8, &end_tsc, &end_ns);
-    uint64_t mult = 0;   // ns per tick over the batch, 32.32 fixed point
-    if (end_tsc > b->start_tsc && end_ns > b->start_ns)
-        mult = (uint64_t)(((unsigned __int128)(end_ns - b->start_ns) << 32) / (end_tsc - b->start_tsc));
-    for (uint32_t i = from; i <= upto; i++) {
-        uint64_t *times[2] = { i < upto ? &b->begin_ns[i] : extra, i < upto ? &b->end_ns[i] : NULL };
-        for (int k = 0; k < 2; k++) {
-            if (!times[k]) continue;
-            uint64_t ticks = *times[k] > b->start_tsc ? *times[k] - b->start_tsc : 0;
-            *times[k] = monotonic(b, b->start_ns + (uint64_t)(((unsigned __int128)ticks * mult) >> 32));
-        }
-    }
+    if (end_tsc <= b->start_tsc || end_ns <= b->start_ns) return 0;
+    return (uint64_t)(((unsigned __int128)(end_ns - b->start_ns) << 32) / (end_tsc - b->start_tsc));
 }
 
-/// Sends records [sent, upto) (the batch's lock held).
+/// A wait time as sent (the lock held): TSC ticks become CLOCK_MONOTONIC ns at `rate` (batch_rate), never below the
+/// thread's last one.
+static uint64_t sent_time(struct rli_batch *b, uint64_t time, uint64_t rate) {
+    if (!g_tsc) return time;
+    uint64_t ticks = time > b->start_tsc ? time - b->start_tsc : 0;
+    return monotonic(b, b->start_ns + (uint64_t)(((unsigned __int128)ticks * rate) >> 32));
+}
+
+/// One runloop:wait_batch of `count` waits, from arrays laid out as the batch's, if a session enables it.
+static void emit(int32_t tid, uint32_t count, const uint8_t *call, const int32_t *target, const uint32_t *set_size,
+                 const int64_t *timeout_ns, const uint64_t *begin_ns, const uint64_t *end_ns, const int32_t *ready,
+                 const int32_t *error) {
+    if (__atomic_load_n(g_provider->state[RL_EVENT_wait_batch], __ATOMIC_RELAXED))
+        g_provider->wait_batch(tid, count, call, target, set_size, timeout_ns, begin_ns, end_ns, ready, error);
+}
+
+/// Sends records [sent, upto), their times turned into ns in place (the batch's lock held).
 static void send_locked(struct rli_batch *b, uint32_t upto) {
     uint32_t from = b->sent;
     if (upto <= from) return;
-    to_monotonic(b, from, upto, NULL);
-    if (__atomic_load_n(g_provider->state[RL_EVENT_wait_batch], __ATOMIC_RELAXED)) {
-        g_provider->wait_batch(b->tid, upto - from, &b->call[from], &b->target[from], &b->set_size[from],
-                               &b->timeout_ns[from], &b->begin_ns[from], &b->end_ns[from], &b->ready[from],
-                               &b->error[from]);
+    uint64_t rate = g_tsc ? batch_rate(b) : 0;
+    for (uint32_t i = from; i < upto; i++) {
+        b->begin_ns[i] = sent_time(b, b->begin_ns[i], rate);
+        b->end_ns[i] = sent_time(b, b->end_ns[i], rate);
     }
+    emit(b->tid, upto - from, &b->call[from], &b->target[from], &b->set_size[from], &b->timeout_ns[from],
+         &b->begin_ns[from], &b->end_ns[from], &b->ready[from], &b->error[from]);
     b->sent = upto;
 }
 
@@ -296,10 +312,7 @@ static void send_all(int final) {
     if (!final) {
         pthread_mutex_lock(&g_registry_lock);
     } else {
-        struct timespec deadline;
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_nsec += 200 * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) { deadline.tv_sec++; deadline.tv_nsec -= 1000000000L; }
+        struct timespec deadline = deadline_after(CLOCK_REALTIME, 200);   // pthread mutexes time out on CLOCK_REALTIME
         if (pthread_mutex_timedlock(&g_registry_lock, &deadline) != 0) return;
     }
     uint32_t session = atomic_load_explicit(&g_rli.session, memory_order_relaxed);
@@ -324,12 +337,9 @@ static void send_all(int final) {
             if (final && open && committed < RLI_BATCH_WAITS) {
                 // Its begin fields were published by `open`; its end fields are the owner's to write: send a copy.
                 int32_t ready = 0, error = 0;
-                uint64_t begin = b->begin_ns[committed], end = 0;
-                to_monotonic(b, committed, committed, &begin);
-                if (__atomic_load_n(g_provider->state[RL_EVENT_wait_batch], __ATOMIC_RELAXED)) {
-                    g_provider->wait_batch(b->tid, 1, &b->call[committed], &b->target[committed], &b->set_size[committed],
-                                           &b->timeout_ns[committed], &begin, &end, &ready, &error);
-                }
+                uint64_t begin = sent_time(b, b->begin_ns[committed], g_tsc ? batch_rate(b) : 0), end = 0;
+                emit(b->tid, 1, &b->call[committed], &b->target[committed], &b->set_size[committed],
+                     &b->timeout_ns[committed], &begin, &end, &ready, &error);
             }
         }
         unlock_batch(b);
@@ -345,10 +355,7 @@ static void *flusher_main(void *unused) {
     if (asked && atol(asked) > 0 && atol(asked) < 1000) ms = atol(asked);
     pthread_mutex_lock(&g_flusher.lock);
     while (!g_flusher.stop) {
-        struct timespec deadline;
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_nsec += ms * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) { deadline.tv_sec++; deadline.tv_nsec -= 1000000000L; }
+        struct timespec deadline = deadline_after(CLOCK_MONOTONIC, ms);
         while (!g_flusher.stop && pthread_cond_timedwait(&g_flusher.wake, &g_flusher.lock, &deadline) == 0) {}
         if (g_flusher.stop) break;
         pthread_mutex_unlock(&g_flusher.lock);
@@ -371,8 +378,7 @@ static void flusher_init(void) {
 
 int rli_batches_start(const rl_provider *provider) {
     g_provider = provider;
-    const char *forced = getenv("RLCTL_RECORDER_CLOCK");
-    g_tsc = RLI_HAVE_TSC && rlrec_tsc_clock_eligible() && !(forced && strcmp(forced, "clock_gettime") == 0);
+    g_tsc = RLI_HAVE_TSC && rlrec_tsc_clock_eligible();
     if (!g_have_exit_key) g_have_exit_key = pthread_key_create(&g_exit_key, thread_exiting) == 0;
     flusher_init();
     g_flusher.running = rli_start_thread(&g_flusher.thread, flusher_main) == 0;

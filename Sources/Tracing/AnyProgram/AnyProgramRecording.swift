@@ -88,15 +88,7 @@ public struct AnyProgramRecording: Sendable {
     }
 
     /// lttng-ust's fork wrapper, where it is installed (it comes with liblttng-ust).
-    static let lttngForkLibrary: String? = {
-        let name = "liblttng-ust-fork.so.1"
-        var folders = ["/usr/lib", "/usr/lib64", "/usr/local/lib", "/lib"]
-        for base in ["/usr/lib", "/lib"] {
-            let entries = (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
-            folders += entries.filter { $0.contains("-linux-") }.sorted().map { base + "/" + $0 }
-        }
-        return folders.map { $0 + "/" + name }.first { FileManager.default.fileExists(atPath: $0) }
-    }()
+    static let lttngForkLibrary = InstalledFiles.find(["liblttng-ust-fork.so.1"], under: ["/usr/lib", "/usr/lib64", "/usr/local/lib", "/lib"])
 
     /// What one process's markers say.
     public struct ProcessRecord: Sendable, Equatable {

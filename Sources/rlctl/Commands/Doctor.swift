@@ -68,7 +68,7 @@ struct Doctor: ParsableCommand {
             report.add("liblttng-ust", .passed, "loaded from \(loaded)")
         } else if providerCompiledIn {
             report.add("liblttng-ust", .failed, "the provider is compiled in but liblttng-ust is not loaded", fix: "reinstall liblttng-ust1 / liblttng-ust-dev")
-        } else if let installed = Self.installedFile(["lttng/tracepoint.h"], under: ["/usr/include", "/usr/local/include"]) {
+        } else if let installed = InstalledFiles.find(["lttng/tracepoint.h"], under: ["/usr/include", "/usr/local/include"]) {
             report.add("liblttng-ust", .failed, "installed (\(installed)) but not used by this build", fix: "rebuild rlctl (\(LTTngRecording.rebuild)) so it detects it")
         } else {
             report.add("liblttng-ust", .failed, "not installed", fix: "install liblttng-ust-dev (bash scripts/install-deps.sh), then rebuild (\(LTTngRecording.rebuild))")
@@ -180,18 +180,6 @@ struct Doctor: ParsableCommand {
             let text = String(cString: line).trimmingCharacters(in: .whitespacesAndNewlines)
             if let path = text.split(separator: " ", omittingEmptySubsequences: true).last, path.contains(name) {
                 return String(path)
-            }
-        }
-        return nil
-    }
-
-    static func installedFile(_ relatives: [String], under bases: [String]) -> String? {
-        for base in bases {
-            let multiarch = ((try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []).filter { $0.contains("-linux-") }
-            for folder in [base] + multiarch.map({ base + "/" + $0 }) {
-                for relative in relatives where FileManager.default.fileExists(atPath: folder + "/" + relative) {
-                    return folder + "/" + relative
-                }
             }
         }
         return nil
