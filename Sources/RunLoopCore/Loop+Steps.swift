@@ -8,7 +8,7 @@ extension Loop {
     func notifyObservers(_ activity: Activity, _ frame: RunFrame) {
         frame.sink?.activity(activity, frame.context(loop: self))
         let state = frame.state!
-        guard state.observedActivities.load(ordering: .acquiring) & activity.rawValue != 0 else { return }
+        guard state.summary.load(ordering: .acquiring) & activity.rawValue != 0 else { return }
         lock.withLock {
             for observer in state.observers where observer.activities.contains(activity) && !observer.isFiring {
                 frame.observers.append(observer)
@@ -121,6 +121,9 @@ extension Loop {
             kernel.arm(deadline: wakeDeadline(for: state, runDeadline: frame.deadline))
             sleepingIn = state
             sleepingDeadline = frame.deadline
+            // Before the sleep rather than after it: a thread reading the statistics of a sleeping loop sees all
+            // its work, and the wake-up does not spend cold cache lines on it.
+            publishCounters(frame)
             // Under the lock that a port's send checks `sleepingIn` under: either it wakes this sleep or this
             // sees its message.
             return hasQueuedMessage(state)
@@ -140,7 +143,9 @@ extension Loop {
             case SelectorToken.wakeUp: sawWakeUp = true
             case SelectorToken.timer: sawTimer = true
             case SelectorToken.mainQueue: frame.mainQueueReady = true
-            default: frame.readyTokens.append((token, readiness))
+            default:
+                frame.readyTokens.append((token, readiness))
+                frame.descriptorsReady = true
             }
         }
         // Read after step 9, not now: the read is a system call between the wake-up and the work it announced.
@@ -149,7 +154,8 @@ extension Loop {
     }
 
     /// Consumes the timer expiry, ends the sleep for other threads, counts the iteration and (after a sleep) its
-    /// wake reason, publishes the counters, and tells the tracer: one lock for all of it.
+    /// wake reason, publishes the counters after a poll (before a sleep, ``prepareToSleep(_:)`` did), and tells
+    /// the tracer: one lock for all of it.
     private func recordWakeUp(_ frame: RunFrame, poll: Bool, sawTimer: Bool, sleptFrom: UInt64) {
         let reason: WakeReason? = lock.withLock {
             // Under the lock: another thread may re-arm the timer until `sleepingIn` is cleared.
@@ -160,8 +166,10 @@ extension Loop {
             if let reason {
                 counters.sleeps += 1
                 counters.countWakeUp(reason)
+            } else {
+                // A poll: a loop that keeps polling never sleeps, so it publishes here.
+                publishCounters(frame)
             }
-            publishCounters(frame)
             return reason
         }
         if let reason, let sink = frame.sink {
@@ -176,7 +184,7 @@ extension Loop {
         if frame.stopRequested.load(ordering: .acquiring) { return .stop }
         if sawTimer { return now() >= frame.deadline ? .timeout : .timer }
         if frame.mainQueueReady { return .mainQueue }
-        if !frame.readyTokens.isEmpty { return .descriptor }
+        if frame.descriptorsReady { return .descriptor }
         if hasQueuedMessage(frame.state) { return .port }
         if frame.state.sources.contains(where: { $0.isSignaled }) { return .source }
         return .manual
@@ -198,6 +206,7 @@ extension Loop {
     /// rescheduled by a callout does not fire in the same pass.
     func doTimers(_ frame: RunFrame) {
         let state = frame.state!
+        guard state.summary.load(ordering: .acquiring) & ModeState.holdsTimers != 0 else { return }
         lock.withLock {
             let date = now()
             for timer in state.timers {
@@ -258,6 +267,9 @@ extension Loop {
     /// earlier callout of the pass (or a nested run it started) may have removed it, or consumed its readiness.
     func doReadySources(_ frame: RunFrame) -> Bool {
         let state = frame.state!
+        guard frame.descriptorsReady || state.summary.load(ordering: .acquiring) & ModeState.holdsPorts != 0 else {
+            return false
+        }
         lock.withLock {
             for (token, readiness) in frame.readyTokens {
                 if let source = state.descriptors[token] {
@@ -269,6 +281,7 @@ extension Loop {
             }
         }
         frame.readyTokens.removeAll(keepingCapacity: true)
+        frame.descriptorsReady = false
         guard !frame.readySources.isEmpty else { return false }
         if frame.readySources.count > 1 {
             frame.readySources.sort { ($0.order, $0.id) < ($1.order, $1.id) }
@@ -339,6 +352,6 @@ extension Loop {
 
     /// Whether a port of the mode holds a message (lock held).
     func hasQueuedMessage(_ state: ModeState) -> Bool {
-        state.ports.contains { $0.queuedCount > 0 }
+        state.summary.load(ordering: .relaxed) & ModeState.holdsPorts != 0 && state.ports.contains { $0.queuedCount > 0 }
     }
 }

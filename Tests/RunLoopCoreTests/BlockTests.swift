@@ -44,6 +44,65 @@ import Testing
         #expect(trace == "d1 both | o1 o2")
     }
 
+    @Test func blocksPastTheQueuesSlotsKeepOneOrderWithThoseOfOtherModes() {
+        // More blocks than the queue's slots (64), a third of them for another mode: those are put back each
+        // time and must stay ahead of blocks performed later, whichever part of the queue held them.
+        let total = 3 * 64 + 7
+        let (first, second) = onThread { () -> ([Int], [Int]) in
+            let loop = Loop.current
+            let other: Loop.Mode = "other"
+            loop.add(LoopSource {}, forMode: .default)
+            loop.add(LoopSource {}, forMode: other)
+            let ran = Shared<[Int]>([])
+            for index in 0..<total {
+                loop.perform(inMode: index % 3 == 0 ? other : .default) {
+                    ran.value.append(index)
+                    // Queued during the pass, so behind the blocks the pass puts back.
+                    if index == 1 { loop.perform(inMode: other) { ran.value.append(1_000) } }
+                }
+            }
+            loop.run(mode: .default, timeout: .zero)
+            let first = ran.value
+            ran.value = []
+            for index in total..<(total + 10) { loop.perform(inMode: other) { ran.value.append(index) } }
+            loop.run(mode: other, timeout: .zero)
+            return (first, ran.value)
+        }
+        #expect(first == (0..<total).filter { $0 % 3 != 0 })
+        #expect(second == (0..<total).filter { $0 % 3 == 0 } + [1_000] + Array(total..<(total + 10)))
+    }
+
+    @Test func blocksPendingWhenTheLoopsThreadExitsAreReleasedNotRun() {
+        // Some in the queue's slots, the rest in its overflow: every captured object is released.
+        let released = AtomicCounter(0)
+        let ran = AtomicCounter(0)
+        onThread {
+            let loop = Loop.current
+            for _ in 0..<100 {
+                let token = DeinitCounter(released)
+                loop.perform { withExtendedLifetime(token) { ran.add() } }
+            }
+        }
+        #expect(ran.value == 0)
+        #expect(released.value == 100)
+    }
+
+    @Test func aSleepingLoopsStatisticsCountTheWorkBeforeItsSleep() {
+        // The counters are published as the loop goes to sleep, not only when it wakes again: a thread reading
+        // them while the loop sleeps sees every block it ran.
+        let background = BackgroundLoop()
+        defer { background.stop() }
+        let loop = background.loop
+        #expect(eventually { loop.isWaiting })
+        let before = loop.statistics
+        let ran = AtomicCounter(0)
+        for _ in 0..<3 { loop.perform { ran.add() } }
+        #expect(eventually { ran.value == 3 && loop.isWaiting })
+        let after = loop.statistics
+        #expect(after.blocksRun - before.blocksRun == 3)
+        #expect(after.sleeps > before.sleeps)
+    }
+
     @Test func theCommonTokenIsResolvedWhenTheBlockRuns() {
         let trace = onThread { () -> String in
             let loop = Loop.current
@@ -100,3 +159,9 @@ import Testing
     }
 }
 
+/// Counts its deinit, so a test can tell that a queue released what it held.
+private final class DeinitCounter: Sendable {
+    let counter: AtomicCounter
+    init(_ counter: AtomicCounter) { self.counter = counter }
+    deinit { counter.add() }
+}

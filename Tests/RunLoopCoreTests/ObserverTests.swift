@@ -1,5 +1,5 @@
 import Glibc
-import RunLoopCore
+@_spi(VirtualTime) import RunLoopCore
 import Testing
 
 /// Rulebook §4: observer order, snapshots, one-shot observers, nested runs.
@@ -95,5 +95,35 @@ import Testing
             return seen.value
         }
         #expect(seen == [false, false])
+    }
+
+    @Test func addingAndRemovingObserversLeavesTheModesTimersAndPortsServed() {
+        // The mode keeps its observers' activities and whether it holds timers and ports in one word that the
+        // steps read without the lock; changing one part must not lose the others.
+        let (fires, delivered, trace) = onVirtualLoop { kernel, loop -> ([Duration], [Int32], String) in
+            let start = kernel.now
+            let fires = Shared<[Duration]>([])
+            let delivered = Shared<[Int32]>([])
+            let log = TraceLog()
+            let removed = LoopTimer(fireAt: start.advanced(by: .milliseconds(5))) { _ in fires.value.append(.zero) }
+            loop.add(removed, forMode: .default)
+            loop.remove(removed, forMode: .default)
+            let port = LoopPort { _, message in delivered.value.append(message.msgid) }
+            loop.add(port, forMode: .default)
+            loop.add(LoopTimer(fireAt: start.advanced(by: .milliseconds(10))) { _ in
+                fires.value.append(kernel.elapsed(since: start))
+            }, forMode: .default)
+            let passing = LoopObserver(activities: .all) { _, _ in log.append("X") }
+            loop.add(passing, forMode: .default)
+            loop.add(LoopObserver(activities: .afterWaiting) { _, _ in log.append("AW") }, forMode: .default)
+            loop.remove(passing, forMode: .default)
+            try? port.send(msgid: 7)
+            loop.run(mode: .default, timeout: .milliseconds(50))
+            return (fires.value, delivered.value, log.text)
+        }
+        #expect(fires == [.milliseconds(10)])
+        #expect(delivered == [7])
+        // The message made the first iteration a poll (no AfterWaiting); the timer's wake-up, and the timeout's, did not.
+        #expect(trace == "AW AW")
     }
 }

@@ -72,6 +72,59 @@ import Testing
         #expect(outOfOrder.value == 0)
     }
 
+    @Test func blocksForTwoModesFromManyThreadsKeepEachProducersOrderInEach() {
+        // The loop alternates between two modes, so every pass puts the other mode's blocks back while producers
+        // keep appending, into the block queue's slots and past them: per producer and mode, every block runs
+        // once and in order.
+        let perThread = 20_000
+        let other: Loop.Mode = "other"
+        let done = Shared(false)
+        let published = Shared<Loop?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        let loopThread = JoinableThread {
+            let loop = Loop.current
+            loop.add(LoopSource {}, forMode: .default)
+            loop.add(LoopSource {}, forMode: other)
+            published.value = loop
+            ready.signal()
+            while !done.value {
+                loop.run(mode: .default, timeout: .milliseconds(1))
+                loop.run(mode: other, timeout: .milliseconds(1))
+            }
+        }
+        loopThread.start()
+        ready.wait()
+        let loop = published.value!
+        // Index: producer * 2 + (0 for default, 1 for other). Touched on the loop's thread only.
+        let lastSeen = Shared((0..<(Self.threads * 2)).map { $0 % 2 == 0 ? -2 : -1 })
+        let ran = AtomicCounter(0)
+        let outOfOrder = AtomicCounter(0)
+        let wrongMode = AtomicCounter(0)
+        let producers = (0..<Self.threads).map { producer in
+            JoinableThread {
+                for sequence in 0..<perThread {
+                    let mode: Loop.Mode = sequence % 2 == 0 ? .default : other
+                    loop.perform(inMode: mode) {
+                        if Loop.current.currentMode != mode { wrongMode.add() }
+                        let slot = producer * 2 + sequence % 2
+                        let previous = lastSeen.mutate { seen in defer { seen[slot] = sequence }; return seen[slot] }
+                        if previous != sequence - 2 { outOfOrder.add() }
+                        ran.add()
+                    }
+                }
+            }
+        }
+        producers.forEach { $0.start() }
+        producers.forEach { $0.join() }
+        #expect(eventually(timeout: .seconds(60)) { ran.value >= Self.threads * perThread })
+        done.value = true
+        loop.perform {}
+        loopThread.join()
+        #expect(ran.value == Self.threads * perThread)
+        #expect(outOfOrder.value == 0)
+        #expect(wrongMode.value == 0)
+    }
+
     @Test func aGridOfATimerPerMillisecondFiresEachDueTimerExactlyOnce() {
         let count = 1_000
         let fires = onThread { () -> [Int] in

@@ -1,71 +1,154 @@
 import DequeModule
+import Glibc
 
 /// The loop's queue of performed blocks, under its own lock: producers on other threads contend only with each
 /// other and with the loop taking the whole queue, never with the loop's mode tables.
 /// Lock order: the loop's lock, then this queue's. A pthread mutex, not Synchronization's `Mutex`: its futex lives
 /// in the uninstrumented standard library, so ThreadSanitizer could not see it order anything.
+///
+/// Laid out for the cross-thread wake-up, whose latency is mostly cache lines that the other core last wrote or
+/// that went cold while the loop slept. The mutex and the counts share the first 64-byte line of one allocation,
+/// and the first ``slotCount`` blocks go into 64-byte slots right behind it, so a `perform` from another thread
+/// touches two lines of the queue, and so does the loop taking it. (A lock of its own, this object's fields, a
+/// deque's header and its slot were four lines on each side.) Blocks beyond the slots go to `overflow`, a deque,
+/// in order behind them; a drain of thousands of blocks is handed over whole, as before.
 final class BlockQueue: @unchecked Sendable {
-    private struct State {
-        var blocks = Deque<PendingBlock>()
+    /// Behind the mutex, in the same line.
+    private struct Counts {
+        /// Blocks in the slots, which fill from the first; the loop always takes them all.
+        var inSlots: UInt32 = 0
+        /// Blocks in `overflow`. While there are any, new blocks go there too, behind them.
+        var inOverflow: UInt32 = 0
         var closed = false
-        /// Where actor jobs go once the loop is torn down (Concurrency/Loop+Executor.swift).
-        var orphanedJobs: OrphanedJobs?
     }
 
-    private let lock = ConditionLock()
-    /// Unchecked by the runtime's exclusivity checks: `lock` orders every access (see RunFrame).
-    @exclusivity(unchecked) private var guarded = State()
+    /// A power of two; more than any burst but a benchmark's drain.
+    static let slotCount = 64
+    private static let countsOffset = 48
+    private static let lineSize = 64
 
-    private func withState<T>(_ body: (inout State) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&guarded)
+    private let memory: UnsafeMutableRawPointer
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let counts: UnsafeMutablePointer<Counts>
+    private let slots: UnsafeMutablePointer<PendingBlock>
+    /// Behind the slots, in order. Guarded by the mutex; unchecked by the runtime's exclusivity checks for that.
+    @exclusivity(unchecked) private var overflow = Deque<PendingBlock>()
+    /// Where actor jobs go once the loop is torn down (Concurrency/Loop+Executor.swift). Guarded by the mutex.
+    @exclusivity(unchecked) private var orphanedJobs: OrphanedJobs?
+
+    init() {
+        precondition(MemoryLayout<pthread_mutex_t>.size <= BlockQueue.countsOffset
+                     && BlockQueue.countsOffset + MemoryLayout<Counts>.size <= BlockQueue.lineSize,
+                     "BUG IN RunLoopCore (please report): the block queue's first line does not hold its lock and counts")
+        memory = UnsafeMutableRawPointer.allocate(
+            byteCount: BlockQueue.lineSize + BlockQueue.slotCount * MemoryLayout<PendingBlock>.stride,
+            alignment: BlockQueue.lineSize)
+        mutex = memory.bindMemory(to: pthread_mutex_t.self, capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        counts = (memory + BlockQueue.countsOffset).bindMemory(to: Counts.self, capacity: 1)
+        counts.initialize(to: Counts())
+        slots = (memory + BlockQueue.lineSize).bindMemory(to: PendingBlock.self, capacity: BlockQueue.slotCount)
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        // Error checking in debug builds turns a re-entrant lock (our bug) into a crash, not a hang.
+        assert(pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK)) == 0)
+        precondition(pthread_mutex_init(mutex, &attributes) == 0,
+                     "BUG IN RunLoopCore (please report): pthread_mutex_init failed")
+        pthread_mutexattr_destroy(&attributes)
+    }
+
+    deinit {
+        slots.deinitialize(count: Int(counts.pointee.inSlots))
+        pthread_mutex_destroy(mutex)
+        memory.deallocate()
+    }
+
+    @inline(__always)
+    private func withLock<T>(_ body: (inout Counts) -> T) -> T {
+        let rc = pthread_mutex_lock(mutex)
+        assert(rc == 0, "BUG IN RunLoopCore (please report): pthread_mutex_lock returned \(rc)")
+        defer {
+            let rc = pthread_mutex_unlock(mutex)
+            assert(rc == 0, "BUG IN RunLoopCore (please report): pthread_mutex_unlock returned \(rc)")
+        }
+        return body(&counts.pointee)
+    }
+
+    /// Moves the slots' blocks out, oldest first, and empties the slots (lock held).
+    private func emptySlots(_ counts: inout Counts, into body: (PendingBlock) -> Void) {
+        for index in 0..<Int(counts.inSlots) { body((slots + index).move()) }
+        counts.inSlots = 0
     }
 
     /// Queues a block; false once the loop was torn down (the block is dropped; a job runs on the fallback).
     func append(_ block: PendingBlock) -> Bool {
-        withState { state in
-            guard !state.closed else {
-                if case .job(let job) = block.work { state.orphanedJobs?.run(job) }
+        withLock { counts in
+            guard !counts.closed else {
+                if case .job(let job) = block.work { orphanedJobs?.run(job) }
                 return false
             }
-            state.blocks.append(block)
+            if counts.inOverflow == 0 && counts.inSlots < UInt32(BlockQueue.slotCount) {
+                (slots + Int(counts.inSlots)).initialize(to: block)
+                counts.inSlots += 1
+            } else {
+                overflow.append(block)
+                counts.inOverflow += 1
+            }
             return true
         }
     }
 
     /// Moves every queued block into `batch` (which must be empty); false when there were none.
     func takeAll(into batch: inout Deque<PendingBlock>) -> Bool {
-        withState { state in
-            guard !state.blocks.isEmpty else { return false }
-            swap(&state.blocks, &batch)
+        withLock { counts in
+            guard counts.inSlots != 0 || counts.inOverflow != 0 else { return false }
+            if counts.inOverflow == 0 {
+                emptySlots(&counts) { batch.append($0) }
+            } else {
+                // The slots hold the oldest: they go in front of the overflow, which is handed over whole.
+                for index in (0..<Int(counts.inSlots)).reversed() { overflow.prepend((slots + index).move()) }
+                counts.inSlots = 0
+                swap(&overflow, &batch)
+                counts.inOverflow = 0
+            }
             return true
         }
     }
 
     /// Returns blocks that could not run in this mode to the front, ahead of any queued meanwhile.
     func putBack(_ leftovers: [PendingBlock]) {
-        withState { state in
-            for block in leftovers.reversed() { state.blocks.prepend(block) }
+        withLock { counts in
+            // Rare (blocks for another mode): all of it goes to the overflow, which keeps one order.
+            var queue = Deque(leftovers)
+            emptySlots(&counts) { queue.append($0) }
+            queue.append(contentsOf: overflow)
+            overflow = queue
+            counts.inOverflow = UInt32(queue.count)
         }
     }
 
     /// Whether a queued block or job matches (one that may run in a mode keeps that mode alive).
     func contains(where match: (PendingBlock) -> Bool) -> Bool {
-        withState { state in state.blocks.contains(where: match) }
+        withLock { counts in
+            for index in 0..<Int(counts.inSlots) where match(slots[index]) { return true }
+            return overflow.contains(where: match)
+        }
     }
 
     /// Refuses further blocks and hands back the pending ones (to be dropped, not run). Pending jobs, and jobs
     /// appended from now on, go to `orphanedJobs` instead, in order: under this lock, so none overtakes another.
     func close(handingJobsTo orphanedJobs: OrphanedJobs) -> Deque<PendingBlock> {
-        withState { state in
-            state.closed = true
-            state.orphanedJobs = orphanedJobs
+        withLock { counts in
+            counts.closed = true
+            self.orphanedJobs = orphanedJobs
             var dropped = Deque<PendingBlock>()
-            for pending in state.blocks {
+            let sortOut = { (pending: PendingBlock) in
                 if case .job(let job) = pending.work { orphanedJobs.run(job) } else { dropped.append(pending) }
             }
-            state.blocks.removeAll()
+            emptySlots(&counts, into: sortOut)
+            overflow.forEach(sortOut)
+            overflow.removeAll()
+            counts.inOverflow = 0
             return dropped
         }
     }
