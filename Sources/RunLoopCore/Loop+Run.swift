@@ -186,7 +186,6 @@ extension Loop {
         counters.jobsRun += delta.jobsRun
         counters.observerCallouts += delta.observerCallouts
         counters.mainQueueServicings += delta.mainQueueServicings
-        counters.iterations += delta.iterations
         frame.unpublished = RunFrame.CalloutCounts()
     }
 }

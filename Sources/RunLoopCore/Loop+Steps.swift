@@ -122,8 +122,8 @@ extension Loop {
             sleepingIn = state
             sleepingDeadline = frame.deadline
             // Before the sleep rather than after it: a thread reading the statistics of a sleeping loop sees all
-            // its work, and the wake-up does not spend cold cache lines on it.
-            publishCounters(frame)
+            // its work, outer runs' included, and the wake-up does not spend cold cache lines on it.
+            for running in runStack { publishCounters(running) }
             // Under the lock that a port's send checks `sleepingIn` under: either it wakes this sleep or this
             // sees its message.
             return hasQueuedMessage(state)
@@ -162,7 +162,8 @@ extension Loop {
             if sawTimer { kernel.consumeTimerExpiry() }
             let reason = poll ? nil : wakeReason(frame, sawTimer: sawTimer)
             sleepingIn = nil
-            frame.unpublished.iterations += 1
+            // Counted here, with the sleep and its reason, so that no reader sees more sleeps than iterations.
+            counters.iterations += 1
             if let reason {
                 counters.sleeps += 1
                 counters.countWakeUp(reason)

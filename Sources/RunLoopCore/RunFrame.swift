@@ -49,7 +49,6 @@ final class RunFrame {
 
     /// Plain integers: publishing them copies no dictionary (unlike ``Loop/Statistics``).
     struct CalloutCounts {
-        var iterations: UInt64 = 0
         var timersFired: UInt64 = 0
         var sourcesHandled: UInt64 = 0
         var blocksRun: UInt64 = 0

@@ -95,8 +95,9 @@ import Testing
         let loop = background.loop
         #expect(eventually { loop.isWaiting })
         let before = loop.statistics
-        let ran = AtomicCounter(0)
-        for _ in 0..<3 { loop.perform { ran.add() } }
+        // Under a lock, so that seeing 3 also means seeing the loop's end of the sleep before them.
+        let ran = Shared(0)
+        for _ in 0..<3 { loop.perform { ran.mutate { $0 += 1 } } }
         #expect(eventually { ran.value == 3 && loop.isWaiting })
         let after = loop.statistics
         #expect(after.blocksRun - before.blocksRun == 3)

@@ -45,8 +45,8 @@ actor LoopActor {
         let log = TraceLog()
         let before = thread.loop.statistics.jobsRun
         await actor.queueJobsAndBlocks(100, log: log)
-        // A block queued after them runs after every one of them (one FIFO queue); its wake-up publishes the
-        // loop's counters: the call's job and the 100 tasks' jobs.
+        // A block queued after them runs after every one of them (one FIFO queue), after a wait, and the loop
+        // publishes its counters at every wait: the call's job and the 100 tasks' jobs.
         try await thread.loop.submit {}
         #expect(thread.loop.statistics.jobsRun - before == 101)
         var expected: [String] = []
@@ -116,7 +116,8 @@ actor LoopActor {
         for (index, actor) in actors.enumerated() {
             #expect(await actor.notes == (0..<50).map { "\(index).\($0)" })
         }
-        // Counters are published when the loop wakes: this block's wake-up publishes the jobs before it.
+        // Counters are published at every wait (before a sleep, after a poll): the wait before this block
+        // published the jobs before it.
         try await thread.loop.submit {}
         #expect(thread.loop.statistics.jobsRun - before >= 16 * 50)
     }
