@@ -21,7 +21,7 @@ int crl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token) {
     return epoll_ctl(epfd, op, fd, &ev) < 0 ? -errno : 0;
 }
 
-int crl_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int capacity, int timeout_ms) {
+int crl_epoll_wait(int epfd, struct crl_ready_event *ready, int capacity, int timeout_ms) {
     struct epoll_event buffer[64];
     if (capacity > 64) capacity = 64;
     int n;
@@ -31,8 +31,8 @@ int crl_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int capacity, i
     } while (n < 0 && errno == EINTR);
     if (n < 0) return -errno;
     for (int i = 0; i < n; i++) {
-        tokens[i] = buffer[i].data.u64;
-        events[i] = buffer[i].events;
+        ready[i].token = buffer[i].data.u64;
+        ready[i].events = buffer[i].events;
     }
     return n;
 }

@@ -27,8 +27,15 @@ static const uint32_t CRL_EPOLLRDHUP = EPOLLRDHUP;
 int crl_epoll_create(void);
 /// op is EPOLL_CTL_ADD/MOD/DEL; returns 0 or -errno.
 int crl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token);
+/// One ready descriptor: a token and its events side by side, so that the first reports after a wait share one
+/// cache line (the epoll buffer itself is packed, its token unaligned).
+struct crl_ready_event {
+    uint64_t token;
+    uint32_t events;
+};
+
 /// Waits; timeout_ms -1 blocks, 0 polls. Returns the number of events or -errno.
-int crl_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int capacity, int timeout_ms);
+int crl_epoll_wait(int epfd, struct crl_ready_event *ready, int capacity, int timeout_ms);
 
 int crl_eventfd_create(void);
 /// Adds one to the counter; returns 0 or -errno.

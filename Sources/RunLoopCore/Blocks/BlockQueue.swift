@@ -8,11 +8,12 @@ import Glibc
 ///
 /// Laid out for the cross-thread wake-up, whose latency is mostly cache lines that the other core last wrote or
 /// that went cold while the loop slept. The mutex and the counts share the first 64-byte line of one allocation,
-/// and the first ``slotCount`` blocks go into 64-byte slots right behind it, so a `perform` from another thread
-/// touches two lines of the queue, and so does the loop taking it. (A lock of its own, this object's fields, a
-/// deque's header and its slot were four lines on each side.) Blocks beyond the slots go to `overflow`, a deque,
-/// in order behind them; a drain of thousands of blocks is handed over whole, as before.
-final class BlockQueue: @unchecked Sendable {
+/// and the first ``slotCount`` blocks go into 64-byte slots (`PendingBlock`'s stride) right behind it; the loop
+/// holds the allocation's address itself. A `perform` from another thread touches two lines of the queue, and so
+/// does the loop taking it. (A lock of its own, the queue object, a deque's header and its slot were four lines
+/// on each side.) Blocks beyond the slots go to `overflow`, a deque, in order behind them; a drain of thousands of
+/// blocks is handed over whole.
+struct BlockQueue: @unchecked Sendable {
     /// Behind the mutex, in the same line.
     private struct Counts {
         /// Blocks in the slots, which fill from the first; the loop always takes them all.
@@ -22,19 +23,53 @@ final class BlockQueue: @unchecked Sendable {
         var closed = false
     }
 
+    /// What the common append and take never touch; it owns the allocation.
+    private final class Spill {
+        let memory: UnsafeMutableRawPointer
+        /// Behind the slots, in order. Guarded by the mutex; unchecked by the runtime's exclusivity checks for that.
+        @exclusivity(unchecked) var overflow = Deque<PendingBlock>()
+        /// Where actor jobs go once the loop is torn down (Concurrency/Loop+Executor.swift). Guarded by the mutex.
+        @exclusivity(unchecked) var orphanedJobs: OrphanedJobs?
+
+        init(memory: UnsafeMutableRawPointer) {
+            self.memory = memory
+        }
+
+        deinit {
+            let queue = BlockQueue(memory: memory)
+            queue.slots.deinitialize(count: Int(queue.counts.pointee.inSlots))
+            pthread_mutex_destroy(queue.mutex)
+            memory.deallocate()
+        }
+    }
+
     /// A power of two; more than any burst but a benchmark's drain.
     static let slotCount = 64
     private static let countsOffset = 48
     private static let lineSize = 64
 
+    /// Stored in the loop itself, so that reaching the queue's first line costs no load from another object.
     private let memory: UnsafeMutableRawPointer
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let counts: UnsafeMutablePointer<Counts>
-    private let slots: UnsafeMutablePointer<PendingBlock>
-    /// Behind the slots, in order. Guarded by the mutex; unchecked by the runtime's exclusivity checks for that.
-    @exclusivity(unchecked) private var overflow = Deque<PendingBlock>()
-    /// Where actor jobs go once the loop is torn down (Concurrency/Loop+Executor.swift). Guarded by the mutex.
-    @exclusivity(unchecked) private var orphanedJobs: OrphanedJobs?
+    private let spill: Spill!
+
+    private var mutex: UnsafeMutablePointer<pthread_mutex_t> { memory.assumingMemoryBound(to: pthread_mutex_t.self) }
+    private var counts: UnsafeMutablePointer<Counts> {
+        (memory + BlockQueue.countsOffset).assumingMemoryBound(to: Counts.self)
+    }
+    private var slots: UnsafeMutablePointer<PendingBlock> {
+        (memory + BlockQueue.lineSize).assumingMemoryBound(to: PendingBlock.self)
+    }
+    private var overflow: Deque<PendingBlock> {
+        get { spill.overflow }
+        nonmutating set { spill.overflow = newValue }
+        nonmutating _modify { yield &spill.overflow }
+    }
+
+    /// A view of an allocation for its owner's deinit.
+    private init(memory: UnsafeMutableRawPointer) {
+        self.memory = memory
+        spill = nil
+    }
 
     init() {
         precondition(MemoryLayout<pthread_mutex_t>.size <= BlockQueue.countsOffset
@@ -43,11 +78,10 @@ final class BlockQueue: @unchecked Sendable {
         memory = UnsafeMutableRawPointer.allocate(
             byteCount: BlockQueue.lineSize + BlockQueue.slotCount * MemoryLayout<PendingBlock>.stride,
             alignment: BlockQueue.lineSize)
-        mutex = memory.bindMemory(to: pthread_mutex_t.self, capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        counts = (memory + BlockQueue.countsOffset).bindMemory(to: Counts.self, capacity: 1)
-        counts.initialize(to: Counts())
-        slots = (memory + BlockQueue.lineSize).bindMemory(to: PendingBlock.self, capacity: BlockQueue.slotCount)
+        spill = Spill(memory: memory)
+        memory.bindMemory(to: pthread_mutex_t.self, capacity: 1).initialize(to: pthread_mutex_t())
+        (memory + BlockQueue.countsOffset).bindMemory(to: Counts.self, capacity: 1).initialize(to: Counts())
+        (memory + BlockQueue.lineSize).bindMemory(to: PendingBlock.self, capacity: BlockQueue.slotCount)
         var attributes = pthread_mutexattr_t()
         pthread_mutexattr_init(&attributes)
         // Error checking in debug builds turns a re-entrant lock (our bug) into a crash, not a hang.
@@ -55,12 +89,6 @@ final class BlockQueue: @unchecked Sendable {
         precondition(pthread_mutex_init(mutex, &attributes) == 0,
                      "BUG IN RunLoopCore (please report): pthread_mutex_init failed")
         pthread_mutexattr_destroy(&attributes)
-    }
-
-    deinit {
-        slots.deinitialize(count: Int(counts.pointee.inSlots))
-        pthread_mutex_destroy(mutex)
-        memory.deallocate()
     }
 
     @inline(__always)
@@ -84,7 +112,7 @@ final class BlockQueue: @unchecked Sendable {
     func append(_ block: PendingBlock) -> Bool {
         withLock { counts in
             guard !counts.closed else {
-                if case .job(let job) = block.work { orphanedJobs?.run(job) }
+                if case .job(let job) = block.work { spill.orphanedJobs?.run(job) }
                 return false
             }
             if counts.inOverflow == 0 && counts.inSlots < UInt32(BlockQueue.slotCount) {
@@ -140,7 +168,7 @@ final class BlockQueue: @unchecked Sendable {
     func close(handingJobsTo orphanedJobs: OrphanedJobs) -> Deque<PendingBlock> {
         withLock { counts in
             counts.closed = true
-            self.orphanedJobs = orphanedJobs
+            spill.orphanedJobs = orphanedJobs
             var dropped = Deque<PendingBlock>()
             let sortOut = { (pending: PendingBlock) in
                 if case .job(let job) = pending.work { orphanedJobs.run(job) } else { dropped.append(pending) }

@@ -107,7 +107,7 @@ final class EpollKernel: LoopKernel {
     /// Do not rename: profiles separate the loop's sleep from its work by this name.
     @inline(never)
     func _blockingWaitForWork(_ set: WaitSet, poll: Bool) -> ReadyEvents {
-        let n = checked(crl_epoll_wait(set.handle, set.ready.tokens, set.ready.events, Int32(set.ready.capacity),
+        let n = checked(crl_epoll_wait(set.handle, set.ready.entries, Int32(set.ready.capacity),
                                        poll ? 0 : -1), "epoll_wait")
         set.ready.count = Int(n)
         return set.ready

@@ -144,30 +144,27 @@ final class WaitSet {
 /// The ready descriptors one wait returned.
 struct ReadyEvents {
     var count = 0
-    let tokens: UnsafeMutablePointer<UInt64>
-    let events: UnsafeMutablePointer<UInt32>
+    /// Token and events side by side: after a sleep the first reports are one cold cache line, not two.
+    let entries: UnsafeMutablePointer<crl_ready_event>
     let capacity: Int
 
     init(capacity: Int) {
         self.capacity = capacity
-        tokens = .allocate(capacity: capacity)
-        events = .allocate(capacity: capacity)
+        entries = .allocate(capacity: capacity)
     }
 
     func deallocate() {
-        tokens.deallocate()
-        events.deallocate()
+        entries.deallocate()
     }
 
     subscript(index: Int) -> (token: UInt64, readiness: Readiness) {
-        (tokens[index], Readiness(rawValue: events[index]))
+        (entries[index].token, Readiness(rawValue: entries[index].events))
     }
 
     /// Appends one report; false when the buffer is full (the rest is reported by the next wait).
     mutating func append(token: UInt64, readiness: Readiness) -> Bool {
         guard count < capacity else { return false }
-        tokens[count] = token
-        events[count] = readiness.rawValue
+        entries[count] = crl_ready_event(token: token, events: readiness.rawValue)
         count += 1
         return true
     }
