@@ -28,7 +28,8 @@ int crl_epoll_create(void);
 /// op is EPOLL_CTL_ADD/MOD/DEL; returns 0 or -errno.
 int crl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token);
 /// One ready descriptor: a token and its events side by side, so that the first reports after a wait share one
-/// cache line (the epoll buffer itself is packed, its token unaligned).
+/// cache line (the caller's buffer is 64-byte aligned). Not `struct epoll_event` itself: on x86_64 that is
+/// packed, its token unaligned.
 struct crl_ready_event {
     uint64_t token;
     uint32_t events;

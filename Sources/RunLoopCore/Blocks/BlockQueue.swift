@@ -36,9 +36,8 @@ struct BlockQueue: @unchecked Sendable {
         }
 
         deinit {
-            let queue = BlockQueue(memory: memory)
-            queue.slots.deinitialize(count: Int(queue.counts.pointee.inSlots))
-            pthread_mutex_destroy(queue.mutex)
+            BlockQueue.slots(memory).deinitialize(count: Int(BlockQueue.counts(memory).pointee.inSlots))
+            pthread_mutex_destroy(BlockQueue.mutex(memory))
             memory.deallocate()
         }
     }
@@ -50,31 +49,32 @@ struct BlockQueue: @unchecked Sendable {
 
     /// Stored in the loop itself, so that reaching the queue's first line costs no load from another object.
     private let memory: UnsafeMutableRawPointer
-    private let spill: Spill!
+    private let spill: Spill
 
-    private var mutex: UnsafeMutablePointer<pthread_mutex_t> { memory.assumingMemoryBound(to: pthread_mutex_t.self) }
-    private var counts: UnsafeMutablePointer<Counts> {
-        (memory + BlockQueue.countsOffset).assumingMemoryBound(to: Counts.self)
+    private static func mutex(_ memory: UnsafeMutableRawPointer) -> UnsafeMutablePointer<pthread_mutex_t> {
+        memory.assumingMemoryBound(to: pthread_mutex_t.self)
     }
-    private var slots: UnsafeMutablePointer<PendingBlock> {
-        (memory + BlockQueue.lineSize).assumingMemoryBound(to: PendingBlock.self)
+    private static func counts(_ memory: UnsafeMutableRawPointer) -> UnsafeMutablePointer<Counts> {
+        (memory + countsOffset).assumingMemoryBound(to: Counts.self)
     }
+    private static func slots(_ memory: UnsafeMutableRawPointer) -> UnsafeMutablePointer<PendingBlock> {
+        (memory + lineSize).assumingMemoryBound(to: PendingBlock.self)
+    }
+    private var mutex: UnsafeMutablePointer<pthread_mutex_t> { BlockQueue.mutex(memory) }
+    private var counts: UnsafeMutablePointer<Counts> { BlockQueue.counts(memory) }
+    private var slots: UnsafeMutablePointer<PendingBlock> { BlockQueue.slots(memory) }
     private var overflow: Deque<PendingBlock> {
         get { spill.overflow }
         nonmutating set { spill.overflow = newValue }
         nonmutating _modify { yield &spill.overflow }
     }
 
-    /// A view of an allocation for its owner's deinit.
-    private init(memory: UnsafeMutableRawPointer) {
-        self.memory = memory
-        spill = nil
-    }
-
     init() {
         precondition(MemoryLayout<pthread_mutex_t>.size <= BlockQueue.countsOffset
                      && BlockQueue.countsOffset + MemoryLayout<Counts>.size <= BlockQueue.lineSize,
                      "BUG IN RunLoopCore (please report): the block queue's first line does not hold its lock and counts")
+        // Not needed for correctness, only for a slot to be one cache line.
+        assert(MemoryLayout<PendingBlock>.stride == BlockQueue.lineSize, "PendingBlock no longer fills one 64-byte slot")
         memory = UnsafeMutableRawPointer.allocate(
             byteCount: BlockQueue.lineSize + BlockQueue.slotCount * MemoryLayout<PendingBlock>.stride,
             alignment: BlockQueue.lineSize)

@@ -150,11 +150,13 @@ struct ReadyEvents {
 
     init(capacity: Int) {
         self.capacity = capacity
-        entries = .allocate(capacity: capacity)
+        // Aligned to a cache line, so that the first four reports share one.
+        entries = UnsafeMutableRawPointer.allocate(byteCount: capacity * MemoryLayout<crl_ready_event>.stride, alignment: 64)
+            .bindMemory(to: crl_ready_event.self, capacity: capacity)
     }
 
     func deallocate() {
-        entries.deallocate()
+        UnsafeMutableRawPointer(entries).deallocate()
     }
 
     subscript(index: Int) -> (token: UInt64, readiness: Readiness) {
