@@ -8,7 +8,7 @@ extension Loop {
     func notifyObservers(_ activity: Activity, _ frame: RunFrame) {
         frame.sink?.activity(activity, frame.context(loop: self))
         let state = frame.state!
-        guard state.summary.load(ordering: .acquiring) & activity.rawValue != 0 else { return }
+        guard state.isObserved(activity) else { return }
         lock.withLock {
             for observer in state.observers where observer.activities.contains(activity) && !observer.isFiring {
                 frame.observers.append(observer)
@@ -207,7 +207,7 @@ extension Loop {
     /// rescheduled by a callout does not fire in the same pass.
     func doTimers(_ frame: RunFrame) {
         let state = frame.state!
-        guard state.summary.load(ordering: .acquiring) & ModeState.holdsTimers != 0 else { return }
+        guard state.holdsTimers else { return }
         lock.withLock {
             let date = now()
             for timer in state.timers {
@@ -268,9 +268,7 @@ extension Loop {
     /// earlier callout of the pass (or a nested run it started) may have removed it, or consumed its readiness.
     func doReadySources(_ frame: RunFrame) -> Bool {
         let state = frame.state!
-        guard frame.descriptorsReady || state.summary.load(ordering: .acquiring) & ModeState.holdsPorts != 0 else {
-            return false
-        }
+        guard frame.descriptorsReady || state.holdsPorts else { return false }
         lock.withLock {
             for (token, readiness) in frame.readyTokens {
                 if let source = state.descriptors[token] {
@@ -353,6 +351,6 @@ extension Loop {
 
     /// Whether a port of the mode holds a message (lock held).
     func hasQueuedMessage(_ state: ModeState) -> Bool {
-        state.summary.load(ordering: .relaxed) & ModeState.holdsPorts != 0 && state.ports.contains { $0.queuedCount > 0 }
+        state.holdsPorts && state.ports.contains { $0.queuedCount > 0 }
     }
 }

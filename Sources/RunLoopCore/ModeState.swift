@@ -21,11 +21,11 @@ final class ModeState {
     @exclusivity(unchecked) var watchers: [Int32: UInt64] = [:]
     /// Ports in the order they were added.
     @exclusivity(unchecked) var ports: [LoopPort] = [] {
-        didSet { setSummary(ModeState.holdsPorts, !ports.isEmpty) }
+        didSet { setSummary(ports.isEmpty ? 0 : ModeState.portsBit, in: ModeState.portsBit) }
     }
     /// Timers sorted by (fire date, sequence): the next to fire first.
     @exclusivity(unchecked) var timers: [LoopTimer] = [] {
-        didSet { setSummary(ModeState.holdsTimers, !timers.isEmpty) }
+        didSet { setSummary(timers.isEmpty ? 0 : ModeState.timersBit, in: ModeState.timersBit) }
     }
     /// Observers sorted by (order, sequence).
     @exclusivity(unchecked) var observers: [LoopObserver] = []
@@ -34,9 +34,21 @@ final class ModeState {
     /// load, and so do the timers and ports of a loop woken for a block: after a sleep every cache line is
     /// cold, and separate flags (or the lock and the arrays) were each a miss in the wake-up's latency.
     /// Written under the loop's lock, read without it.
-    let summary = Atomic<UInt>(0)
-    static let holdsTimers: UInt = 1 << 62
-    static let holdsPorts: UInt = 1 << 63
+    private let summary = Atomic<UInt>(0)
+    private static let timersBit: UInt = 1 << 62
+    private static let portsBit: UInt = 1 << 63
+    private static let activityBits = ~(timersBit | portsBit)
+
+    /// Whether an observer of the mode watches `activity`; without the lock.
+    func isObserved(_ activity: Loop.Activity) -> Bool {
+        summary.load(ordering: .acquiring) & activity.rawValue & ModeState.activityBits != 0
+    }
+
+    /// Whether the mode holds a timer; without the lock.
+    var holdsTimers: Bool { summary.load(ordering: .acquiring) & ModeState.timersBit != 0 }
+
+    /// Whether the mode holds a port; without the lock.
+    var holdsPorts: Bool { summary.load(ordering: .acquiring) & ModeState.portsBit != 0 }
     /// This mode's epoll set; created with the mode.
     let waitSet: WaitSet
 
@@ -95,28 +107,17 @@ final class ModeState {
             index -= 1
         }
         observers.insert(observer, at: index)
-        setObservedActivities(observedActivities | observer.activities.rawValue)
+        setSummary(summary.load(ordering: .relaxed) | observer.activities.rawValue, in: ModeState.activityBits)
     }
 
     func removeObserver(_ observer: LoopObserver) {
         observers.removeAll { $0 === observer }
-        setObservedActivities(observers.reduce(0) { $0 | $1.activities.rawValue })
+        setSummary(observers.reduce(0) { $0 | $1.activities.rawValue }, in: ModeState.activityBits)
     }
 
-    // ===== the summary (lock held to write) =====
-
-    private static let itemBits = holdsTimers | holdsPorts
-
-    /// The observers' activities (lock held).
-    private var observedActivities: UInt { summary.load(ordering: .relaxed) & ~ModeState.itemBits }
-
-    private func setObservedActivities(_ activities: UInt) {
-        let items = summary.load(ordering: .relaxed) & ModeState.itemBits
-        summary.store(items | (activities & ~ModeState.itemBits), ordering: .releasing)
-    }
-
-    private func setSummary(_ bit: UInt, _ on: Bool) {
+    /// Replaces the summary's bits under `mask` with those of `bits` (lock held).
+    private func setSummary(_ bits: UInt, in mask: UInt) {
         let word = summary.load(ordering: .relaxed)
-        summary.store(on ? word | bit : word & ~bit, ordering: .releasing)
+        summary.store((word & ~mask) | (bits & mask), ordering: .releasing)
     }
 }

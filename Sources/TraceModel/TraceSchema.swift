@@ -67,9 +67,9 @@ public enum TraceSchema {
         case u8, u32, s32, u64, s64, string
         /// An enumeration stored as `u8`.
         case enumeration(Enumeration)
-        /// A sequence of integers of the element type, as many as the event's `u32` field `length` says
+        /// A sequence of integers of the element type, as many as an earlier `u32` field of the event says
         /// (`RL_ARRAY_FIELD`); in a trace, its own `u32` count and then the elements.
-        case array(FieldType, length: String)
+        case array(FieldType)
 
         /// Bytes in a trace, nil for strings and arrays.
         public var fixedSize: Int? {
@@ -153,7 +153,7 @@ public enum TraceSchema {
             case RL_TYPE_STRING: type = .string
             default: type = .enumeration(enumerations[Int(field.enumeration)])
             }
-            if let length = field.length { type = .array(type, length: String(cString: length)) }
+            if field.length != nil { type = .array(type) }
             return Field(name: String(cString: field.name), type: type)
         }
         return EventDescription(id: UInt8(table.id), name: String(cString: table.name),
@@ -227,7 +227,7 @@ public enum TraceSchema {
         for event in events {
             text += "\nevent {\n    name = \"runloop:\(event.name)\";\n    id = \(event.id);\n    fields := struct {\n"
             for field in event.fields {
-                if case .array(let element, _) = field.type {
+                if case .array(let element) = field.type {
                     // As LTTng-UST declares a sequence: a count of its own, which babeltrace2 keeps out of the payload.
                     text += "        uint32_t _\(field.name)_length;\n        \(tsdl(element)) \(field.name)[_\(field.name)_length];\n"
                 } else {
@@ -249,7 +249,7 @@ public enum TraceSchema {
         case .string: return "string"
         case .enumeration(let enumeration):
             return "enum : uint8_t { " + enumeration.labels.map { "\"\($0.label)\" = \($0.value)" }.joined(separator: ", ") + " }"
-        case .array(let element, _):
+        case .array(let element):
             return tsdl(element)   // the metadata writes the brackets
         }
     }

@@ -74,7 +74,7 @@ extension VirtualKernel {
 }
 
 /// A loop running on its own thread until `stop()`, for cross-thread tests; on a virtual kernel when one is
-/// given.
+/// given. It runs `modes` in turn, each for at most `turn`.
 final class BackgroundLoop: @unchecked Sendable {
     private let ready = DispatchSemaphore(value: 0)
     private let finished = Shared(false)
@@ -84,7 +84,8 @@ final class BackgroundLoop: @unchecked Sendable {
     /// Keeps the default mode alive while the loop idles.
     let keepAlive = LoopSource {}
 
-    init(kernel: VirtualKernel? = nil, setup: @escaping @Sendable (Loop) -> Void = { _ in }) {
+    init(kernel: VirtualKernel? = nil, modes: [Loop.Mode] = [.default], turn: Duration = .seconds(5),
+         setup: @escaping @Sendable (Loop) -> Void = { _ in }) {
         thread = JoinableThread { [loopBox, ready, finished, exited, keepAlive] in
             let loop = kernel.map { Loop.makeCurrent(on: $0) } ?? Loop.current
             loop.add(keepAlive, forMode: .default)
@@ -92,7 +93,7 @@ final class BackgroundLoop: @unchecked Sendable {
             loopBox.value = loop
             ready.signal()
             while !finished.value {
-                loop.run(mode: .default, timeout: .seconds(5))
+                for mode in modes { loop.run(mode: mode, timeout: turn) }
             }
             exited.value = true
         }

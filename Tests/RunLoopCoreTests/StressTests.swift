@@ -78,23 +78,11 @@ import Testing
         // once and in order.
         let perThread = 20_000
         let other: Loop.Mode = "other"
-        let done = Shared(false)
-        let published = Shared<Loop?>(nil)
-        let ready = DispatchSemaphore(value: 0)
-        let loopThread = JoinableThread {
-            let loop = Loop.current
-            loop.add(LoopSource {}, forMode: .default)
+        let background = BackgroundLoop(modes: [.default, other], turn: .milliseconds(1)) { loop in
             loop.add(LoopSource {}, forMode: other)
-            published.value = loop
-            ready.signal()
-            while !done.value {
-                loop.run(mode: .default, timeout: .milliseconds(1))
-                loop.run(mode: other, timeout: .milliseconds(1))
-            }
         }
-        loopThread.start()
-        ready.wait()
-        let loop = published.value!
+        defer { background.stop() }
+        let loop = background.loop
         // Index: producer * 2 + (0 for default, 1 for other). Touched on the loop's thread only.
         let lastSeen = Shared((0..<(Self.threads * 2)).map { $0 % 2 == 0 ? -2 : -1 })
         let ran = AtomicCounter(0)
@@ -117,9 +105,6 @@ import Testing
         producers.forEach { $0.start() }
         producers.forEach { $0.join() }
         #expect(eventually(timeout: .seconds(60)) { ran.value >= Self.threads * perThread })
-        done.value = true
-        loop.perform {}
-        loopThread.join()
         #expect(ran.value == Self.threads * perThread)
         #expect(outOfOrder.value == 0)
         #expect(wrongMode.value == 0)

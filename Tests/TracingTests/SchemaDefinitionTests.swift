@@ -104,7 +104,7 @@ import Tracing
     static func declaredFields(_ schema: TraceSchema.EventDescription) -> [TraceMetadataEvents.DeclaredField] {
         var fields: [TraceMetadataEvents.DeclaredField] = []
         for field in schema.fields {
-            if case .array(let element, _) = field.type, case .integer(let bytes, let signed) = declaredType(element) {
+            if case .array(let element) = field.type, case .integer(let bytes, let signed) = declaredType(element) {
                 fields.append(.init(name: "_\(field.name)_length", type: .integer(bytes: 4, signed: false)))
                 fields.append(.init(name: field.name, type: .sequence(bytes: bytes, signed: signed, length: fields.count - 1)))
             } else {

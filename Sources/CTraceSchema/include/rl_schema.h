@@ -94,12 +94,6 @@ typedef enum rl_event_id : uint32_t {
 #define RL_CTYPE_s32_array const int32_t *
 #define RL_CTYPE_u64_array const uint64_t *
 #define RL_CTYPE_s64_array const int64_t *
-/// An array's element type.
-#define RL_ELEMENT_u8_array uint8_t
-#define RL_ELEMENT_u32_array uint32_t
-#define RL_ELEMENT_s32_array int32_t
-#define RL_ELEMENT_u64_array uint64_t
-#define RL_ELEMENT_s64_array int64_t
 
 /// The table's type constant for a field type.
 #define RL_TYPE_u8 RL_TYPE_U8

@@ -163,12 +163,12 @@ static inline uint64_t monotonic(struct rli_batch *b, uint64_t ns) {
     return ns;
 }
 
-/// ns per tick over the batch so far (32.32 fixed point): from its start pair to a pair taken now.
-static uint64_t batch_rate(const struct rli_batch *b) {
-    uint64_t end_tsc, end_ns;
-    rlrec_clock_pair(8, &end_tsc, &end_ns);
-    if (end_tsc <= b->start_tsc || end_ns <= b->start_ns) return 0;
-    return (uint64_t)(((unsigned __int128)(end_ns - b->start_ns) << 32) / (end_tsc - b->start_tsc));
+/// ns per tick over the batch so far (32.32 fixed point): from its start pair to a pair taken now, which it
+/// leaves in `end_tsc` and `end_ns`.
+static uint64_t batch_rate(const struct rli_batch *b, uint64_t *end_tsc, uint64_t *end_ns) {
+    rlrec_clock_pair(8, end_tsc, end_ns);
+    if (*end_tsc <= b->start_tsc || *end_ns <= b->start_ns) return 0;
+    return (uint64_t)(((unsigned __int128)(*end_ns - b->start_ns) << 32) / (*end_tsc - b->start_tsc));
 }
 
 /// A wait time as sent (the lock held): TSC ticks become CLOCK_MONOTONIC ns at `rate` (batch_rate), never below the
@@ -187,11 +187,12 @@ static void emit(int32_t tid, uint32_t count, const uint8_t *call, const int32_t
         g_provider->wait_batch(tid, count, call, target, set_size, timeout_ns, begin_ns, end_ns, ready, error);
 }
 
-/// Sends records [sent, upto), their times turned into ns in place (the batch's lock held).
-static void send_locked(struct rli_batch *b, uint32_t upto) {
+/// Sends records [sent, upto), their times turned into ns in place (the batch's lock held). Returns 1 when it
+/// took a clock pair, left in `end_tsc` and `end_ns` (TSC times, something to send).
+static int send_locked(struct rli_batch *b, uint32_t upto, uint64_t *end_tsc, uint64_t *end_ns) {
     uint32_t from = b->sent;
-    if (upto <= from) return;
-    uint64_t rate = g_tsc ? batch_rate(b) : 0;
+    if (upto <= from) return 0;
+    uint64_t rate = g_tsc ? batch_rate(b, end_tsc, end_ns) : 0;
     for (uint32_t i = from; i < upto; i++) {
         b->begin_ns[i] = sent_time(b, b->begin_ns[i], rate);
         b->end_ns[i] = sent_time(b, b->end_ns[i], rate);
@@ -199,6 +200,7 @@ static void send_locked(struct rli_batch *b, uint32_t upto) {
     emit(b->tid, upto - from, &b->call[from], &b->target[from], &b->set_size[from], &b->timeout_ns[from],
          &b->begin_ns[from], &b->end_ns[from], &b->ready[from], &b->error[from]);
     b->sent = upto;
+    return g_tsc;
 }
 
 /// The thread's exit: its finished waits are sent, and its batch (in its TLS, about to be freed) leaves the
@@ -214,8 +216,9 @@ static void thread_exiting(void *value) {
         lock_batch(b);
         // Also while the recording is ending (role busy): until its final pass has run, that pass would miss it.
         uint32_t session = atomic_load_explicit(&g_rli.session, memory_order_relaxed);
+        uint64_t end_tsc, end_ns;
         if (b->session == session && g_finished_session != session)
-            send_locked(b, atomic_load_explicit(&b->committed, memory_order_acquire));
+            send_locked(b, atomic_load_explicit(&b->committed, memory_order_acquire), &end_tsc, &end_ns);
         unlock_batch(b);
         if (b->previous) b->previous->next = b->next; else g_registry = b->next;
         if (b->next) b->next->previous = b->previous;
@@ -251,10 +254,17 @@ static __attribute__((noinline, cold)) void join_recording(struct rli_batch *b, 
     pthread_mutex_unlock(&g_registry_lock);
 }
 
-/// A full batch: sent by its thread, then emptied.
+/// A full batch: sent by its thread, then emptied. The next batch starts at the clock pair the send ended with
+/// (a fresh one if the flusher had sent it all).
 static __attribute__((noinline)) void send_full(struct rli_batch *b) {
     lock_batch(b);
-    send_locked(b, atomic_load_explicit(&b->committed, memory_order_relaxed));
+    uint64_t end_tsc, end_ns;
+    if (send_locked(b, atomic_load_explicit(&b->committed, memory_order_relaxed), &end_tsc, &end_ns)) {
+        b->start_tsc = end_tsc;
+        b->start_ns = end_ns;
+    } else if (g_tsc) {
+        rlrec_clock_pair(2, &b->start_tsc, &b->start_ns);
+    }
     b->sent = 0;
     atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
     unlock_batch(b);
@@ -280,8 +290,9 @@ int rli_batch_begin(uint8_t call, int32_t target, uint32_t set_size, int64_t tim
     if (__builtin_expect(i == RLI_BATCH_WAITS, 0)) {
         send_full(b);
         i = 0;
+    } else if (i == 0 && g_tsc) {
+        rlrec_clock_pair(2, &b->start_tsc, &b->start_ns);
     }
-    if (i == 0 && g_tsc) rlrec_clock_pair(2, &b->start_tsc, &b->start_ns);
     b->call[i] = call;
     b->target[i] = target;
     b->set_size[i] = set_size;
@@ -333,11 +344,13 @@ static void send_all(int final) {
                 open = atomic_load_explicit(&b->open, memory_order_acquire);
                 again = atomic_load_explicit(&b->committed, memory_order_acquire);
             } while (committed != again);
-            send_locked(b, committed);
+            uint64_t end_tsc, end_ns;
+            send_locked(b, committed, &end_tsc, &end_ns);
             if (final && open && committed < RLI_BATCH_WAITS) {
                 // Its begin fields were published by `open`; its end fields are the owner's to write: send a copy.
                 int32_t ready = 0, error = 0;
-                uint64_t begin = sent_time(b, b->begin_ns[committed], g_tsc ? batch_rate(b) : 0), end = 0;
+                uint64_t begin = sent_time(b, b->begin_ns[committed], g_tsc ? batch_rate(b, &end_tsc, &end_ns) : 0);
+                uint64_t end = 0;
                 emit(b->tid, 1, &b->call[committed], &b->target[committed], &b->set_size[committed],
                      &b->timeout_ns[committed], &begin, &end, &ready, &error);
             }

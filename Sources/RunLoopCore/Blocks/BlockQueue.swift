@@ -18,7 +18,8 @@ struct BlockQueue: @unchecked Sendable {
     private struct Counts {
         /// Blocks in the slots, which fill from the first; the loop always takes them all.
         var inSlots: UInt32 = 0
-        /// Blocks in `overflow`. While there are any, new blocks go there too, behind them.
+        /// Blocks in `overflow` (kept here, so that the common append and take need not reach the deque). While
+        /// there are any, new blocks go there too, behind them.
         var inOverflow: UInt32 = 0
         var closed = false
     }
@@ -79,26 +80,15 @@ struct BlockQueue: @unchecked Sendable {
             byteCount: BlockQueue.lineSize + BlockQueue.slotCount * MemoryLayout<PendingBlock>.stride,
             alignment: BlockQueue.lineSize)
         spill = Spill(memory: memory)
-        memory.bindMemory(to: pthread_mutex_t.self, capacity: 1).initialize(to: pthread_mutex_t())
+        PThreadMutex.initialize(memory.bindMemory(to: pthread_mutex_t.self, capacity: 1))
         (memory + BlockQueue.countsOffset).bindMemory(to: Counts.self, capacity: 1).initialize(to: Counts())
         (memory + BlockQueue.lineSize).bindMemory(to: PendingBlock.self, capacity: BlockQueue.slotCount)
-        var attributes = pthread_mutexattr_t()
-        pthread_mutexattr_init(&attributes)
-        // Error checking in debug builds turns a re-entrant lock (our bug) into a crash, not a hang.
-        assert(pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK)) == 0)
-        precondition(pthread_mutex_init(mutex, &attributes) == 0,
-                     "BUG IN RunLoopCore (please report): pthread_mutex_init failed")
-        pthread_mutexattr_destroy(&attributes)
     }
 
     @inline(__always)
     private func withLock<T>(_ body: (inout Counts) -> T) -> T {
-        let rc = pthread_mutex_lock(mutex)
-        assert(rc == 0, "BUG IN RunLoopCore (please report): pthread_mutex_lock returned \(rc)")
-        defer {
-            let rc = pthread_mutex_unlock(mutex)
-            assert(rc == 0, "BUG IN RunLoopCore (please report): pthread_mutex_unlock returned \(rc)")
-        }
+        PThreadMutex.lock(mutex)
+        defer { PThreadMutex.unlock(mutex) }
         return body(&counts.pointee)
     }
 

@@ -24,13 +24,7 @@ struct ConditionLock: @unchecked Sendable {
         storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in }, to: Storage.self)
         storage.withUnsafeMutablePointerToElements { pair in
             pair.initialize(to: PThreadPair())
-            var mutexAttributes = pthread_mutexattr_t()
-            pthread_mutexattr_init(&mutexAttributes)
-            // Error checking in debug builds turns a re-entrant lock (our bug) into a crash, not a hang.
-            assert(pthread_mutexattr_settype(&mutexAttributes, Int32(PTHREAD_MUTEX_ERRORCHECK)) == 0)
-            precondition(pthread_mutex_init(&pair.pointee.mutex, &mutexAttributes) == 0,
-                         "BUG IN RunLoopCore (please report): pthread_mutex_init failed")
-            pthread_mutexattr_destroy(&mutexAttributes)
+            PThreadMutex.initialize(UnsafeMutableRawPointer(pair).assumingMemoryBound(to: pthread_mutex_t.self))
             var conditionAttributes = pthread_condattr_t()
             pthread_condattr_init(&conditionAttributes)
             pthread_condattr_setclock(&conditionAttributes, CLOCK_MONOTONIC)
@@ -47,14 +41,12 @@ struct ConditionLock: @unchecked Sendable {
 
     @inline(__always)
     func lock() {
-        let rc = pthread_mutex_lock(mutex)
-        assert(rc == 0, "BUG IN RunLoopCore (please report): pthread_mutex_lock returned \(rc)")
+        PThreadMutex.lock(mutex)
     }
 
     @inline(__always)
     func unlock() {
-        let rc = pthread_mutex_unlock(mutex)
-        assert(rc == 0, "BUG IN RunLoopCore (please report): pthread_mutex_unlock returned \(rc)")
+        PThreadMutex.unlock(mutex)
     }
 
     @inline(__always)
@@ -88,4 +80,31 @@ struct ConditionLock: @unchecked Sendable {
 struct PThreadPair {
     var mutex = pthread_mutex_t()
     var condition = pthread_cond_t()
+}
+
+/// A pthread mutex in memory its owner keeps in place (a mutex must not move): ``ConditionLock``'s, and the block
+/// queue's, which shares a cache line with the queue's counts.
+enum PThreadMutex {
+    static func initialize(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) {
+        mutex.initialize(to: pthread_mutex_t())
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        // Error checking in debug builds turns a re-entrant lock (our bug) into a crash, not a hang.
+        assert(pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK)) == 0)
+        precondition(pthread_mutex_init(mutex, &attributes) == 0,
+                     "BUG IN RunLoopCore (please report): pthread_mutex_init failed")
+        pthread_mutexattr_destroy(&attributes)
+    }
+
+    @inline(__always)
+    static func lock(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) {
+        let rc = pthread_mutex_lock(mutex)
+        assert(rc == 0, "BUG IN RunLoopCore (please report): pthread_mutex_lock returned \(rc)")
+    }
+
+    @inline(__always)
+    static func unlock(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) {
+        let rc = pthread_mutex_unlock(mutex)
+        assert(rc == 0, "BUG IN RunLoopCore (please report): pthread_mutex_unlock returned \(rc)")
+    }
 }
