@@ -69,6 +69,27 @@ import Testing
         #expect(log.text == "asked at depth 2 nested stopped")
     }
 
+    @Test func aRunStartedAfterTheStopWasPerformedIsStoppedToo() {
+        // The order a close from another thread can fall into: the stop is performed in the outer run (step 4)
+        // before a block queued earlier starts a nested run (the blocks of step 4's second pass).
+        let thread = LoopThread(name: "late-nested")
+        let loop = thread.loop
+        let log = TraceLog()
+        let started = DispatchSemaphore(value: 0)
+        loop.perform {
+            thread.close()               // on the loop's thread: signals the stop source and returns
+            loop.perform {
+                log.append("depth \(loop.runDepth)")
+                log.append("nested \(loop.run(mode: .default, timeout: .seconds(20)))")
+            }
+            started.signal()
+        }
+        // Otherwise this close could be performed in a pass whose blocks were taken before the first one came.
+        #expect(started.wait(timeout: .now() + 30) == .success)
+        thread.close()
+        #expect(log.text == "depth 1 nested stopped")
+    }
+
     @Test func releasingTheLastReferenceClosesTheThread() async {
         var thread: LoopThread? = LoopThread(name: "released")
         let loop = thread!.loop

@@ -31,7 +31,8 @@ import Glibc
 ///   A later ``close()`` from another thread waits for that exit.
 /// - The stop is a signal of a source in the common modes, so it never falls between two runs: the innermost
 ///   run in a common mode performs it. While a callout runs a private mode (or blocks), closing waits for it. A
-///   stop that ends a nested run is repeated for the run around it.
+///   stop that ends a nested run is repeated for the run around it, and for any run in a common mode a callout
+///   starts after it.
 /// - Releasing the last reference closes the thread the same way; when that happens on the loop's own thread,
 ///   the thread is detached instead of joined.
 public final class LoopThread: @unchecked Sendable {
@@ -173,12 +174,15 @@ extension LoopThread {
             stop?.signalAndWakeUp()
         }
 
-        /// Ends the run the source performs in; inside a nested run, signals itself again for the run around
-        /// it (a source re-signalled in its perform runs on a later iteration, after the nested run returned).
+        /// Ends the run the source performs in and signals itself again, so that the source stays signalled
+        /// until the thread exits: the run around a nested one is stopped in turn (a source re-signalled in its
+        /// perform runs on a later iteration, after the nested run returned), and so is a run in a common mode
+        /// that a callout starts after the stop was performed, which would otherwise hold `close()` until its
+        /// timeout.
         private func stopRun(of loop: Loop) {
             finishing = true
             loop.stop()
-            if loop.runDepth > 1 { stopSource?.signal() }
+            stopSource?.signal()
         }
     }
 }
