@@ -17,7 +17,7 @@ import TestSupport
         let folder = temporaryPath("twice.rltrace")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let child = try CLI.start(["run", "timers", "--count", "4", "--duration", "4s", "--trace", folder])
-        try child.waitUntilSignalsAreCaught()
+        try child.waitUntilRecording(into: folder)
         usleep(600_000)
         child.send(SIGINT)
         usleep(40_000)
@@ -72,9 +72,16 @@ import TestSupport
         // Nested 90 ms of every 100 ms: the signal almost surely comes during a nested run.
         try "duration: 8s\nelements:\n  - kind: modes\n    period: 100ms\n    hold: 90ms\n".write(toFile: yaml, atomically: true, encoding: .utf8)
         for tracer in ["none", "embedded"] {
-            let child = try CLI.start(["run", "--file", yaml, "--tracer", tracer])
-            try child.waitUntilSignalsAreCaught()
-            usleep(800_000)
+            let folder = temporaryPath("nested-ctrl-c.rltrace")
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let child = try CLI.start(["run", "--file", yaml, "--tracer", tracer] + (tracer == "none" ? [] : ["--trace", folder]))
+            if tracer == "none" {
+                try child.waitUntilSignalsAreCaught()
+                usleep(2_000_000)   // nothing to watch: well past the set-up, well before the run's end
+            } else {
+                try child.waitUntilRecording(into: folder)
+                usleep(800_000)
+            }
             let sent = ContinuousClock.now
             child.send(SIGINT)
             let end = child.wait()
@@ -94,9 +101,10 @@ import TestSupport
     @Test func ctrlCEndsASeriesOfRepetitions() throws {
         let report = temporaryPath("series.json")
         defer { try? FileManager.default.removeItem(atPath: report) }
-        let child = try CLI.start(["run", "timers", "--count", "2", "--duration", "2s", "--repeat", "3", "--output", report])
+        // Repetitions of 6 s, so that a signal well past rlctl's set-up still falls in the first one.
+        let child = try CLI.start(["run", "timers", "--count", "2", "--duration", "6s", "--repeat", "3", "--output", report])
         try child.waitUntilSignalsAreCaught()
-        usleep(900_000)
+        usleep(2_000_000)
         child.send(SIGINT)
         let end = child.wait()
         #expect(end.termination == .exited(0), "\(end.termination), stderr: \(end.stderr)")
@@ -111,7 +119,7 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // A flood of blocks: the summary of even a second of it takes long enough to be interrupted.
         let child = try CLI.start(["run", "blocks", "--rate", "0", "--threads", "1", "--duration", "5s", "--trace", folder])
-        try child.waitUntilSignalsAreCaught()
+        try child.waitUntilRecording(into: folder)
         usleep(700_000)
         child.send(SIGINT)
         usleep(500_000)
@@ -181,6 +189,8 @@ import TestSupport
 @Suite(.serialized, .enabled(if: LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
 struct RecordSignalTests {
     @Test func aSecondCtrlCAfterTheProgramEndedSkipsTheSummary() throws {
+        lttngSessionLock.lock()   // a flood, recorded with LTTng where it is available
+        defer { lttngSessionLock.unlock() }
         let output = temporaryPath("record-second")
         defer { try? FileManager.default.removeItem(atPath: output) }
         // A program with many events, so that reading them back takes a while: rlctl itself, running a flood under
@@ -211,10 +221,7 @@ struct RecordSignalTests {
         }
         let sawProgram = program != nil
         try #require(sawProgram && child.isRunning, "rlctl ended before the test could interrupt its summary")
-        // rlctl enters its summarizing phase right after it reaped the program, but on a loaded machine its thread
-        // may not run for a while in between, and a signal then is still the program's (a CI run saw exactly
-        // that); reading the flood back takes seconds, so a moment's wait leaves the summary still to interrupt.
-        usleep(150_000)
+        // rlctl enters its summarizing phase before it reaps the program, so a signal from here on is its own.
         child.send(SIGINT)
         usleep(400_000)
         let second = ContinuousClock.now
@@ -230,6 +237,14 @@ struct RecordSignalTests {
 }
 
 extension RunningProcess {
+    /// Waits (bounded) until rlctl has started recording into `folder` (the recorder writes its metadata first):
+    /// a signal before that, on a loaded machine, would fall in rlctl's set-up, not in the run.
+    func waitUntilRecording(into folder: String, within limit: Duration = .seconds(60),
+                            sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let recording = eventually(timeout: limit) { FileManager.default.fileExists(atPath: folder + "/metadata") || !isRunning }
+        try #require(recording && isRunning, "no recording started in \(folder) (process \(pid))", sourceLocation: sourceLocation)
+    }
+
     /// Waits (bounded) until rlctl catches SIGINT: before that, the dynamic loader is still mapping its libraries
     /// and no code of the program has run, so no program could handle a signal yet.
     func waitUntilSignalsAreCaught(within limit: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation) throws {

@@ -164,14 +164,14 @@ extension LoopThread {
             }
         }
 
-        /// Signals the stop source once.
+        /// Signals the stop source once. The signal is sent under the lock: a later caller that finds the stop
+        /// requested (a close from a callout) returns knowing the source is signalled, not about to be.
         func requestStop() {
-            let stop: LoopSource? = lock.withLock {
-                guard !stopRequested else { return nil }
+            lock.withLock {
+                guard !stopRequested else { return }
                 stopRequested = true
-                return published?.stop
+                published?.stop.signalAndWakeUp()
             }
-            stop?.signalAndWakeUp()
         }
 
         /// Ends the run the source performs in and signals itself again, so that the source stays signalled

@@ -362,17 +362,15 @@ struct Record: ParsableCommand {
             let signo = Interruptions.shared.interruption ?? SIGINT
             throw Failure(message: "\(signalName(signo)) before \(child.command) started: it did not run", status: .violation)
         }
-        let ending: GatedChild.Ending
         do {
             try child.release()
-            ending = child.waitForExit()
         } catch {
             Interruptions.shared.startSummarizing()
             abandon()
             throw error
         }
-        Interruptions.shared.startSummarizing()
-        return ending
+        // A signal after the program's end is rlctl's own (finish the summary), not one to forward.
+        return child.waitForExit(beforeReaping: { Interruptions.shared.startSummarizing() })
     }
 
     /// Whether to record with LTTng: as asked, or (auto) when it can be used here, saying why not on stderr.

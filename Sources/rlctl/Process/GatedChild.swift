@@ -62,8 +62,13 @@ final class GatedChild {
         }
     }
 
-    /// Waits for the program to end.
-    func waitForExit() -> Ending {
+    /// Waits for the program to end. `beforeReaping` runs once it has ended but is still a zombie: until the
+    /// reap its pid cannot be reused, so a signal forwarded meanwhile cannot reach another process, and whoever
+    /// watches the pid go sees the state `beforeReaping` set.
+    func waitForExit(beforeReaping: () -> Void = {}) -> Ending {
+        var ended = siginfo_t()
+        while waitid(P_PID, id_t(pid), &ended, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+        beforeReaping()
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         let signal = status & 0x7f
