@@ -86,11 +86,15 @@ enum MainQueueFixture {
         traceActivities(in: [modal, .default])
         DispatchQueue.main.async { say("block1") }
         Task { @MainActor in say("task1") }
-        loop.add(LoopTimer(after: .milliseconds(300)) { _ in say("timer") }, forMode: modal)
+        // The timer ends the modal run once block2 is queued: a fixed date could pass before the other thread
+        // saw the loop asleep (a loaded machine), and that thread would wait for a sleep that never comes.
+        let timer = LoopTimer(after: .seconds(3600)) { _ in say("timer") }
+        loop.add(timer, forMode: modal)
         let queued = DispatchSemaphore(value: 0)
         whenAsleep(in: modal) {
             DispatchQueue.main.async { say("block2") }
             queued.signal()
+            timer.nextFireDate = .now
         }
         say("=>\(loop.run(mode: modal, timeout: .seconds(30)))")
         queued.wait()

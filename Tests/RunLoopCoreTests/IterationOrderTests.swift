@@ -103,8 +103,8 @@ import Testing
 
     @Test func aSourceRanMeansNoSleepOnThatIteration() {
         // A source performed in step 4 makes step 5 a poll: no BeforeWaiting/AfterWaiting on that iteration.
-        let trace = onThread { () -> String in
-            let loop = Loop.current
+        // Virtual time: the polling first iteration takes none, so the timer cannot come due before the sleep.
+        let trace = onVirtualLoop { kernel, loop -> String in
             let log = TraceLog()
             let count = Shared(0)
             let source = LoopSource(perform: {
@@ -115,7 +115,8 @@ import Testing
             loop.add(traceObserver(log), forMode: .default)
             loop.add(source, forMode: .default)
             source.signal()
-            loop.add(LoopTimer(after: .milliseconds(10)) { _ in log.append("T1"); source.signal() }, forMode: .default)
+            loop.add(LoopTimer(fireAt: kernel.now.advanced(by: .milliseconds(10))) { _ in log.append("T1"); source.signal() },
+                     forMode: .default)
             loop.run(mode: .default, timeout: .seconds(2))
             return log.text
         }

@@ -175,9 +175,9 @@ import Testing
 
     /// Rule 21a: a send wakes the loop only when it sleeps in a mode holding the port, so a loop about to sleep
     /// must see a message that arrived after its step 5. One message at a time, each waited for: a lost wake-up
-    /// leaves a message undelivered until the 5 s run timeout, which fails the round.
+    /// leaves a message undelivered, and no run timeout rescues it: the round fails after 20 s.
     @Test func aMessageSentAsTheLoopGoesToSleepIsNeverLeftWaiting() {
-        let background = BackgroundLoop()
+        let background = BackgroundLoop(turn: .seconds(3600))
         defer { background.stop() }
         let delivered = DispatchSemaphore(value: 0)
         let port = LoopPort { _, _ in delivered.signal() }
@@ -186,7 +186,7 @@ import Testing
         var lost = 0
         for round in 0..<20_000 where Loop.Instant.now < deadline {
             try? port.send(msgid: Int32(round))
-            if delivered.wait(timeout: .now() + .seconds(2)) == .timedOut {
+            if delivered.wait(timeout: .now() + .seconds(20)) == .timedOut {
                 lost += 1
                 break
             }
@@ -261,6 +261,7 @@ import Testing
         }
         workers.forEach { $0.start() }
         workers.forEach { $0.join() }
-        #expect(fired.value > 0)
+        // Repeating timers stay in the default mode (worker 0's round 1, for one): a starved loop fires them later.
+        #expect(eventually { fired.value > 0 })
     }
 }

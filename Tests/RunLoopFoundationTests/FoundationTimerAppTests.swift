@@ -19,11 +19,9 @@ import TestSupport
         let result = try runProcess(Self.app, ["--duration", "1s", "--stall-every", "4"],
                                     ProcessOptions(environment: ["RLCTL_TRACER": "embedded", "RLCTL_TRACE_DIR": folder]))
         #expect(result.status == 0, "stderr: \(result.stderr)")
-        // "foundation-timer-app: F frames, T ticks, S stalls of 80 ms"
-        let stalls = result.stdout.split(separator: " ").firstIndex(of: "stalls").flatMap { index in
-            Int(result.stdout.split(separator: " ")[index - 1])
-        }
-        #expect(stalls == 2, "stdout: \(result.stdout)")   // ticks 4 and 8 of the ~9 in a second
+        let counts = try Self.counts(result.stdout)
+        // Ticks 4 and 8 of the ~9 in a second; fewer only if the machine starved the program of whole tick slots.
+        #expect(counts.stalls >= 1 && counts.stalls <= 2, "stdout: \(result.stdout)")
 
         var reader = try TraceReaders.open(folder)
         var events: [TraceEvent] = []
@@ -58,7 +56,8 @@ import TestSupport
         // Iterations are numbered 1, 2, 3… in order, each starting at its beforeTimers.
         let numbers = activities.filter { $0.activity == .beforeTimers }.map(\.place.iteration)
         #expect(numbers == Array(1...UInt64(numbers.count)))
-        #expect(numbers.count >= 50, "about 100 frames a second, each waking the loop: \(numbers.count)")
+        // A repeating timer fires at most once per iteration, so every frame the program counted had its own.
+        #expect(numbers.count >= counts.frames && counts.frames > 0, "iterations \(numbers.count), \(result.stdout)")
 
         // Busy time runs from a wake-up to the next beforeWaiting or exit: the 80 ms sleeps sit in two of them.
         var busy: [UInt64] = []
@@ -70,8 +69,9 @@ import TestSupport
                 wokeAt = nil
             }
         }
+        // Each stalled tick sits in one; a preemption of 80 ms or more on a loaded machine may add another.
         let stalled = busy.filter { $0 >= 80_000_000 }
-        #expect(stalled.count == 2, "busy intervals of 80 ms or more: \(stalled)")
+        #expect(stalled.count >= counts.stalls, "busy intervals of 80 ms or more: \(stalled), \(result.stdout)")
     }
 
     /// With RLCTL_STALL_THRESHOLD the adapter reports each Foundation iteration busier than it (`loop_stall`),
@@ -94,14 +94,27 @@ import TestSupport
             if case .loopStall(let stall) = event.payload { return stall }
             return nil
         }
-        #expect(stalls.count == 2, "the two 80 ms ticks: \(stalls)")
+        // One per 80 ms tick; a preemption past the threshold on a loaded machine is a stall too.
+        let counts = try Self.counts(result.stdout)
+        #expect(counts.stalls >= 1 && stalls.count(where: { $0.busy >= 80_000_000 }) >= counts.stalls,
+                "\(result.stdout): \(stalls)")
         for stall in stalls {
-            #expect(stall.busy >= 80_000_000 && stall.busy < 200_000_000)
+            #expect(stall.busy >= 50_000_000)
             #expect(stall.threshold == 50_000_000)
             #expect(stall.culpritKind == .none)
             #expect(stall.mode == "kCFRunLoopDefaultMode")
             #expect(starts[stall.iteration] == stall.start, "the stall's iteration began at its beforeTimers")
         }
+    }
+
+    /// The counts of the program's last line, "foundation-timer-app: F frames, T ticks, S stalls of 80 ms".
+    static func counts(_ stdout: String) throws -> (frames: Int, stalls: Int) {
+        let words = stdout.split(whereSeparator: \.isWhitespace)
+        func count(before word: String) throws -> Int {
+            let index = try #require(words.firstIndex { $0 == word }, "no '\(word)' in: \(stdout)")
+            return try #require(Int(words[index - 1]), "no count before '\(word)' in: \(stdout)")
+        }
+        return (try count(before: "frames,"), try count(before: "stalls"))
     }
 
     @Test func badFlagsAreOneLineAndExitStatus2() throws {

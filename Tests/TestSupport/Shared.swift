@@ -47,3 +47,9 @@ public final class Shared<Value>: @unchecked Sendable {
 /// One embedded recording (and one installed sink, one `Loop.stallThreshold`) at a time per process: every test
 /// target runs in the same process, and tests that record, in any of them, take this lock.
 public let recordingLock = TestLock()
+
+/// One LTTng session at a time among those that take it, in any test target: a session tracking this process
+/// records every event this process emits, another such session's included, and a recording that follows
+/// children records every process, so a flood of events elsewhere fills its buffers. The tests that record this
+/// process, follow children, or flood take it (before `recordingLock` when they take both).
+public let lttngSessionLock = TestLock()

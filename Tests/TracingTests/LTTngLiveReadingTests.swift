@@ -34,6 +34,8 @@ struct LTTngLiveReadingTests {
 
     @Test func eventsArriveWhileTheSessionRecordsAndTheReadingEndsWithIt() throws {
         guard LTTngTestEnvironment.requireAvailable() else { return }
+        lttngSessionLock.lock()
+        defer { lttngSessionLock.unlock() }
         let relay = try LocalRelayDaemon()
         defer { relay.stop(); relay.removeOutput() }
         let name = LTTngSession.uniqueName("live-test")
@@ -82,6 +84,8 @@ struct LTTngLiveReadingTests {
     /// in timestamp order (the merge waits for every stream to show it has nothing earlier).
     @Test func eventsOfManyThreadsComeInTimestampOrder() throws {
         guard LTTngTestEnvironment.requireAvailable() else { return }
+        lttngSessionLock.lock()
+        defer { lttngSessionLock.unlock() }
         let relay = try LocalRelayDaemon()
         defer { relay.stop(); relay.removeOutput() }
         let (session, url) = try Self.liveSession(relay, "live-order")
@@ -129,6 +133,8 @@ struct LTTngLiveReadingTests {
     /// closes (it detaches at once), a new one attaches.
     @Test func aSessionFollowedByAnotherViewerIsRefusedUntilItLets() throws {
         guard LTTngTestEnvironment.requireAvailable() else { return }
+        lttngSessionLock.lock()
+        defer { lttngSessionLock.unlock() }
         let relay = try LocalRelayDaemon()
         defer { relay.stop(); relay.removeOutput() }
         let (session, url) = try Self.liveSession(relay, "live-viewers")

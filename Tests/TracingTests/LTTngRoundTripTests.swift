@@ -8,7 +8,7 @@ import Tracing
 
 /// Real LTTng: a loop traced through `LTTngSink` into an LTTng session, read back with `CTFTraceReader`.
 ///
-/// One `.serialized` suite, so its sessions never overlap in this process; each session has a unique name and
+/// One `.serialized` suite, and its sessions take `lttngSessionLock`, so they never overlap in this process; each session has a unique name and
 /// tracks this process only. Skipped where LTTng is missing, failed instead when `CI=true`.
 @Suite(.serialized, .enabled(if: LTTngTestEnvironment.shouldRun, LTTngTestEnvironment.skipComment))
 struct LTTngRoundTripTests {
@@ -122,6 +122,8 @@ struct LTTngRoundTripTests {
     /// Tiny sub-buffers and a burst of events: LTTng discards events, and the reader reports it.
     @Test func eventsLTTngDiscardsAreCountedNotHidden() throws {
         guard LTTngTestEnvironment.requireAvailable() else { return }
+        lttngSessionLock.lock()
+        defer { lttngSessionLock.unlock() }
         let session = try TestSession.create("discard", channelOptions: ["--subbuf-size=4096", "--num-subbuf=2"])
         defer {
             session.destroy()
@@ -276,6 +278,8 @@ enum LTTngWorkload {
                        stallThreshold: Duration? = nil) throws -> Recording {
         // Installing a sink and the stall threshold are process-wide: one recording at a time (the embedded
         // recorder's tests take the lock too).
+        lttngSessionLock.lock()
+        defer { lttngSessionLock.unlock() }
         recordingLock.lock()
         defer { recordingLock.unlock() }
         Loop.stallThreshold = stallThreshold
@@ -298,8 +302,9 @@ enum LTTngWorkload {
         }
     }
 
-    /// Iteration 1 sleeps until the timer; its callout has another thread signal the source 30 ms later;
-    /// iteration 2 sleeps until then; iteration 3 performs the source, which queues a block that stops the run.
+    /// Iteration 1 sleeps until the timer; its callout has another thread signal the source once the loop sleeps
+    /// again (a fixed delay could pass before that on a loaded machine); iteration 2 sleeps until then;
+    /// iteration 3 performs the source, which queues a block that stops the run.
     @Sendable private static func runWorkload() -> IDs {
         setCurrentThreadName("rl-lttng-test")
         let loop = Loop.current
@@ -307,7 +312,10 @@ enum LTTngWorkload {
             loop.perform { loop.stop() }
         }
         let timer = LoopTimer(after: .milliseconds(5), tolerance: .milliseconds(1), label: "lttng-timer") { _ in
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(30)) { source.signalAndWakeUp() }
+            DispatchQueue.global().async {
+                _ = eventually(timeout: .seconds(30)) { loop.isWaiting }
+                source.signalAndWakeUp()
+            }
         }
         let observer = LoopObserver(activities: [.beforeWaiting], label: "lttng-observer") { _, _ in }
         var ids = IDs(loopID: loop.id, threadID: loop.threadID, timerID: timer.id, sourceID: source.id,
@@ -327,9 +335,13 @@ enum LTTngWorkload {
 enum StallWorkload {
     @Sendable static func run() -> LTTngWorkload.IDs {
         let loop = Loop.current
-        let watchdog = LoopWatchdog(threshold: .milliseconds(10), checkInterval: .milliseconds(1))
+        let hung = DispatchSemaphore(value: 0)
+        let watchdog = LoopWatchdog(threshold: .milliseconds(10), checkInterval: .milliseconds(1)) { _ in hung.signal() }
         watchdog.watch(loop)
-        let timer = LoopTimer(after: .milliseconds(2), label: "lttng-slow") { _ in usleep(30_000) }
+        let timer = LoopTimer(after: .milliseconds(2), label: "lttng-slow") { _ in
+            usleep(30_000)
+            _ = hung.wait(timeout: .now() + .seconds(30))   // and until the watchdog has had its look (a loaded machine)
+        }
         loop.add(timer, forMode: .default)
         var ids = LTTngWorkload.IDs(loopID: loop.id, threadID: loop.threadID, timerID: timer.id)
         ids.result = loop.run(mode: .default, timeout: .seconds(10))

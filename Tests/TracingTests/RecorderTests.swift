@@ -16,10 +16,13 @@ import Tracing
                 let loop = Loop.current
                 loopID.value = loop.id
                 loopThread.value = loop.threadID
-                // Far enough ahead that the loop sleeps first even under ThreadSanitizer.
-                let timer = LoopTimer(after: .milliseconds(50), tolerance: .microseconds(100), label: "tick") { _ in loop.stop() }
+                let timer = LoopTimer(after: .seconds(3600), tolerance: .microseconds(100), label: "tick") { _ in loop.stop() }
                 let source = LoopSource(order: 3, label: "work") {}
-                let observer = LoopObserver(activities: .beforeWaiting, label: "watch") { _, _ in }
+                // The timer comes due 5 ms into the loop's sleep: a date set before the run could pass before the
+                // loop first sleeps on a loaded machine (or under ThreadSanitizer), and it would fire unslept.
+                let observer = LoopObserver(activities: .beforeWaiting, label: "watch") { _, _ in
+                    timer.nextFireDate = .now.advanced(by: .milliseconds(5))
+                }
                 loop.add(timer, forMode: .default)
                 loop.add(source, forMode: .default)
                 loop.add(observer, forMode: .default)

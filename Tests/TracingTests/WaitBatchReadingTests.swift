@@ -50,10 +50,15 @@ import Tracing
 
     @Test func anArrayLongerThanItsPacketIsAClearError() throws {
         let folder = try Self.recordBatch("wait-batch-corrupt")
-        let stream = try #require(try FileManager.default.contentsOfDirectory(atPath: folder).first { $0.hasPrefix("stream-") })
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + stream))
-        // begin_ns's first element, then the count written before its array.
+        // begin_ns's first element, then the count written before its array, in the stream of the thread that
+        // wrote the batch (loops of other tests running meanwhile have streams of their own in the recording).
         let first = withUnsafeBytes(of: Self.batch.waits[0].begin.littleEndian) { Data($0) }
+        let streams = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix("stream-") }
+        let found = try streams.lazy.compactMap { stream -> (String, Data)? in
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + stream))
+            return bytes.range(of: first) == nil ? nil : (stream, bytes)
+        }.first
+        var (stream, bytes) = try #require(found, "no stream of \(streams) holds the batch")
         let at = try #require(bytes.range(of: first)).lowerBound
         bytes.replaceSubrange((at - 4)..<at, with: withUnsafeBytes(of: UInt32(0x7FFF_FFFF).littleEndian) { Data($0) })
         try bytes.write(to: URL(fileURLWithPath: folder + "/" + stream))

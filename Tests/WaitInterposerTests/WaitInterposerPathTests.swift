@@ -11,15 +11,27 @@ import Testing
         #expect(rl_wait_interposer_error() == nil)
     }
 
-    @Test func theOverrideWinsAndAMissingOneSaysSo() throws {
-        let built = try interposerPath()
-        setenv("RLCTL_WAIT_INTERPOSER", built, 1)
-        defer { unsetenv("RLCTL_WAIT_INTERPOSER") }
-        #expect(try interposerPath() == built)
-        setenv("RLCTL_WAIT_INTERPOSER", "/nonexistent/librlctl-wait-interposer.so", 1)
-        var buffer = [CChar](repeating: 0, count: 4096)
-        #expect(rl_wait_interposer_path(&buffer, buffer.count) == -1)
-        #expect(String(cString: rl_wait_interposer_error())
-                == "RLCTL_WAIT_INTERPOSER=/nonexistent/librlctl-wait-interposer.so: no such readable file")
+    /// In a child process: the environment is the whole process's, and the tests running meanwhile look the
+    /// interposer up and start programs that inherit it.
+    @Test func theOverrideWinsAndAMissingOneSaysSo() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            var outcome: [String] = []
+            let built = (try? interposerPath()) ?? "(none)"
+            setenv("RLCTL_WAIT_INTERPOSER", built, 1)
+            let overridden = (try? interposerPath()) ?? "(none)"
+            if overridden != built { outcome.append("the override \(built) gave \(overridden)") }
+            setenv("RLCTL_WAIT_INTERPOSER", "/nonexistent/librlctl-wait-interposer.so", 1)
+            var buffer = [CChar](repeating: 0, count: 4096)
+            if rl_wait_interposer_path(&buffer, buffer.count) != -1 { outcome.append("a missing override was found") }
+            let error = String(cString: rl_wait_interposer_error())
+            if error != "RLCTL_WAIT_INTERPOSER=/nonexistent/librlctl-wait-interposer.so: no such readable file" {
+                outcome.append("error: \(error)")
+            }
+            guard outcome.isEmpty else {
+                print(outcome.joined(separator: "; "))
+                exit(1)
+            }
+        }
+        #expect(String(decoding: result?.standardOutputContent ?? [], as: UTF8.self) == "")
     }
 }

@@ -93,6 +93,9 @@ import TestSupport
     @Test(.enabled(if: python.shouldRun && LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
     func lttngBatchesCarryTheWaitsOfTheEmbeddedTrace() throws {
         guard Self.python.requireMet(), LTTngCLIEnvironment.requirement.requireMet() else { return }
+        // Its LTTng recording follows children, so it records every process: no other test's flood meanwhile.
+        lttngSessionLock.lock()
+        defer { lttngSessionLock.unlock() }
         /// Each thread's waits (timeout, ready, error, whether it returned), threads in a stable order.
         func waitsByThread(_ tracer: String) throws -> [[String]] {
             let trace = temporaryPath("wait-shapes-\(tracer).rltrace"), rows = temporaryPath("wait-shapes-\(tracer).jsonl")

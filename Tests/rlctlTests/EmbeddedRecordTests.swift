@@ -37,6 +37,7 @@ struct EmbeddedRecordTests {
         let program = try RunningProcess(CLI.sibling("runloop-demo"), ["10"],
                                          ProcessOptions(environment: ["RLCTL_TRACER": "embedded", "RLCTL_TRACE_DIR": output],
                                                         timeout: .seconds(60)))
+        try program.waitUntilRecording(into: output)   // its own start, however slow the machine
         usleep(1_200_000)
         program.send(SIGKILL)
         let ended = program.wait()
@@ -67,6 +68,7 @@ struct EmbeddedRecordTests {
         let program = try RunningProcess(CLI.sibling("runloop-demo"), ["10"],
                                          ProcessOptions(environment: ["RLCTL_TRACER": "embedded", "RLCTL_TRACE_DIR": output],
                                                         timeout: .seconds(60)))
+        try program.waitUntilRecording(into: output)   // before it, the recorder's handler may not be installed
         usleep(1_000_000)
         program.send(SIGTERM)
         #expect(program.wait().termination == .signaled(SIGTERM))

@@ -14,6 +14,15 @@ struct TopTests {
         return (document["sessions"] as? Int ?? -1, document["loops"] as? [[String: Any]] ?? [])
     }
 
+    /// Waits (bounded) until the relay lists a session with streams.
+    static func waitUntilStreaming(_ relay: LocalRelayDaemon, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try LiveSessions.list(relay: relay.liveURL).first.map({ $0.streams == 0 }) ?? true {
+            try #require(ContinuousClock.now < deadline, "no session streams to the relay daemon", sourceLocation: sourceLocation)
+            usleep(100_000)
+        }
+    }
+
     @Test func aRecordedProgramShowsAsARowWhileItRuns() throws {
         guard LTTngCLIEnvironment.requirement.requireMet() else { return }
         let relay = try LocalRelayDaemon()
@@ -25,7 +34,10 @@ struct TopTests {
         // runloop-demo: about 700 iterations a second, 24 ms burned in every 20th 60 Hz frame. It runs until the
         // views below are done (SIGTERM, passed on by record): a fixed duration ran out on a loaded CI machine.
         let recording = try CLI.start(["record", "--relayd", relay.recordURL, "--", CLI.sibling("runloop-demo"), "120"])
-        usleep(1_000_000)
+        // Once its session streams (record's set-up can take seconds on a loaded machine), and a moment more for
+        // the first live packets.
+        try Self.waitUntilStreaming(relay)
+        usleep(500_000)
         let shown = try CLI.run(["top", "--relayd", relay.liveURL, "--once", "--format", "json", "--stall", "20ms"])
         #expect(shown.status == 0, "\(shown.stderr)")
         let (sessions, loops) = try Self.rows(shown)
@@ -63,9 +75,9 @@ struct TopTests {
         defer { relay.stop(); relay.removeOutput() }
         let recording = try CLI.start(["record", "--relayd", relay.recordURL, "--", CLI.sibling("runloop-demo"), "120"])
         defer { recording.send(SIGTERM); _ = try? recording.wait() }
+        try Self.waitUntilStreaming(relay)
         let deadline = ContinuousClock.now + .seconds(30)
         func listed() throws -> [LiveSession] { try LiveSessions.list(relay: relay.liveURL) }
-        while try listed().first.map({ $0.streams == 0 }) ?? true, ContinuousClock.now < deadline { usleep(100_000) }
         let first = try CLI.start(["top", "--relayd", relay.liveURL], timeout: .seconds(60))
         while try listed().first?.clients != 1, ContinuousClock.now < deadline { usleep(100_000) }
         let name = try #require(try listed().first?.name)
@@ -144,7 +156,14 @@ struct TopTests {
         usleep(3_000_000)
         try relay.restart()
         let recording = try CLI.start(["record", "--relayd", relay.recordURL, "--", CLI.sibling("runloop-demo"), "120"])
-        usleep(4_000_000)
+        // Until top has drawn the program's loop after the relay was down (bounded; the expectations say if not).
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline && top.isRunning {
+            let tables = top.outputSoFar.stdout.components(separatedBy: "rlctl top — ")
+            if let down = tables.firstIndex(where: { $0.contains("RELAY NOT ANSWERING") }),
+               tables[down...].contains(where: { $0.contains("RunLoopCore") }) { break }
+            usleep(200_000)
+        }
         kill(top.pid, SIGINT)
         let viewed = try top.wait()
         recording.send(SIGTERM)
@@ -164,8 +183,15 @@ struct TopTests {
         let relay = try LocalRelayDaemon()
         defer { relay.stop(); relay.removeOutput() }
         let command = "'\(CLI.binary)' top --relayd \(relay.liveURL) --interval 300ms"
-        let session = try runProcess("/bin/bash", ["-c", "(sleep 1.5; printf s; sleep 1; printf q) | script -qec \"\(command)\" /dev/null"],
-                                     ProcessOptions(timeout: .seconds(30)))
+        // Each key once the screen shows the state before it (the typescript, flushed as it comes, tells).
+        let typescript = temporaryPath("top-terminal.typescript")
+        defer { try? FileManager.default.removeItem(atPath: typescript) }
+        let keys = """
+            until_shown() { for _ in $(seq 300); do grep -q "$1" '\(typescript)' 2>/dev/null && return; sleep 0.1; done; }
+            until_shown 'sorted by utilization'; printf s; until_shown 'sorted by stall'; printf q
+            """
+        let session = try runProcess("/bin/bash", ["-c", "(\(keys)) | script -qefc \"\(command)\" '\(typescript)'"],
+                                     ProcessOptions(timeout: .seconds(90)))
         #expect(session.status == 0, "\(session.stdout)\(session.stderr)")
         let screen = session.stdout
         let byUtilization = try #require(screen.range(of: "sorted by utilization"), "\(screen.prefix(400))")

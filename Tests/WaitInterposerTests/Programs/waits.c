@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -37,6 +38,21 @@ static int epoll_waits(int count, int timeout_ms) {
 static void sleep_ms(long ms) {
     struct timespec pause = { ms / 1000, (ms % 1000) * 1000000 };
     while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {}
+}
+
+/// Waits (up to 30 s) until the interposer's writer has written a packet into this thread's stream file: it
+/// passes every 15 ms, but a loaded machine can leave it behind any fixed sleep. (stat, not a wait call.)
+static void wait_for_written_packet(void) {
+    const char *directory = getenv("RLCTL_ANY_TRACE_DIR");
+    if (!directory) fail("RLCTL_ANY_TRACE_DIR is not set");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stream-%d-%d", directory, (int)getpid(), (int)gettid());
+    struct stat info;
+    for (int i = 0; i < 3000; i++) {
+        if (stat(path, &info) == 0 && info.st_size > 0) return;
+        sleep_ms(10);
+    }
+    fail("the interposer's writer wrote no packet within 30 s");
 }
 
 static void every_call(void) {
@@ -84,16 +100,20 @@ static void interrupted(void) {
     memset(&action, 0, sizeof action);
     action.sa_handler = on_alarm;   // no SA_RESTART: the wait fails with EINTR
     sigaction(SIGALRM, &action, NULL);
-    struct itimerval timer = { { 0, 0 }, { 0, 20000 } };
+    // Every 20 ms, not once: a loaded machine may let the first alarm come before the poll has begun.
+    struct itimerval timer = { { 0, 20000 }, { 0, 20000 } };
     setitimer(ITIMER_REAL, &timer, NULL);
-    if (poll(NULL, 0, 2000) != -1 || errno != EINTR) fail("poll was not interrupted");
+    int was_interrupted = poll(NULL, 0, 2000) == -1 && errno == EINTR;
+    struct itimerval off = { { 0, 0 }, { 0, 0 } };
+    setitimer(ITIMER_REAL, &off, NULL);
+    if (!was_interrupted) fail("poll was not interrupted");
 }
 
 static void close_everything(void) {
     epoll_waits(3, 1);
     sleep_ms(150);    // the 100 ms switch interval: the writer has written a packet into a stream file
     epoll_waits(1, 1);
-    sleep_ms(40);
+    wait_for_written_packet();   // so that the writer is not writing it while every descriptor is closed
     for (int fd = 3; fd < 1024; fd++) close(fd);
     int null = open("/dev/null", O_RDWR);
     for (int fd = 3; fd <= 20; fd++) dup2(null, fd);
@@ -182,7 +202,7 @@ int main(int argc, char **argv) {
         epoll_waits(5, 1);
         sleep_ms(120);
         epoll_waits(1, 1);   // closes the packet with the first five (switch interval)
-        sleep_ms(60);        // the writer's next pass writes it
+        wait_for_written_packet();
         kill(getpid(), SIGKILL);
     } else {
         fprintf(stderr, "usage: waits epoll [count] [timeout_ms] | calls | errno | eintr | close | threads | fork | "

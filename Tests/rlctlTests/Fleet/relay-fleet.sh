@@ -16,19 +16,25 @@ fleet_start_relay "$work/relay"
 fleet_run_host 1 "$work/h1" 1 "$rlctl" -- "$program" 4 & first=$!
 fleet_run_host 2 "$work/h2" 1 "$rlctl" -- "$program" 4 & second=$!
 fleet_run_host 3 "$work/h3" 1 "$rlctl" -- "$program" 5 & third=$!
-# Meanwhile every host's loops, live, from the relay's side (its live port listens on its own loopback), once
-# the three sessions are there.
-for _ in $(seq 100); do
-    [ "$(ip netns exec "$fleet_relay" babeltrace2 --input-format=lttng-live net://127.0.0.1 2>/dev/null | grep -c '/host/rlhost')" -ge 3 ] && break
-    sleep 0.1
-done
+# The number of sessions the relay daemon lists (its live port listens on its own loopback), tried for up to
+# 30 s until there are at least $1.
+wait_for_relay_sessions() {
+    for _ in $(seq 300); do
+        [ "$(ip netns exec "$fleet_relay" babeltrace2 --input-format=lttng-live net://127.0.0.1 2>/dev/null | grep -c '/host/rlhost')" -ge "$1" ] && return
+        sleep 0.1
+    done
+}
+# Meanwhile every host's loops, live, from the relay's side, once the three sessions are there.
+wait_for_relay_sessions 3
 ip netns exec "$fleet_relay" "$rlctl" top --relayd net://127.0.0.1 --once --format json >"$work/top.json" 2>"$work/top.err" || true
 wait $first && wait $second && wait $third
 fleet_stop_relay
 sleep 0.3
 
 fleet_start_relay "$work/cut-relay"
-( sleep 1; fleet_stop_relay KILL ) &
-fleet_run_host 1 "$work/cut" 1 "$rlctl" -- "$program" 2.5
+# Killed mid-session: once host 1 streams to it (a host's set-up, its own session daemon first, can take seconds
+# on a loaded machine, and a relay gone before it would be refused, not cut off).
+( wait_for_relay_sessions 1; sleep 0.5; fleet_stop_relay KILL ) &
+fleet_run_host 1 "$work/cut" 1 "$rlctl" -- "$program" 4
 wait
 echo "relay-fleet: done ($fleet_tag)"
