@@ -29,6 +29,9 @@ static void on_signal(int signo) {
 
 int rlsig_install(void) {
     if (g_pipe[0] >= 0) return g_pipe[0];
+    // An ignored SIGCHLD, inherited from whoever started rlctl, would have the kernel reap rlctl's children
+    // itself: how the recorded program ended could not be known.
+    signal(SIGCHLD, SIG_DFL);
     if (pipe2(g_pipe, O_CLOEXEC) != 0) return -errno;
     struct sigaction action;
     memset(&action, 0, sizeof action);

@@ -90,6 +90,28 @@ import Testing
         #expect(log.text == "depth 1 nested stopped")
     }
 
+    @Test func theStopComesAfterTheProgramsOwnSourcesAndEndsEveryLaterRun() {
+        let thread = LoopThread(name: "stop-order")
+        let loop = thread.loop
+        let log = TraceLog()
+        let done = DispatchSemaphore(value: 0)
+        loop.perform {
+            let mine = LoopSource(label: "mine") { log.append("mine") }
+            loop.add(mine, forMode: .default)
+            thread.close()               // the stop source is signalled first
+            mine.signal()
+            // One source per run: the program's, though signalled later; then the stop, in each run that follows.
+            log.append("\(loop.run(mode: .default, timeout: .seconds(20), returnAfterSourceHandled: true))")
+            log.append("\(loop.run(mode: .default, timeout: .seconds(20)))")
+            log.append("\(loop.run(mode: .default, timeout: .seconds(20)))")
+            mine.invalidate()
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        thread.close()
+        #expect(log.text == "mine handled_source stopped stopped")
+    }
+
     @Test func releasingTheLastReferenceClosesTheThread() async {
         var thread: LoopThread? = LoopThread(name: "released")
         let loop = thread!.loop

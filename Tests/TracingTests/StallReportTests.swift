@@ -203,7 +203,9 @@ private func tracedVirtualLoop(threshold: Duration?, _ body: @escaping @Sendable
                         // 40 ms, and longer if the watchdog's thread has not had its look yet (a loaded machine).
                         let before = reported.value.count
                         usleep(40_000)
-                        _ = eventually(timeout: .seconds(30)) { reported.value.count > before }
+                        // Bounded well inside the run's 5 s: an iteration the watchdog had already reported
+                        // (a preemption just before the callout) is not reported again.
+                        _ = eventually(timeout: .seconds(2)) { reported.value.count > before }
                         if let iteration = reported.value.last { slowIterations.mutate { $0.insert(iteration) } }
                     }
                     if firings.value == 9 { timer.invalidate() }

@@ -16,7 +16,10 @@ import Testing
     @Test func theOverrideWinsAndAMissingOneSaysSo() async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
             var outcome: [String] = []
-            let built = (try? interposerPath()) ?? "(none)"
+            guard let built = try? interposerPath() else {
+                print("the built interposer was not found")
+                exit(1)
+            }
             setenv("RLCTL_WAIT_INTERPOSER", built, 1)
             let overridden = (try? interposerPath()) ?? "(none)"
             if overridden != built { outcome.append("the override \(built) gave \(overridden)") }

@@ -13,7 +13,6 @@ struct CutOffRecordTests {
         try Self.recordAndCutOff(tracer: "lttng", signal: signal)
     }
 
-    /// The pid of `parent`'s one child (the recorded program).
     /// `parent`'s child once it runs `program` (before that it is rlctl's fork, waiting at its gate while rlctl
     /// sets the recording up, which a loaded machine can stretch to seconds); nil if that takes over a minute.
     static func program(_ program: String, startedBy parent: pid_t) -> pid_t? {

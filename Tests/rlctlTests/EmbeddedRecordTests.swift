@@ -68,7 +68,7 @@ struct EmbeddedRecordTests {
         let program = try RunningProcess(CLI.sibling("runloop-demo"), ["10"],
                                          ProcessOptions(environment: ["RLCTL_TRACER": "embedded", "RLCTL_TRACE_DIR": output],
                                                         timeout: .seconds(60)))
-        try program.waitUntilRecording(into: output)   // before it, the recorder's handler may not be installed
+        try program.waitUntilRecording(into: output)   // the recorder has started; its handler is set up right after
         usleep(1_000_000)
         program.send(SIGTERM)
         #expect(program.wait().termination == .signaled(SIGTERM))

@@ -237,8 +237,9 @@ struct RecordSignalTests {
 }
 
 extension RunningProcess {
-    /// Waits (bounded) until rlctl has started recording into `folder` (the recorder writes its metadata first):
-    /// a signal before that, on a loaded machine, would fall in rlctl's set-up, not in the run.
+    /// Waits (bounded) until the process has made its recorder in `folder` (which writes the metadata as it is
+    /// made, just before the recording starts): a set-up that a loaded machine stretches is then behind it, and
+    /// the callers' sleep after this covers the few milliseconds left before the run.
     func waitUntilRecording(into folder: String, within limit: Duration = .seconds(60),
                             sourceLocation: SourceLocation = #_sourceLocation) throws {
         let recording = eventually(timeout: limit) { FileManager.default.fileExists(atPath: folder + "/metadata") || !isRunning }

@@ -150,7 +150,7 @@ struct TopTests {
         guard LTTngCLIEnvironment.requirement.requireMet() else { return }
         let relay = try LocalRelayDaemon()
         defer { relay.stop(); relay.removeOutput() }
-        let top = try CLI.start(["top", "--relayd", relay.liveURL, "--interval", "300ms"], timeout: .seconds(60))
+        let top = try CLI.start(["top", "--relayd", relay.liveURL, "--interval", "300ms"], timeout: .seconds(120))
         usleep(1_000_000)
         relay.stop()
         usleep(3_000_000)

@@ -32,7 +32,8 @@ import Glibc
 /// - The stop is a signal of a source in the common modes, so it never falls between two runs: the innermost
 ///   run in a common mode performs it. While a callout runs a private mode (or blocks), closing waits for it. A
 ///   stop that ends a nested run is repeated for the run around it, and for any run in a common mode a callout
-///   starts after it.
+///   starts after it: such a run returns at once (after the sources signalled before it), so a callout that runs
+///   the loop until something happens must also end when a run returns ``Loop/RunResult/stopped``.
 /// - Releasing the last reference closes the thread the same way; when that happens on the loop's own thread,
 ///   the thread is detached instead of joined.
 public final class LoopThread: @unchecked Sendable {
@@ -143,7 +144,9 @@ extension LoopThread {
             // One source keeps the common modes alive while idle and carries the stop. A signal, unlike
             // `Loop.stop()`, is not lost between two runs, and unlike a block it is not taken into an outer
             // pass's batch: the innermost run in a common mode performs it, whatever the nesting.
-            let stop = LoopSource(label: "LoopThread.stop") { [unowned self] in self.stopRun(of: loop) }
+            // Last of the signalled sources: once signalled it stays signalled, and a run that returns after the
+            // first source handled must still get to the program's own.
+            let stop = LoopSource(order: .max, label: "LoopThread.stop") { [unowned self] in self.stopRun(of: loop) }
             stopSource = stop
             loop.add(stop, forMode: .common)
             lock.withLock {

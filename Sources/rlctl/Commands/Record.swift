@@ -362,15 +362,16 @@ struct Record: ParsableCommand {
             let signo = Interruptions.shared.interruption ?? SIGINT
             throw Failure(message: "\(signalName(signo)) before \(child.command) started: it did not run", status: .violation)
         }
+        // A signal after the program's end is rlctl's own (finish the summary), not one to forward.
+        let ended = { Interruptions.shared.startSummarizing() }
         do {
-            try child.release()
+            try child.release(beforeReaping: ended)
         } catch {
-            Interruptions.shared.startSummarizing()
+            ended()
             abandon()
             throw error
         }
-        // A signal after the program's end is rlctl's own (finish the summary), not one to forward.
-        return child.waitForExit(beforeReaping: { Interruptions.shared.startSummarizing() })
+        return child.waitForExit(beforeReaping: ended)
     }
 
     /// Whether to record with LTTng: as asked, or (auto) when it can be used here, saying why not on stderr.

@@ -29,11 +29,11 @@ final class GatedChild {
     }
 
     /// Lets the program run; fails when it could not be executed, or (status 1, a failed program) when it was
-    /// killed while it waited at the gate.
-    func release() throws {
+    /// killed while it waited at the gate. On a failure, `beforeReaping` runs as for ``waitForExit(beforeReaping:)``.
+    func release(beforeReaping: () -> Void = {}) throws {
         let rc = rl_child_release(&child)
         guard rc == 0 else {
-            let ending = waitForExit()
+            let ending = waitForExit(beforeReaping: beforeReaping)
             if rc == EPIPE, case .signaled = ending {
                 throw Failure(message: "\(command) \(ending) before it started; it did not run", status: .violation)
             }

@@ -12,6 +12,8 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/stat.h>
+#include <dirent.h>
+#include <limits.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,16 +42,35 @@ static void sleep_ms(long ms) {
     while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {}
 }
 
-/// Waits (up to 30 s) until the interposer's writer has written a packet into this thread's stream file: it
-/// passes every 15 ms, but a loaded machine can leave it behind any fixed sleep. (stat, not a wait call.)
+/// Whether a descriptor of this process is open on `path` (the interposer's writer holds one while it writes).
+static int open_here(const char *path) {
+    DIR *fds = opendir("/proc/self/fd");
+    if (!fds) return 0;
+    int found = 0;
+    char link[300], target[4096];
+    for (struct dirent *entry; !found && (entry = readdir(fds));) {
+        snprintf(link, sizeof link, "/proc/self/fd/%s", entry->d_name);
+        ssize_t length = readlink(link, target, sizeof target - 1);
+        if (length > 0) {
+            target[length] = 0;
+            found = strcmp(target, path) == 0;
+        }
+    }
+    closedir(fds);
+    return found;
+}
+
+/// Waits (up to 30 s) until the interposer's writer has written a packet into this thread's stream file and
+/// closed it: it passes every 15 ms, but a loaded machine can leave it behind any fixed sleep. (stat and
+/// readlink, not wait calls.)
 static void wait_for_written_packet(void) {
     const char *directory = getenv("RLCTL_ANY_TRACE_DIR");
     if (!directory) fail("RLCTL_ANY_TRACE_DIR is not set");
-    char path[4096];
+    char path[4096], absolute[4096];
     snprintf(path, sizeof path, "%s/stream-%d-%d", directory, (int)getpid(), (int)gettid());
     struct stat info;
     for (int i = 0; i < 3000; i++) {
-        if (stat(path, &info) == 0 && info.st_size > 0) return;
+        if (stat(path, &info) == 0 && info.st_size > 0 && realpath(path, absolute) && !open_here(absolute)) return;
         sleep_ms(10);
     }
     fail("the interposer's writer wrote no packet within 30 s");
@@ -111,7 +132,7 @@ static void interrupted(void) {
 
 static void close_everything(void) {
     epoll_waits(3, 1);
-    sleep_ms(150);    // the 100 ms switch interval: the writer has written a packet into a stream file
+    sleep_ms(150);    // past the 100 ms switch interval: the next wait closes the packet for the writer
     epoll_waits(1, 1);
     wait_for_written_packet();   // so that the writer is not writing it while every descriptor is closed
     for (int fd = 3; fd < 1024; fd++) close(fd);

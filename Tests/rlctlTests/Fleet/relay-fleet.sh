@@ -16,16 +16,20 @@ fleet_start_relay "$work/relay"
 fleet_run_host 1 "$work/h1" 1 "$rlctl" -- "$program" 4 & first=$!
 fleet_run_host 2 "$work/h2" 1 "$rlctl" -- "$program" 4 & second=$!
 fleet_run_host 3 "$work/h3" 1 "$rlctl" -- "$program" 5 & third=$!
-# The number of sessions the relay daemon lists (its live port listens on its own loopback), tried for up to
-# 30 s until there are at least $1.
+# Until the relay daemon lists at least $1 sessions (its live port listens on its own loopback), for up to 30 s;
+# then says so on stderr and fails.
 wait_for_relay_sessions() {
-    for _ in $(seq 300); do
-        [ "$(ip netns exec "$fleet_relay" babeltrace2 --input-format=lttng-live net://127.0.0.1 2>/dev/null | grep -c '/host/rlhost')" -ge "$1" ] && return
+    local deadline=$((SECONDS + 30))
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        [ "$(ip netns exec "$fleet_relay" babeltrace2 --input-format=lttng-live net://127.0.0.1 2>/dev/null | grep -c '/host/rlhost')" -ge "$1" ] && return 0
         sleep 0.1
     done
+    echo "relay-fleet: the relay daemon did not list $1 session(s) within 30 s" >&2
+    return 1
 }
-# Meanwhile every host's loops, live, from the relay's side, once the three sessions are there.
-wait_for_relay_sessions 3
+# Meanwhile every host's loops, live, from the relay's side, once the three sessions are there (the test says
+# what is missing if they never are).
+wait_for_relay_sessions 3 || true
 ip netns exec "$fleet_relay" "$rlctl" top --relayd net://127.0.0.1 --once --format json >"$work/top.json" 2>"$work/top.err" || true
 wait $first && wait $second && wait $third
 fleet_stop_relay
@@ -34,7 +38,7 @@ sleep 0.3
 fleet_start_relay "$work/cut-relay"
 # Killed mid-session: once host 1 streams to it (a host's set-up, its own session daemon first, can take seconds
 # on a loaded machine, and a relay gone before it would be refused, not cut off).
-( wait_for_relay_sessions 1; sleep 0.5; fleet_stop_relay KILL ) &
+( wait_for_relay_sessions 1 || true; sleep 0.5; fleet_stop_relay KILL ) &
 fleet_run_host 1 "$work/cut" 1 "$rlctl" -- "$program" 4
 wait
 echo "relay-fleet: done ($fleet_tag)"
