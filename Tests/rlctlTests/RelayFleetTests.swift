@@ -93,7 +93,7 @@ struct RelayFleetTests {
             }
         }
 
-        // check gates every host: host 3 ran twice as long, so a limit between its iterations and the others' fails
+        // check gates every host: host 3 ran half again as long, so a limit between its iterations and the others' fails
         // on it alone; --host checks one host.
         try #require(iterations.count == 3 && iterations[2] > max(iterations[0], iterations[1]))
         let limit = (iterations[2] + max(iterations[0], iterations[1])) / 2

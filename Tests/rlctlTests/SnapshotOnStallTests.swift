@@ -9,12 +9,14 @@ import TestSupport
 @Suite(.serialized, .enabled(if: LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.skipComment))
 struct SnapshotOnStallTests {
     /// runloop-demo burns 24 ms every 20th frame, about three times a second: with a 20 ms threshold, at most 2
-    /// snapshots 300 ms apart in 1.5 s. Each holds its stall, the `frame` timer as culprit, and iterations before.
+    /// snapshots 300 ms apart in 3 s (long enough for a loaded machine's `lttng snapshot record` to be done with
+    /// the first before the program ends). Each holds its stall, the `frame` timer as culprit, and iterations
+    /// before.
     @Test func eachStallTakesASnapshotThatExplainsIt() throws {
         let output = temporaryPath("snapshot-on-stall")
         defer { try? FileManager.default.removeItem(atPath: output) }
         let result = try CLI.run(["record", "--snapshot-on-stall", "20ms", "--max-snapshots", "2", "--snapshot-gap", "300ms",
-                                  "--output", output, "--format", "json", "--", CLI.sibling("runloop-demo"), "1.5"])
+                                  "--output", output, "--format", "json", "--", CLI.sibling("runloop-demo"), "3"])
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let line = result.stdout.split(separator: "\n", maxSplits: 1).last ?? ""
         let json = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(result.stdout)")
@@ -53,11 +55,12 @@ struct SnapshotOnStallTests {
         #expect(text.stdout.contains("after the stall was reported"), "\(text.stdout)")
     }
 
-    /// `rlctl run` the same way, in its own process: jank's every 10th frame burns 25 ms.
+    /// `rlctl run` the same way, in its own process: jank's every 10th frame burns 25 ms (3 s: time for a loaded
+    /// machine to take two snapshots).
     @Test func runTakesSnapshotsOfItsOwnWorkload() throws {
         let output = temporaryPath("run-snapshot-on-stall")
         defer { try? FileManager.default.removeItem(atPath: output) }
-        let result = try CLI.run(["run", "jank", "--duration", "1200ms", "--tracer", "lttng", "--snapshot-on-stall", "20ms",
+        let result = try CLI.run(["run", "jank", "--duration", "3s", "--tracer", "lttng", "--snapshot-on-stall", "20ms",
                                   "--max-snapshots", "2", "--snapshot-gap", "100ms", "--trace", output])
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout.hasPrefix("LTTng snapshots on stalls, ran "), "\(result.stdout.prefix(300))")

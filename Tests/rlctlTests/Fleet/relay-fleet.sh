@@ -13,9 +13,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/lib/fleet-namespaces.sh"
 fleet_make 3
 fleet_start_relay "$work/relay"
 # Host 3 runs longer: its figures differ from the others', which a budget can tell apart.
-fleet_run_host 1 "$work/h1" 1 "$rlctl" -- "$program" 4 & first=$!
-fleet_run_host 2 "$work/h2" 1 "$rlctl" -- "$program" 4 & second=$!
-fleet_run_host 3 "$work/h3" 1 "$rlctl" -- "$program" 5 & third=$!
+fleet_run_host 1 "$work/h1" 1 "$rlctl" -- "$program" 6 & first=$!
+fleet_run_host 2 "$work/h2" 1 "$rlctl" -- "$program" 6 & second=$!
+fleet_run_host 3 "$work/h3" 1 "$rlctl" -- "$program" 9 & third=$!
 # Until the relay daemon lists at least $1 sessions (its live port listens on its own loopback), for up to 30 s;
 # then says so on stderr and fails.
 wait_for_relay_sessions() {
@@ -30,7 +30,12 @@ wait_for_relay_sessions() {
 # Meanwhile every host's loops, live, from the relay's side, once the three sessions are there (the test says
 # what is missing if they never are).
 wait_for_relay_sessions 3 || true
-ip netns exec "$fleet_relay" "$rlctl" top --relayd net://127.0.0.1 --once --format json >"$work/top.json" 2>"$work/top.err" || true
+# A session is listed before its first live packet: again (a few times, while the hosts run) until a row shows
+# for each host.
+for _ in 1 2 3 4 5; do
+    ip netns exec "$fleet_relay" "$rlctl" top --relayd net://127.0.0.1 --once --format json >"$work/top.json" 2>"$work/top.err" || true
+    [ "$(grep -o '"RunLoopCore"' "$work/top.json" | wc -l)" -ge 3 ] && break
+done
 wait $first && wait $second && wait $third
 fleet_stop_relay
 sleep 0.3
