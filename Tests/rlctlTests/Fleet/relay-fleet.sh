@@ -13,9 +13,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/lib/fleet-namespaces.sh"
 fleet_make 3
 fleet_start_relay "$work/relay"
 # Host 3 runs longer: its figures differ from the others', which a budget can tell apart.
-fleet_run_host 1 "$work/h1" 1 "$rlctl" -- "$program" 6 & first=$!
-fleet_run_host 2 "$work/h2" 1 "$rlctl" -- "$program" 6 & second=$!
-fleet_run_host 3 "$work/h3" 1 "$rlctl" -- "$program" 9 & third=$!
+# Each host's program starts once $go exists, so that the three run at the same time however long each host's
+# set-up takes on a loaded machine (their own session daemon, then rlctl's session on the relay).
+go="$work/go"
+gated=(sh -c 'until [ -e "$0" ]; do sleep 0.05; done; exec "$@"' "$go" "$program")
+fleet_run_host 1 "$work/h1" 1 "$rlctl" -- "${gated[@]}" 6 & first=$!
+fleet_run_host 2 "$work/h2" 1 "$rlctl" -- "${gated[@]}" 6 & second=$!
+fleet_run_host 3 "$work/h3" 1 "$rlctl" -- "${gated[@]}" 9 & third=$!
 # Until the relay daemon lists at least $1 sessions (its live port listens on its own loopback), for up to 30 s;
 # then says so on stderr and fails.
 wait_for_relay_sessions() {
@@ -28,8 +32,9 @@ wait_for_relay_sessions() {
     return 1
 }
 # Meanwhile every host's loops, live, from the relay's side, once the three sessions are there (the test says
-# what is missing if they never are).
+# what is missing if they never are) and their programs run.
 wait_for_relay_sessions 3 || true
+touch "$go"
 # A session is listed before its first live packet: again (a few times, while the hosts run) until a row shows
 # for each host.
 for _ in 1 2 3 4 5; do
