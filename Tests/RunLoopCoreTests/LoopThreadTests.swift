@@ -69,33 +69,37 @@ import Testing
         #expect(log.text == "asked at depth 2 nested stopped")
     }
 
+    /// Performs `body` on a new LoopThread's loop and, once it has returned, closes the thread from here (a close
+    /// from here could otherwise be performed in a pass whose blocks were taken before the body's block came);
+    /// returns what the body logged.
+    private func logOfABlock(onThread name: String, _ body: @escaping @Sendable (LoopThread, Loop, TraceLog) -> Void) -> String {
+        let thread = LoopThread(name: name)
+        let log = TraceLog()
+        let returned = DispatchSemaphore(value: 0)
+        thread.loop.perform {
+            body(thread, thread.loop, log)
+            returned.signal()
+        }
+        #expect(returned.wait(timeout: .now() + 60) == .success)
+        thread.close()
+        return log.text
+    }
+
     @Test func aRunStartedAfterTheStopWasPerformedIsStoppedToo() {
         // The order a close from another thread can fall into: the stop is performed in the outer run (step 4)
         // before a block queued earlier starts a nested run (the blocks of step 4's second pass).
-        let thread = LoopThread(name: "late-nested")
-        let loop = thread.loop
-        let log = TraceLog()
-        let started = DispatchSemaphore(value: 0)
-        loop.perform {
+        let text = logOfABlock(onThread: "late-nested") { thread, loop, log in
             thread.close()               // on the loop's thread: signals the stop source and returns
             loop.perform {
                 log.append("depth \(loop.runDepth)")
                 log.append("nested \(loop.run(mode: .default, timeout: .seconds(20)))")
             }
-            started.signal()
         }
-        // Otherwise this close could be performed in a pass whose blocks were taken before the first one came.
-        #expect(started.wait(timeout: .now() + 30) == .success)
-        thread.close()
-        #expect(log.text == "depth 1 nested stopped")
+        #expect(text == "depth 1 nested stopped")
     }
 
     @Test func theStopComesAfterTheProgramsOwnSourcesAndEndsEveryLaterRun() {
-        let thread = LoopThread(name: "stop-order")
-        let loop = thread.loop
-        let log = TraceLog()
-        let done = DispatchSemaphore(value: 0)
-        loop.perform {
+        let text = logOfABlock(onThread: "stop-order") { thread, loop, log in
             let mine = LoopSource(label: "mine") { log.append("mine") }
             loop.add(mine, forMode: .default)
             thread.close()               // the stop source is signalled first
@@ -105,11 +109,8 @@ import Testing
             log.append("\(loop.run(mode: .default, timeout: .seconds(20)))")
             log.append("\(loop.run(mode: .default, timeout: .seconds(20)))")
             mine.invalidate()
-            done.signal()
         }
-        #expect(done.wait(timeout: .now() + 60) == .success)
-        thread.close()
-        #expect(log.text == "mine handled_source stopped stopped")
+        #expect(text == "mine handled_source stopped stopped")
     }
 
     @Test func releasingTheLastReferenceClosesTheThread() async {

@@ -13,21 +13,6 @@ struct CutOffRecordTests {
         try Self.recordAndCutOff(tracer: "lttng", signal: signal)
     }
 
-    /// `parent`'s child once it runs `program` (before that it is rlctl's fork, waiting at its gate while rlctl
-    /// sets the recording up, which a loaded machine can stretch to seconds); nil if that takes over a minute.
-    static func program(_ program: String, startedBy parent: pid_t) -> pid_t? {
-        var found: pid_t?
-        _ = eventually(timeout: .seconds(60)) {
-            let children = (try? String(contentsOfFile: "/proc/\(parent)/task/\(parent)/children", encoding: .utf8)) ?? ""
-            found = children.split(separator: " ").compactMap { pid_t($0) }.first { pid in
-                let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? ""
-                return URL(fileURLWithPath: executable).lastPathComponent == program
-            }
-            return found != nil
-        }
-        return found
-    }
-
     /// Records runloop-demo (asked to run 10 s) with `tracer` and 1.5 s after it started sends `signal` as it
     /// arrives in real life: SIGINT (Ctrl-C) to both rlctl and the program, as a terminal sends it to its
     /// foreground process group; SIGTERM to rlctl, which passes it on; SIGKILL to the program.
@@ -35,7 +20,7 @@ struct CutOffRecordTests {
         let output = temporaryPath("cut-record")
         defer { try? FileManager.default.removeItem(atPath: output) }
         let rlctl = try CLI.start(["record", "--tracer", tracer, "--output", output, "--", CLI.sibling("runloop-demo"), "10"])
-        let program = Self.program("runloop-demo", startedBy: rlctl.pid)
+        let program = rlctl.child(running: "runloop-demo")
         usleep(1_500_000)
         let target = signal == SIGTERM ? rlctl.pid : program
         if let target { kill(target, signal) }

@@ -78,9 +78,7 @@ import TestSupport
         if let signal {
             // From the recording's start, not the process's: a loaded machine can take longer than `after` to
             // start a debug rlctl, and a signal before the recording began tests nothing here.
-            // The recorder writes the trace's metadata when it starts.
-            #expect(eventually(timeout: .seconds(60)) { FileManager.default.fileExists(atPath: trace + "/metadata") },
-                    "rlctl did not start recording into \(trace)")
+            try rlctl.waitUntilRecording(into: trace)
             usleep(UInt32(after * 1_000_000))
             rlctl.send(signal)
         }

@@ -55,17 +55,12 @@ struct RecordExitCodeTests {
                                   environment: ["PATH": path])
         // The gated child runs rlctl's image until it is released and executes the program; rlctl's other
         // children (the lttng script) run rlctl's image only for the instant before their exec.
-        func children() -> [pid_t] {
-            let text = (try? String(contentsOfFile: "/proc/\(rlctl.pid)/task/\(rlctl.pid)/children", encoding: .utf8)) ?? ""
-            return text.split(separator: " ").compactMap { pid_t($0) }
-        }
-        func image(_ pid: pid_t) -> String { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? "" }
         var caughtAtTheGate = false
         let end = ContinuousClock.now + .seconds(20)
         watch: while ContinuousClock.now < end && rlctl.isRunning {
-            for child in children() where image(child).hasSuffix("/rlctl") {
+            for child in rlctl.children where executablePath(of: child).hasSuffix("/rlctl") {
                 usleep(100_000)
-                if image(child).hasSuffix("/rlctl") && children().contains(child) {
+                if executablePath(of: child).hasSuffix("/rlctl") && rlctl.children.contains(child) {
                     kill(child, SIGKILL)
                     caughtAtTheGate = true
                     break watch

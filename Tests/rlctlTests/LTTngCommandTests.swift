@@ -88,7 +88,7 @@ struct LTTngCommandTests {
 
     @Test func recordPassesSIGTERMOnAndReportsTheProgramsEnd() throws {
         let rlctl = try CLI.start(["record", "--", CLI.sibling("runloop-demo"), "30"])
-        _ = CutOffRecordTests.program("runloop-demo", startedBy: rlctl.pid)   // a SIGTERM before it would say it never ran
+        _ = rlctl.child(running: "runloop-demo")   // a SIGTERM before it would say it never ran
         usleep(1_500_000)
         rlctl.send(SIGTERM)
         let result = rlctl.wait()

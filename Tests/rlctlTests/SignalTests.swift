@@ -209,19 +209,15 @@ struct RecordSignalTests {
         try child.waitUntilSignalsAreCaught()
         // Until the program has been started and then reaped: rlctl is then stopping the session and summarizing.
         // rlctl's other children (lttng commands, the program still at its gate) have other command lines.
-        let childrenFile = "/proc/\(child.pid)/task/\(child.pid)/children"
         // Reaped, not merely exited: a zombie still counts (rlctl has not yet noticed, and a signal then is the
         // program's Ctrl-C).
-        func children() -> [Substring] {
-            ((try? String(contentsOfFile: childrenFile, encoding: .utf8)) ?? "").split(separator: " ")
-        }
         let limit = ContinuousClock.now + .seconds(60)
-        var program: Substring?
+        var program: pid_t?
         while ContinuousClock.now < limit && child.isRunning {
             if let program {
-                if !children().contains(program) { break }
+                if !child.children.contains(program) { break }
             } else {
-                program = children().first { pid in
+                program = child.children.first { pid in
                     let line = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
                     return line.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }.prefix(3) == [CLI.binary, "run", "blocks"]
                 }
@@ -242,33 +238,5 @@ struct RecordSignalTests {
         #expect(end.stderr.contains("SIGINT again: summary skipped; the trace in \(output) is complete"), "\(end.stderr)")
         #expect(took < .seconds(10), "the second Ctrl-C took \(took)")
         #expect(FileManager.default.fileExists(atPath: output + "/ust"), "the LTTng trace is kept")
-    }
-}
-
-extension RunningProcess {
-    /// Waits (bounded) until the process has made its recorder in `folder` (which writes the metadata as it is
-    /// made, just before the recording starts): a set-up that a loaded machine stretches is then behind it, and
-    /// the callers' sleep after this covers the few milliseconds left before the run.
-    func waitUntilRecording(into folder: String, within limit: Duration = .seconds(60),
-                            sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let recording = eventually(timeout: limit) { FileManager.default.fileExists(atPath: folder + "/metadata") || !isRunning }
-        try #require(recording && isRunning, "no recording started in \(folder) (process \(pid))", sourceLocation: sourceLocation)
-    }
-
-    /// Waits (bounded) until rlctl catches SIGINT: before that, the dynamic loader is still mapping its libraries
-    /// and no code of the program has run, so no program could handle a signal yet.
-    func waitUntilSignalsAreCaught(within limit: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let end = ContinuousClock.now + limit
-        while ContinuousClock.now < end {
-            if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
-               let mask = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16),
-               mask & (1 << (UInt64(SIGINT) - 1)) != 0 {
-                return
-            }
-            if !isRunning { return }
-            usleep(1_000)
-        }
-        Issue.record("rlctl did not install its signal handler within \(limit)", sourceLocation: sourceLocation)
     }
 }

@@ -365,9 +365,8 @@ struct Record: ParsableCommand {
         // A signal after the program's end is rlctl's own (finish the summary), not one to forward.
         let ended = { Interruptions.shared.startSummarizing() }
         do {
-            try child.release(beforeReaping: ended)
+            try child.release(beforeReaping: ended)   // when it fails, after `ended`
         } catch {
-            ended()
             abandon()
             throw error
         }
