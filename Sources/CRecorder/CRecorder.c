@@ -944,6 +944,17 @@ rlrec_stats rlrec_statistics(void) {
     return stats;
 }
 
+int rlrec_thread_statistics(uint32_t index, int32_t *tid, uint64_t *recorded) {
+    pthread_mutex_lock(&g_registry_lock);
+    int found = index < g_buffer_count;
+    if (found) {
+        *tid = g_buffers[index]->tid;
+        *recorded = __atomic_load_n(&g_buffers[index]->recorded, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&g_registry_lock);
+    return found;
+}
+
 rlrec_clock_stats rlrec_clock_statistics(void) {
     rlrec_clock_stats stats = {0};
     stats.tsc = atomic_load_explicit(&g_hot.clock_tsc, memory_order_relaxed);

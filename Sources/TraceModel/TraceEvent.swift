@@ -252,6 +252,10 @@ public struct TraceHealth: Sendable, Equatable {
     /// recorder writes its `end` file last). Each thread's events after its last written packet are missing, and
     /// how many is unknown; a packet cut short by the end is left out.
     public var recordingCutOff = false
+    /// What the trace's own accounting says is missing, one line each (a stream file deleted, emptied or cut
+    /// short; events of the schema the metadata no longer declares). Every such event is also in ``eventsLost``
+    /// (at least one when the count is unknown), so a damaged trace is never complete.
+    public var damage: [String] = []
 
     public init() {}
 
@@ -270,6 +274,29 @@ public struct TraceHealth: Sendable, Equatable {
 
     /// Whether anything was lost.
     public var isComplete: Bool { eventsLost == 0 && packetsLost == 0 }
+
+    /// Loss windows kept apart; past this many, each new window is merged into the last one, which then covers every
+    /// stream (its counts stay exact): a trace that loses events in every packet must not hold a window per packet.
+    public static let maxLossWindows = 1 << 16
+
+    /// Records a loss window, within ``maxLossWindows``.
+    public mutating func noteLossWindow(_ window: LossWindow) {
+        guard lossWindows.count >= Self.maxLossWindows, var last = lossWindows.last else {
+            lossWindows.append(window)
+            return
+        }
+        if last.stream != Self.mergedLossStream {
+            damage.append("more than \(Self.maxLossWindows) loss windows: the later ones are merged into one over every stream")
+            last.stream = Self.mergedLossStream
+        }
+        last.from = min(last.from, window.from)
+        last.to = max(last.to, window.to)
+        last.events = last.events.addingLoss(window.events)
+        lossWindows[lossWindows.count - 1] = last
+    }
+
+    /// The stream name of windows that cover every stream.
+    public static let mergedLossStream = "trace"
 }
 
 extension UInt64 {

@@ -50,6 +50,15 @@ public enum TraceSchema {
     public static let eventHeaderSize = 1 + 8
     /// Mode names and labels longer than this are truncated in traces.
     public static let maxStringBytes = 255
+    /// Event names for a message: the first few, then how many more.
+    public static func someNames(_ names: [String]) -> String {
+        names.count <= 4 ? names.joined(separator: ", ") : names.prefix(3).joined(separator: ", ") + " and \(names.count - 3) more"
+    }
+
+    /// The deepest run nesting a trace may report. Readers refuse a deeper one as corruption: the summaries keep a
+    /// frame for each open run, and a depth read from a damaged file must not size memory (a real program's stack
+    /// ends far sooner: each nested run holds its callers' frames).
+    public static let maxRunDepth: UInt64 = 1000
 
     /// An enumeration's labels and values (stored as `u8`).
     public struct Enumeration: Sendable, Equatable {

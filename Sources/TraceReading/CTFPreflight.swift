@@ -10,8 +10,15 @@ import Foundation
 ///   assertion in the data-file mapper).
 /// Everything else — TSDL syntax, packet headers and contexts, event payloads — babeltrace2 rejects with an
 /// error, which ``CTFTraceReader`` turns into a ``TraceReadError``.
+///
+/// It also compares the folder with the trace's own accounting: LTTng writes a packet index per stream file
+/// (`index/<stream>.idx`) and one stream per CPU (`<channel>_<cpu>`); a stream file that is missing or empty while
+/// its index lists packets, or a CPU missing from a channel's numbering, is damage, counted as lost packets with
+/// their time window (babeltrace2 would read the rest as if it were all).
 enum CTFPreflight {
-    static func check(traceDirectory directory: String) throws(TraceReadError) {
+    /// Checks the folder; returns the damage found (lost packets, their windows and what is missing), to be
+    /// added to the reader's health.
+    static func check(traceDirectory directory: String) throws(TraceReadError) -> TraceHealth {
         try checkMetadata(directory + "/metadata")
         let streams = CTFTraceFolders.streamFiles(in: directory)
         for stream in streams {
@@ -20,6 +27,95 @@ enum CTFPreflight {
                 try checkIndex(index, stream: directory + "/" + stream)
             }
         }
+        var health = damage(in: directory, streams: streams)
+        let renamed = renamedSchemaEvents(metadata: directory + "/metadata")
+        if !renamed.isEmpty {
+            // babeltrace2 skips events of unknown names; how many there were is not known here: at least one.
+            health.damage.append("the metadata declares events under names this schema does not know and lacks the schema's \(TraceSchema.someNames(renamed)) (renamed: damaged metadata); their events are lost, how many is unknown")
+            health.eventsLost = health.eventsLost.addingLoss(1)
+            health.noteLossWindow(.init(stream: directory, from: 0, to: .max, events: 1))
+        }
+        return health
+    }
+
+    /// The schema's events a trace's metadata lacks while it declares `runloop:` events the schema does not know, or
+    /// declares a schema event under another provider's name (`runl#op:run_begin`): a renamed event, whose events
+    /// babeltrace2 would skip unseen. Empty otherwise (an older provider's trace lacks newer events, and declares
+    /// no unknown one).
+    static func renamedSchemaEvents(metadata path: String) -> [String] {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe) else { return [] }
+        // Packetized or not, the declarations are TSDL text: `name = "runloop:timer_fire_begin";`.
+        let marker = Array("name = \"".utf8)
+        var declared: [(provider: Substring, event: Substring)] = []
+        data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
+            var index = 0
+            while index + marker.count < bytes.count {
+                guard bytes[index] == marker[0], bytes[index..<index + marker.count].elementsEqual(marker) else {
+                    index += 1
+                    continue
+                }
+                let start = index + marker.count
+                var end = start
+                while end < bytes.count, end - start < 256, bytes[end] != UInt8(ascii: "\"") { end += 1 }
+                let name = String(decoding: bytes[start..<end], as: UTF8.self)
+                if let colon = name.lastIndex(of: ":") {
+                    declared.append((name[..<colon], name[name.index(after: colon)...]))
+                }
+                index = end
+            }
+        }
+        let schema = TraceSchema.events.map(\.name)
+        let runloop = Set(declared.filter { $0.provider == "runloop" }.map { String($0.event) })
+        let misnamed = declared.contains { $0.provider != "runloop" && schema.contains(String($0.event)) }
+        let unknown = runloop.contains { !schema.contains($0) }
+        guard misnamed || unknown else { return [] }
+        return schema.filter { !runloop.contains($0) }
+    }
+
+    // ===== the trace's own accounting =====
+
+    static func damage(in directory: String, streams: [String]) -> TraceHealth {
+        var health = TraceHealth()
+        let indexFolder = directory + "/index"
+        let indexed = ((try? FileManager.default.contentsOfDirectory(atPath: indexFolder)) ?? [])
+            .filter { $0.hasSuffix(".idx") }.map { String($0.dropLast(4)) }.sorted()
+        for stream in indexed where (CTFTraceFolders.fileSize(directory + "/" + stream) ?? 0) == 0 {
+            guard let packets = indexedPackets(indexFolder + "/" + stream + ".idx"), packets.count > 0 else { continue }
+            let missing = streams.contains(stream) ? "is empty" : "is missing"
+            health.damage.append("\(stream) \(missing) while its packet index lists \(packets.count) packet(s)")
+            health.packetsLost = health.packetsLost.addingLoss(UInt64(packets.count))
+            health.noteLossWindow(.init(stream: directory + "/" + stream, from: packets.from, to: packets.to, events: 0))
+        }
+        // Gaps in a channel's per-CPU numbering (rlctl_0, rlctl_2: rlctl_1 is gone with its index).
+        var cpus: [String: Set<Int>] = [:]
+        for stream in Set(streams + indexed) {
+            guard let underscore = stream.lastIndex(of: "_"), let cpu = Int(stream[stream.index(after: underscore)...]),
+                  cpu >= 0, cpu < 1 << 16 else { continue }
+            cpus[String(stream[..<underscore]), default: []].insert(cpu)
+        }
+        for (channel, seen) in cpus.sorted(by: { $0.key < $1.key }) {
+            let absent = (0..<(seen.max() ?? 0)).filter { !seen.contains($0) }
+            guard !absent.isEmpty else { continue }
+            let names = absent.prefix(8).map { "\(channel)_\($0)" }.joined(separator: ", ") + (absent.count > 8 ? ", …" : "")
+            health.damage.append("\(names) \(absent.count == 1 ? "is" : "are") missing, with \(absent.count == 1 ? "its index" : "their indexes"): stream \(channel)_\(seen.max()!) exists")
+            health.packetsLost = health.packetsLost.addingLoss(UInt64(absent.count))   // at least one packet each
+            health.noteLossWindow(.init(stream: directory, from: 0, to: .max, events: 0))
+        }
+        return health
+    }
+
+    /// How many packets an index lists, and the time they cover; nil for an index that cannot be read.
+    static func indexedPackets(_ path: String) -> (count: Int, from: UInt64, to: UInt64)? {
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe),
+              data.count >= indexHeaderSize, data.readUInt32(at: 0, bigEndian: true) == indexMagic else { return nil }
+        let entrySize = Int(data.readUInt32(at: 12, bigEndian: true))
+        guard entrySize >= indexEntryMinimumSize else { return nil }
+        let count = (data.count - indexHeaderSize) / entrySize
+        guard count > 0 else { return (0, 0, 0) }
+        // timestamp_begin and timestamp_end follow offset, packet_size and content_size.
+        let from = data.readUInt64(at: indexHeaderSize + 24)
+        let to = data.readUInt64(at: indexHeaderSize + (count - 1) * entrySize + 32)
+        return (count, min(from, to), max(from, to))
     }
 
     // ===== metadata =====

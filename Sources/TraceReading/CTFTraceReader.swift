@@ -50,6 +50,7 @@ public final class CTFTraceReader: TraceEventReader {
     private var finished = false
     private var failure: TraceReadError?
     fileprivate var texts = TextCache()
+    private var lossCounters = LossCounters()
 
     /// How long babeltrace2 may go without producing anything before the read is abandoned with an error.
     public let stallTimeout: Duration
@@ -75,7 +76,11 @@ public final class CTFTraceReader: TraceEventReader {
         guard !directories.isEmpty else { throw TraceReadError(path: reportedPath, reason: "no CTF trace folder given") }
         traceDirectories = directories
         for directory in traceDirectories {
-            try CTFPreflight.check(traceDirectory: directory)
+            let damage = try CTFPreflight.check(traceDirectory: directory)
+            health.damage += damage.damage
+            health.eventsLost = health.eventsLost.addingLoss(damage.eventsLost)
+            health.packetsLost = health.packetsLost.addingLoss(damage.packetsLost)
+            for window in damage.lossWindows { health.noteLossWindow(window) }
         }
         handle = try Self.open(traceDirectories, reportedPath: reportedPath, stallTimeout: stallTimeout)
     }
@@ -157,17 +162,19 @@ public final class CTFTraceReader: TraceEventReader {
     // ===== losses =====
 
     private func account(loss record: rl_ctf_record) {
-        // A tracer that lost an unknown number of events lost at least one: never report a complete trace.
-        let count = record.count_known != 0 ? record.values.0 : 1
         let stream = texts.string(record.text, Int(record.text_length))
+        let packets = record.kind == RL_CTF_RECORD_DISCARDED_PACKETS.rawValue
+        // A tracer that lost an unknown number of events lost at least one: never report a complete trace.
+        let count = record.count_known != 0 ? lossCounters.newLoss(stream: stream, packets: packets, delta: record.values.0) : 1
+        guard count > 0 else { return }
         let from = record.has_time != 0 ? record.timestamp : 0
         let to = record.has_time != 0 ? record.end_timestamp : 0
-        if record.kind == RL_CTF_RECORD_DISCARDED_PACKETS.rawValue {
+        if packets {
             health.packetsLost = health.packetsLost.addingLoss(count)
-            health.lossWindows.append(.init(stream: stream, from: from, to: to, events: 0))
+            health.noteLossWindow(.init(stream: stream, from: from, to: to, events: 0))
         } else {
             health.eventsLost = health.eventsLost.addingLoss(count)
-            health.lossWindows.append(.init(stream: stream, from: from, to: to, events: count))
+            health.noteLossWindow(.init(stream: stream, from: from, to: to, events: count))
         }
     }
 
@@ -355,5 +362,31 @@ private struct TextCache {
             nextSlot = (nextSlot + 1) % Self.capacity
         }
         return string
+    }
+}
+
+/// The tracer's cumulative loss counters, per stream, rebuilt from babeltrace2's differences.
+///
+/// LTTng writes each packet's `events_discarded` as the ring buffer's count when the packet is closed, and packets
+/// are not always closed in the order of their timestamps: a packet closed earlier can follow one closed later,
+/// with a smaller count. babeltrace2 reports the difference between consecutive packets as an unsigned number,
+/// which then wraps to nearly 2^64 (seen on a flood of 256 producer threads). The counter itself never goes
+/// down, so the loss so far is the highest count seen: a new loss is only what exceeds it.
+struct LossCounters {
+    private struct Counter {
+        var value: UInt64 = 0
+        var highest: UInt64 = 0
+    }
+
+    private var counters: [String: Counter] = [:]
+
+    /// How much of `delta` (babeltrace2's count for the stream's next discard message) is new loss.
+    mutating func newLoss(stream: String, packets: Bool, delta: UInt64) -> UInt64 {
+        var counter = counters[(packets ? "p " : "e ") + stream, default: Counter()]
+        counter.value &+= delta
+        let new = counter.value > counter.highest ? counter.value - counter.highest : 0
+        counter.highest = max(counter.highest, counter.value)
+        counters[(packets ? "p " : "e ") + stream] = counter
+        return new
     }
 }

@@ -39,6 +39,9 @@ final class DecodingPlan {
     /// Event names by id, for messages.
     private(set) var names: [Int: String] = [:]
     private(set) var problems: [String] = []
+    /// The schema's events the metadata declares under another name, with their ids: a renamed event (damaged
+    /// metadata), whose events are then lost rather than skipped as a newer recorder's. Empty otherwise.
+    private(set) var undeclaredSchemaEvents: [String] = []
 
     init(_ metadata: TraceMetadataEvents, path: String) throws(TraceReadError) {
         entries = .allocate(capacity: 256)
@@ -87,6 +90,15 @@ final class DecodingPlan {
                 problems.append(problem)
             }
             entries[declared.id] = entry
+        }
+        // A renamed event keeps its id (ids are the schema's, fixed per format version): an unknown name declared
+        // with the id of a schema event that is not declared. A newer recorder's events have ids of their own.
+        let declaredNames = Set(metadata.events.map(\.name))
+        undeclaredSchemaEvents = metadata.events.compactMap { declared in
+            guard !TraceSchema.events.contains(where: { $0.name == declared.name }),
+                  let renamed = TraceSchema.events.first(where: { Int($0.id) == declared.id }),
+                  !declaredNames.contains(renamed.name) else { return nil }
+            return renamed.name
         }
     }
 

@@ -20,6 +20,18 @@ public struct EmbeddedTraceReader: TraceEventReader {
     static let maxMetadataSize = 16 << 20
     /// Indices into `streams`, a min-heap on each stream's next timestamp.
     private var heap: [Int] = []
+    /// What the recording's end file says it wrote, checked against each stream as it ends and against the
+    /// whole trace at the end; nil for a trace without one (cut off, or written before it existed).
+    private var accounting: TraceAccounting?
+    /// Streams still being read; the whole-trace count is checked when the last one ends.
+    private var streamsOpen = 0
+    /// Events already counted as lost by the per-stream checks, so the whole-trace check does not count them twice.
+    private var eventsMissingFromStreams: UInt64 = 0
+    /// With metadata that renamed a schema event: the loss window that counts events of unknown kinds, which are
+    /// then lost, not a newer recorder's events to skip.
+    private var unknownEventsAreLost: Int?
+    /// An end file larger than this is taken for damage (a recording of 65536 threads writes about 3 MB).
+    static let maxEndFileSize = 16 << 20
 
     /// Whether `path` looks like an embedded-recorder trace folder (its metadata names the recorder).
     public static func recognizes(path: String) -> Bool {
@@ -36,15 +48,84 @@ public struct EmbeddedTraceReader: TraceEventReader {
         if Self.value(of: "rlctl_end_file", in: head) != nil {
             var isDirectory = false
             health.recordingCutOff = !Self.exists(path + "/" + TraceSchema.endFileName, isDirectory: &isDirectory)
+            if !health.recordingCutOff { accounting = try Self.accounting(path + "/" + TraceSchema.endFileName) }
+        }
+        if !plan.undeclaredSchemaEvents.isEmpty {
+            let names = TraceSchema.someNames(plan.undeclaredSchemaEvents)
+            health.damage.append("the metadata declares events this schema does not know and lacks the schema's \(names) (renamed: damaged metadata); events of unknown kinds are counted as lost")
+            unknownEventsAreLost = health.lossWindows.count
+            health.noteLossWindow(.init(stream: TraceHealth.mergedLossStream, from: 0, to: .max, events: 0))
         }
         let names = try Self.streamFiles(in: path)
+        for (name, written) in (accounting?.streams ?? [:]).sorted(by: { $0.key < $1.key }) where !names.contains(name) {
+            noteMissing(stream: name, events: written.events, what: "is missing (it held \(written.bytes) bytes)", after: 0)
+        }
         for name in names {
-            let cursor = try StreamCursor(path: path + "/" + name, uuid: uuid, plan: plan, mayEndMidPacket: health.recordingCutOff)
+            // A stream file shorter than its recording wrote was cut short afterwards: its last packet may be cut,
+            // and what is missing is a loss (counted when the stream ends), not a reason to read nothing.
+            let cutShort = accounting?.streams[name].map { Self.fileSize(path + "/" + name) < $0.bytes } ?? false
+            let cursor = try StreamCursor(path: path + "/" + name, uuid: uuid, plan: plan,
+                                          mayEndMidPacket: health.recordingCutOff || cutShort)
             streams.append(cursor)
         }
+        streamsOpen = streams.count
         for index in streams.indices {
-            if try streams[index].advance(health: &health) { push(index) }
+            if try streams[index].advance(health: &health) { push(index) } else { streamEnded(index) }
         }
+        if streams.isEmpty { allStreamsEnded() }
+    }
+
+    /// The end file's accounting; a damaged one is an error naming its line.
+    private static func accounting(_ endFile: String) throws(TraceReadError) -> TraceAccounting {
+        let text = try readWhole(endFile, limit: maxEndFileSize)
+        do {
+            return try TraceAccounting(parsing: text)
+        } catch {
+            throw TraceReadError(path: endFile, reason: "line \(error.line): \(error.reason) (the recording's own accounting is damaged)")
+        }
+    }
+
+    // ===== the trace's own accounting =====
+
+    /// A stream that ended: what it held is checked against what the end file says was written to it.
+    private mutating func streamEnded(_ index: Int) {
+        let cursor = streams[index]
+        if let written = accounting?.streams[cursor.fileName] {
+            if let events = written.events, cursor.eventsDecoded < events {
+                noteMissing(stream: cursor.fileName, events: events - cursor.eventsDecoded,
+                            what: "holds \(cursor.eventsDecoded) of its \(events) events (\(cursor.fileSize) of \(written.bytes) bytes)",
+                            after: cursor.lastEventTimestamp)
+            } else if written.events == nil, cursor.fileSize < written.bytes {
+                noteMissing(stream: cursor.fileName, events: nil, what: "holds \(cursor.fileSize) of its \(written.bytes) bytes",
+                            after: cursor.lastEventTimestamp)
+            }
+        }
+        streamsOpen -= 1
+        if streamsOpen == 0 { allStreamsEnded() }
+    }
+
+    /// Every stream ended: the events read are checked against the recording's total, for what no stream line
+    /// accounts for (an end file of an older recorder, a stream the end file does not list).
+    private mutating func allStreamsEnded() {
+        guard let recorded = accounting?.eventsRecorded else { return }
+        let decoded = streams.reduce(UInt64(0)) { $0 &+ $1.eventsDecoded }
+        let explained = decoded.addingLoss(eventsMissingFromStreams)
+        guard explained < recorded else { return }
+        let missing = recorded - explained
+        health.damage.append("the trace holds \(decoded) of the \(recorded) events its recording wrote")
+        health.eventsLost = health.eventsLost.addingLoss(missing)
+        health.noteLossWindow(.init(stream: TraceHealth.mergedLossStream, from: 0, to: .max, events: missing))
+    }
+
+    /// A stream's events that the end file says were written and the file does not hold: lost after `after` (its
+    /// last event read), on that thread only. An unknown count is at least one.
+    private mutating func noteMissing(stream: String, events: UInt64?, what: String, after: UInt64) {
+        health.damage.append("\(stream) \(what)")
+        let count = events ?? 1
+        if let events { eventsMissingFromStreams = eventsMissingFromStreams.addingLoss(events) }
+        health.eventsLost = health.eventsLost.addingLoss(count)
+        let thread = stream.dropFirst("stream-".count).prefix { $0 != "-" }
+        health.noteLossWindow(.init(stream: Int32(thread).map { "tid \($0)" } ?? stream, from: after, to: .max, events: count))
     }
 
     /// The trace's uuid and how to decode its events, from its metadata (checked: an rlctl recorder trace of a
@@ -81,12 +162,17 @@ public struct EmbeddedTraceReader: TraceEventReader {
         while let top = heap.first {
             let event = try streams[top].decodeCurrent()
             popTop()
-            if try streams[top].advance(health: &health) { push(top) }
+            if try streams[top].advance(health: &health) { push(top) } else { streamEnded(top) }
             if let event {
                 health.eventsRead += 1
                 return event
             }
-            health.eventsSkipped += 1
+            if let window = unknownEventsAreLost {
+                health.eventsLost = health.eventsLost.addingLoss(1)
+                health.lossWindows[window].events += 1
+            } else {
+                health.eventsSkipped += 1
+            }
         }
         return nil
     }
@@ -157,6 +243,11 @@ public struct EmbeddedTraceReader: TraceEventReader {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    static func fileSize(_ path: String) -> UInt64 {
+        var info = stat()
+        return stat(path, &info) == 0 ? UInt64(info.st_size) : 0
+    }
+
     static func exists(_ path: String, isDirectory: inout Bool) -> Bool {
         var info = stat()
         guard stat(path, &info) == 0 else { return false }
@@ -202,18 +293,5 @@ public struct EmbeddedTraceReader: TraceEventReader {
             index = next
         }
         return bytes
-    }
-}
-
-extension StringProtocol {
-    var trimmingSpaces: String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
-    }
-
-    var trimmingQuotes: String {
-        var text = String(self)
-        if text.hasPrefix("\"") { text.removeFirst() }
-        if text.hasSuffix("\"") { text.removeLast() }
-        return text
     }
 }

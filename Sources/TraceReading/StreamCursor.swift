@@ -21,6 +21,17 @@ final class StreamCursor {
     private(set) var currentTimestamp: UInt64 = 0
     /// The process every event of the stream is from, when the reader knows it (a live recording's registration).
     var processID: Int32 = 0
+    /// Events walked over, known or not: what the stream holds, for the trace's own accounting.
+    private(set) var eventsDecoded: UInt64 = 0
+    /// The timestamp of the last event read (0 before the first).
+    var lastEventTimestamp: UInt64 { lastTimestamp }
+    /// The file's name in its folder (`stream-6143`).
+    var fileName: String { String(path.split(separator: "/").last ?? Substring(path)) }
+    /// The file's size now.
+    var fileSize: UInt64 {
+        var info = stat()
+        return fstat(fd, &info) == 0 ? UInt64(info.st_size) : 0
+    }
 
     /// Packets larger than this are treated as corruption rather than allocated.
     static let maxPacketSize = 64 << 20
@@ -155,18 +166,18 @@ final class StreamCursor {
         }
         if discarded > lastDiscarded {
             health.eventsLost = health.eventsLost.addingLoss(discarded - lastDiscarded)
-            health.lossWindows.append(.init(stream: "tid \(threadID)", from: lastTimestamp, to: max(begin, lastTimestamp), events: discarded - lastDiscarded))
+            health.noteLossWindow(.init(stream: "tid \(threadID)", from: lastTimestamp, to: max(begin, lastTimestamp), events: discarded - lastDiscarded))
             lastDiscarded = discarded
         }
         if let lastSequence {
             guard sequence > lastSequence else { throw fail("packet sequence number \(sequence) does not follow \(lastSequence)", at: 52) }
             if sequence > lastSequence + 1 {
                 health.packetsLost = health.packetsLost.addingLoss(sequence - lastSequence - 1)
-                health.lossWindows.append(.init(stream: "tid \(threadID)", from: lastTimestamp, to: begin, events: 0))
+                health.noteLossWindow(.init(stream: "tid \(threadID)", from: lastTimestamp, to: begin, events: 0))
             }
         } else if sequence > 0 {
             health.packetsLost = health.packetsLost.addingLoss(sequence)
-            health.lossWindows.append(.init(stream: "tid \(threadID)", from: 0, to: begin, events: 0))
+            health.noteLossWindow(.init(stream: "tid \(threadID)", from: 0, to: begin, events: 0))
         }
         lastSequence = sequence
         guard begin >= lastTimestamp || lastTimestamp == 0 else {
@@ -197,6 +208,7 @@ final class StreamCursor {
             throw fail("event timestamp \(currentTimestamp) after the packet's end \(packetEnd)", at: start + 1)
         }
         position = offset
+        eventsDecoded += 1
         return payload.map { TraceEvent(timestamp: currentTimestamp, threadID: threadID, processID: processID, payload: $0) }
     }
 }

@@ -37,7 +37,9 @@ enum TraceEventDecoding {
             let loopID = v.integer(0)
             let mode = v.string(1)
             let depth = v.integer(3)
-            guard let narrow = UInt32(exactly: depth) else { throw FieldValueProblem(field: 3, value: depth, expected: "a 32-bit value") }
+            guard depth <= TraceSchema.maxRunDepth, let narrow = UInt32(exactly: depth) else {
+                throw FieldValueProblem(field: 3, value: depth, expected: "a run depth (at most \(TraceSchema.maxRunDepth))")
+            }
             return .activity(LoopActivity.ordered[Int(id.rawValue)], .init(loopID: loopID, mode: mode, iteration: v.integer(2), depth: narrow))
         case .runBegin:
             // loop_id, mode, timeout_ns, return_after_source_handled

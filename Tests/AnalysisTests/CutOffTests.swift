@@ -30,7 +30,8 @@ import Tracing
         #expect(loop.busyNanoseconds == 7_000_000)
         #expect(abs(loop.utilization - 7.0 / 23) < 1e-9)
         #expect(loop.iterations == 2)
-        #expect(loop.busyPerIteration.count == 1, "the cut iteration is not measured as a whole one")
+        #expect(loop.busyPerIteration.count == 2, "the cut iteration counts with its busy time so far")
+        #expect(abs(Double(loop.busyPerIteration.max) - 5e6) < 5e4, "10-12 and 20-23 ms: busy up to the loop's last event (within the histogram's precision)")
         #expect(s.health.runsCutOff == 1)
         #expect(s.health.runsIncomplete)
         #expect(s.health.cutOffAtNanoseconds == 23_000_000)
@@ -43,6 +44,34 @@ import Tracing
         #expect(text.contains("wall 23.0ms (up to the cut-off), busy 7.00ms, asleep 16.0ms, utilization 30.4%"), "\(text)")
         #expect(text.contains("INCOMPLETE") && text.contains("cut off at +23.0ms: 1 run(s) did not end"), "\(text)")
         #expect(!text.contains("every run complete"))
+    }
+
+    /// A stall snapshot taken while its stall was still under way: the iteration and its callout never end in the
+    /// trace, yet they are the stall the snapshot is about. The iteration counts, busy at least until the trace's
+    /// last event (the callout held the thread all that time), its running callout is the cause, and it is marked
+    /// cut off.
+    @Test func aStallStillUnderWayAtTheTracesEndCountsAsACutOffStall() throws {
+        var t = TraceBuilder()
+        t.runBegin(0)
+        t.activity(0, .entry)
+        iteration(&t, at: 0)
+        t.activity(10, .beforeTimers)
+        t.add(10, .timerFireBegin(loopID: 1, timerID: 7, scheduled: 10_000_000, tolerance: 0, interval: 16_000_000, missed: 0))
+        // The loop's watchdog reports the stall from another thread while the callout still runs; the snapshot ends.
+        t.events.append(TraceEvent(timestamp: 50_000_000, threadID: 2, payload: .loopStall(.init(
+            loopID: 1, mode: t.mode, iteration: 1, start: 10_000_000, busy: 40_000_000, threshold: 30_000_000,
+            culpritKind: .timer, culpritID: 7, culpritDuration: 40_000_000, culpritLabel: "jank-1"))))
+        t.add(50, .itemLabel(itemID: 7, kind: .timer, label: "jank-1"))
+        let s = try t.summarize(options: { var o = TraceSummarizer.Options(); o.stallThreshold = 30_000_000; return o }())
+        let loop = try #require(s.loops.first)
+        #expect(loop.stalls == 1)
+        let stall = try #require(loop.worstStalls.first)
+        #expect(stall.busyNanoseconds == 40_000_000)
+        #expect(stall.cutOff == true)
+        #expect(stall.cause == "timer jank-1" + " (cut off: at least this long)")
+        #expect(loop.busyPerIteration.count == 2 && abs(Double(loop.busyPerIteration.max) - 40e6) < 4e5)
+        let text = SummaryReport.text(s)
+        #expect(text.contains("stalls (> threshold): 1 iterations busier than 30.0ms; worst: 40.0ms in timer jank-1 (cut off: at least this long)"), "\(text)")
     }
 
     @Test func aFlightRecorderRingThatLostTheRunsBeginStillCountsItsIterations() throws {

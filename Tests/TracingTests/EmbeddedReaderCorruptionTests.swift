@@ -66,21 +66,31 @@ import Tracing
         }
     }
 
-    @Test func aTruncatedStreamNamesTheFileAndOffset() throws {
+    /// A recording that completed says in its end file how many bytes and events each stream holds: a stream
+    /// file cut short afterwards reads up to its last whole packet, and the rest is a loss named in the health,
+    /// not an unreadable trace.
+    @Test func aStreamCutShortAfterTheRecordingIsALossNamingIt() throws {
         let folder = copy(Self.sample.folder, to: "truncated")
         let stream = streamFile(of: folder)
-        let full = size(stream)
-        #expect(truncate(stream, off_t(full - 5)) == 0)
-        // The error may come while priming the streams (init) or later (next): either names the place.
-        var failure: TraceReadError?
-        do {
-            var reader = try EmbeddedTraceReader(path: folder)
-            let (events, error) = readAll(&reader)
-            #expect(events.count < Self.sample.events)
-            failure = error
-        } catch {
-            failure = error
-        }
+        #expect(truncate(stream, off_t(size(stream) - 5)) == 0)
+        var reader = try EmbeddedTraceReader(path: folder)
+        let (events, error) = readAll(&reader)
+        #expect(error == nil, "\(String(describing: error))")
+        #expect(events.count < Self.sample.events)
+        #expect(reader.health.eventsLost == UInt64(Self.sample.events - events.count), "every missing event is counted")
+        let name = (stream as NSString).lastPathComponent
+        #expect(reader.health.damage.contains { $0.hasPrefix(name + " holds") }, "\(reader.health.damage)")
+        #expect(!reader.health.isComplete)
+    }
+
+    /// Without the end file's accounting (a trace of an older recorder), a stream cut inside a packet is still a
+    /// clear error naming the file and offset.
+    @Test func withoutAccountingATruncatedStreamNamesTheFileAndOffset() throws {
+        let folder = copy(Self.sample.folder, to: "truncated-unaccounted")
+        try "events_recorded = \(Self.sample.events);\n".write(toFile: folder + "/.end", atomically: true, encoding: .utf8)
+        let stream = streamFile(of: folder)
+        #expect(truncate(stream, off_t(size(stream) - 5)) == 0)
+        let failure = embeddedReadFailure(folder)
         let message = try #require(failure).description
         #expect(message.contains(stream) && message.contains("at byte") && message.contains("truncated"))
     }
@@ -111,7 +121,7 @@ import Tracing
         return reader.health
     }
 
-    @Test func truncationAtEveryPointNeverCrashes() throws {
+    @Test func truncationAtEveryPointNeverCrashesNorReadsComplete() throws {
         let folder = copy(Self.sample.folder, to: "truncate-all")
         let stream = streamFile(of: folder)
         let original = try Data(contentsOf: URL(fileURLWithPath: stream))
@@ -121,9 +131,11 @@ import Tracing
             guard var reader = try? EmbeddedTraceReader(path: folder) else { errors += 1; continue }
             let (events, error) = readAll(&reader)
             #expect(events.count <= Self.sample.events)
-            if error != nil { errors += 1 }
+            if error != nil { errors += 1; continue }
+            // Never a silent wrong answer: fewer events read is a loss the health reports.
+            #expect(events.count == Self.sample.events || !reader.health.isComplete, "cut at \(cut): \(events.count) events, complete")
         }
-        #expect(errors > 0)
+        #expect(errors == 0, "the end file's accounting makes every cut a loss, not an error")
     }
 
     @Test func randomByteMutationsNeverCrash() throws {

@@ -18,6 +18,17 @@ func readAll(_ reader: inout some TraceEventReader) -> (events: [TraceEvent], er
     }
 }
 
+/// The error reading the embedded trace at `folder` ends with, whether opening it or reading it: nil when it
+/// reads to the end.
+func embeddedReadFailure(_ folder: String) -> TraceReadError? {
+    do {
+        var reader = try EmbeddedTraceReader(path: folder)
+        return readAll(&reader).error
+    } catch {
+        return error
+    }
+}
+
 /// Records what `body` does (on new threads it starts itself), returning the trace folder and summary.
 func record(_ name: String, options: EmbeddedRecorder.Options = .init(), _ body: () -> Void) throws -> (String, EmbeddedRecorder.Summary) {
     recordingLock.lock()

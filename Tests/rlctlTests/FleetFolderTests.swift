@@ -83,8 +83,8 @@ struct FleetFolderTests {
         // A third trace cut to nothing (a relay that died before it wrote the metadata) is its own unreadable
         // entry, named by its folder; the others are still summarized, and the exit status says something failed.
         try FileManager.default.createDirectory(atPath: "\(folder)/cut", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: "\(folder)/cut/metadata", contents: Data())
-        FileManager.default.createFile(atPath: "\(folder)/cut/channel0_0", contents: Data())
+        #expect(FileManager.default.createFile(atPath: "\(folder)/cut/metadata", contents: Data()))
+        #expect(FileManager.default.createFile(atPath: "\(folder)/cut/channel0_0", contents: Data()))
         let partial = try CLI.run(["summarize", folder])
         #expect(partial.status == 2)
         #expect(partial.stdout.contains("== host cut ==\nUNREADABLE: "), "\(partial.stdout.prefix(600))")

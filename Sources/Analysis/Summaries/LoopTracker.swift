@@ -216,20 +216,23 @@ struct LoopTracker {
         closeRuns(downTo: depth - 1, at: ts, result: Self.exitedResult)
     }
 
+    /// Said of a stall whose iteration the trace's end cut: its busy time is what the trace holds, at least that.
+    static let cutOffMark = " (cut off: at least this long)"
+
     /// How an activities-only loop's runs end: an observer sees the exit, not the result.
     static let exitedResult = "exited"
 
-    private mutating func closeIterations(deeperThanOrAt depth: Int, at ts: UInt64) {
+    private mutating func closeIterations(deeperThanOrAt depth: Int, at ts: UInt64, cutOff: Bool = false) {
         while openIterations.count >= depth, let iteration = openIterations.popLast() {
             let elapsed = ts >= iteration.start ? ts - iteration.start : 0
             let busy = elapsed >= iteration.slept ? elapsed - iteration.slept : 0
             if options.figures == .all { busyPerIteration.record(busy) }
             if busy > options.stallThreshold {
                 stalls += 1
-                let cause = iteration.longest.map { name($0.kind, id: $0.id) }
-                    ?? (activitiesOnly ? Self.causeNotAvailable : "loop overhead")
+                let cause = (iteration.longest.map { name($0.kind, id: $0.id) }
+                    ?? (activitiesOnly ? Self.causeNotAvailable : "loop overhead")) + (cutOff ? Self.cutOffMark : "")
                 keepWorst(TraceSummary.Stall(loopID: loopID, iteration: iteration.number, atNanoseconds: iteration.start,
-                                             busyNanoseconds: busy, cause: cause))
+                                             busyNanoseconds: busy, cause: cause, cutOff: cutOff ? true : nil))
                 timeline?.stall(.loop(loopID), at: iteration.start, busy: busy, cause: cause)
             }
         }
@@ -244,12 +247,22 @@ struct LoopTracker {
         }
     }
 
-    /// At the end of the trace: runs still open did not end in it. Their time up to the loop's last event counts;
-    /// their unfinished iterations do not count as iterations' busy time (they were cut, not measured).
-    mutating func finishTrace() {
+    /// At the end of the trace: runs still open did not end in it. Their time up to the loop's last event counts.
+    /// An iteration still open counts with what is known of it, marked cut off: its busy time so far and its
+    /// longest callout, one still running included. A callout still running at the trace's end (a snapshot taken
+    /// during the stall it reports) held the thread at least until `traceEnd`, the trace's last event.
+    mutating func finishTrace(traceEnd: UInt64) {
         guard !runStack.isEmpty else { return }
         cutOffAt = lastTimestamp
-        openIterations.removeAll()
+        var end = lastTimestamp
+        if let running = calloutStack.last, let last = openIterations.indices.last {
+            end = max(lastTimestamp, traceEnd)
+            let soFar = end >= running.start ? end - running.start : 0
+            if soFar > (openIterations[last].longest?.duration ?? 0) {
+                openIterations[last].longest = (soFar, running.kind, running.id)
+            }
+        }
+        closeIterations(deeperThanOrAt: 1, at: end, cutOff: true)
         closeRuns(downTo: 0, at: lastTimestamp, result: "did_not_end")
     }
 

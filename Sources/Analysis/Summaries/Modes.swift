@@ -13,9 +13,11 @@ final class ModeTable {
         let id: Int
         if let known = ids[mode] {
             id = known
-        } else {
+        } else if ids.count < TraceSummarizer.Limits.modes {
             id = ids.count
             ids[mode] = id
+        } else {
+            return Self.unknown   // past the limit a mode is not told apart: attribution treats it as unknown
         }
         lastName = mode
         lastID = id
@@ -43,6 +45,10 @@ struct ModeSet {
 final class LabelTable {
     private(set) var labels: [UInt64: String] = [:]
 
-    func set(_ label: String, for id: UInt64) { labels[id] = label }
+    /// Past ``TraceSummarizer/Limits/labels`` a new item keeps its generic name (`timer-7`); a relabeled one changes.
+    func set(_ label: String, for id: UInt64) {
+        guard labels.count < TraceSummarizer.Limits.labels || labels[id] != nil else { return }
+        labels[id] = label
+    }
     subscript(id: UInt64) -> String? { labels[id] }
 }

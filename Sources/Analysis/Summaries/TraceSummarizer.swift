@@ -47,6 +47,23 @@ public struct TraceSummarizer {
         public init() {}
     }
 
+    /// How many of each thing a summary keeps apart. Each holds distributions and tables of its own, and their ids
+    /// come from the trace: without a limit a trace of distinct ids (a damaged one) would size memory by its values.
+    /// Events of things past a limit are left out of the figures and counted as lost (``finish(health:)``), so a
+    /// summary still never reads as complete. Real traces stay far below: a loop per thread, timers per loop.
+    public enum Limits {
+        public static let loops = 4096
+        public static let timers = 65_536
+        public static let nioLoops = 4096
+        public static let waitThreads = 4096
+        public static let waitLoops = 4096
+        public static let modes = 4096
+        public static let labels = 65_536
+    }
+
+    /// Events left out because what they belong to is past ``Limits``.
+    private var leftOut: UInt64 = 0
+
     public let options: Options
     /// Loops in order of their first event; `loopIDs[i]` is `loops[i]`'s id. Most traces have a few loops, and
     /// a linear search of a few ids beats hashing one per event; past that the index takes over.
@@ -102,11 +119,15 @@ public struct TraceSummarizer {
     }
 
     @inline(__always)
-    private mutating func loop(_ loopID: UInt64, _ event: TraceEvent) -> Int {
+    private mutating func loop(_ loopID: UInt64, _ event: TraceEvent) -> Int? {
         if loopIDs.count <= Self.linearSearchLimit {
             if let index = loopIDs.firstIndex(of: loopID) { return index }
         } else if let index = loopIndexes[loopID] {
             return index
+        }
+        guard loops.count < Limits.loops else {
+            leftOut += 1
+            return nil
         }
         var tracker = LoopTracker(loopID: loopID, threadID: event.threadID, options: options, modes: modes, labels: labels)
         tracker.timeline = timeline
@@ -118,7 +139,11 @@ public struct TraceSummarizer {
 
     /// The NIO loop `loopID`, created on its first event (its loop_adapted normally, or a tick when that was lost).
     @inline(__always)
-    private mutating func nioLoop(_ loopID: UInt64, _ event: TraceEvent) -> Int {
+    private mutating func nioLoop(_ loopID: UInt64, _ event: TraceEvent) -> Int? {
+        if lastNIO?.id != loopID, nioIndexes[loopID] == nil, nioLoops.count >= Limits.nioLoops {
+            leftOut += 1
+            return nil
+        }
         let (options, labels, timeline) = (options, labels, timeline)
         return Self.index(of: loopID, in: &nioLoops, indexes: &nioIndexes, last: &lastNIO) {
             var tracker = NIOLoopTracker(loopID: loopID, threadID: event.threadID, options: options, labels: labels)
@@ -127,8 +152,12 @@ public struct TraceSummarizer {
         }
     }
 
-    private mutating func timer(_ timerID: UInt64, loopID: UInt64) -> Int {
-        Self.index(of: timerID, in: &timers, indexes: &timerIndexes, last: &lastTimer) {
+    private mutating func timer(_ timerID: UInt64, loopID: UInt64) -> Int? {
+        if lastTimer?.id != timerID, timerIndexes[timerID] == nil, timers.count >= Limits.timers {
+            leftOut += 1
+            return nil
+        }
+        return Self.index(of: timerID, in: &timers, indexes: &timerIndexes, last: &lastTimer) {
             TimerStatistics(timerID: timerID, loopID: loopID)
         }
     }
@@ -158,16 +187,15 @@ public struct TraceSummarizer {
         if ts > lastTimestamp { lastTimestamp = ts }
         switch event.payload {
         case .activity(let activity, let place):
-            loops[loop(place.loopID, event)].activity(activity, place, at: ts)
+            if let l = loop(place.loopID, event) { loops[l].activity(activity, place, at: ts) }
         case .runBegin(let loopID, let mode, _, _):
-            loops[loop(loopID, event)].runBegin(mode: modes.id(mode), at: ts)
+            if let l = loop(loopID, event) { loops[l].runBegin(mode: modes.id(mode), at: ts) }
         case .runEnd(let loopID, _, let result):
-            loops[loop(loopID, event)].runEnd(result, at: ts)
+            if let l = loop(loopID, event) { loops[l].runEnd(result, at: ts) }
         case .wakeUp(let loopID, let reason, let slept):
-            loops[loop(loopID, event)].wakeUp(reason, slept: slept, at: ts)
+            if let l = loop(loopID, event) { loops[l].wakeUp(reason, slept: slept, at: ts) }
         case .timerFireBegin(let loopID, let timerID, let scheduled, let tolerance, let interval, let missed):
-            let l = loop(loopID, event)
-            let t = timer(timerID, loopID: loopID)
+            guard let l = loop(loopID, event), let t = timer(timerID, loopID: loopID) else { break }
             let firing = TimerFiring(scheduled: scheduled, tolerance: tolerance, firedAt: ts)
             timers[t].firing(inMode: loops[l].currentMode)
             if options.figures != .totals {
@@ -180,37 +208,37 @@ public struct TraceSummarizer {
                              interval: interval, missed: missed)
             loops[l].timerFired(timerID, scheduled: scheduled, at: ts)
         case .sourcePerformBegin(let loopID, let sourceID, let kind, _, let signaled):
-            loops[loop(loopID, event)].sourcePerformed(sourceID, kind: kind, signaled: signaled, at: ts)
+            if let l = loop(loopID, event) { loops[l].sourcePerformed(sourceID, kind: kind, signaled: signaled, at: ts) }
         case .blockBegin(let loopID, let blockID, let enqueued):
-            loops[loop(loopID, event)].blockRan(blockID, enqueued: enqueued, at: ts)
+            if let l = loop(loopID, event) { loops[l].blockRan(blockID, enqueued: enqueued, at: ts) }
         case .observerBegin(let loopID, let observerID, _):
-            loops[loop(loopID, event)].beginCallout(.observer, id: observerID, at: ts)
+            if let l = loop(loopID, event) { loops[l].beginCallout(.observer, id: observerID, at: ts) }
         case .mainQueueBegin(let loopID):
-            loops[loop(loopID, event)].beginCallout(.mainQueue, id: CalloutKind.mainQueueCalloutID, at: ts)
+            if let l = loop(loopID, event) { loops[l].beginCallout(.mainQueue, id: CalloutKind.mainQueueCalloutID, at: ts) }
         case .mainQueueEnd(let loopID):
-            loops[loop(loopID, event)].endCallout(id: CalloutKind.mainQueueCalloutID, at: ts)
+            if let l = loop(loopID, event) { loops[l].endCallout(id: CalloutKind.mainQueueCalloutID, at: ts) }
         case .loopCreate(let loopID, let tid, let name):
-            loopNames[loopID] = (tid, name)
+            if loopNames.count < Limits.loops || loopNames[loopID] != nil { loopNames[loopID] = (tid, name) }
         case .itemLabel(let itemID, _, let label):
             labels.set(label, for: itemID)
         case .jobBegin(let loopID, let jobID, let enqueued, _):
-            loops[loop(loopID, event)].jobRan(jobID, enqueued: enqueued, at: ts)
+            if let l = loop(loopID, event) { loops[l].jobRan(jobID, enqueued: enqueued, at: ts) }
         case .timerFireEnd(let loopID, let id), .sourcePerformEnd(let loopID, let id), .blockEnd(let loopID, let id),
              .observerEnd(let loopID, let id), .jobEnd(let loopID, let id):
-            loops[loop(loopID, event)].endCallout(id: id, at: ts)
+            if let l = loop(loopID, event) { loops[l].endCallout(id: id, at: ts) }
         case .sourceSignal:
             break
         case .loopAdapted(let loopID, let adapter, let groupID):
             switch adapter {
-            case .nio: nioLoops[nioLoop(loopID, event)].adapted(groupID: groupID, at: ts)
-            case .foundation: loops[loop(loopID, event)].adaptedFromActivities(at: ts)
+            case .nio: if let n = nioLoop(loopID, event) { nioLoops[n].adapted(groupID: groupID, at: ts) }
+            case .foundation: if let l = loop(loopID, event) { loops[l].adaptedFromActivities(at: ts) }
             }
         case .nioTick(let loopID, let start, let end, let sleep, let tasks):
-            nioLoops[nioLoop(loopID, event)].tick(start: start, end: end, sleep: sleep, tasks: tasks)
+            if let n = nioLoop(loopID, event) { nioLoops[n].tick(start: start, end: end, sleep: sleep, tasks: tasks) }
         case .nioIO(let loopID, let channelID, let io, let start, let end):
-            nioLoops[nioLoop(loopID, event)].io(channelID: channelID, event: io, start: start, end: end)
+            if let n = nioLoop(loopID, event) { nioLoops[n].io(channelID: channelID, event: io, start: start, end: end) }
         case .probeFire(let loopID, _, let lateness, let cost):
-            nioLoops[nioLoop(loopID, event)].probe(lateness: lateness, cost: cost, at: ts)
+            if let n = nioLoop(loopID, event) { nioLoops[n].probe(lateness: lateness, cost: cost, at: ts) }
         case .waitBegin(let call, let target, _, let timeout):
             waits.begin(event.threadID, call: call, target: target, timeout: timeout, at: ts)
         case .waitEnd(let ready, let error):
@@ -227,7 +255,8 @@ public struct TraceSummarizer {
     }
 
     /// The summary of everything consumed, with the reader's completeness.
-    public func finish(health: TraceHealth) -> TraceSummary {
+    public func finish(health readerHealth: TraceHealth) -> TraceSummary {
+        let health = withLeftOut(readerHealth)
         var timerTotals = [TimerTotals](repeating: TimerTotals(), count: loops.count)
         for timer in timers {
             if let index = loopIndexes[timer.loopID] { timerTotals[index].merge(timer.totals) }
@@ -236,7 +265,7 @@ public struct TraceSummarizer {
         var overall = LoopTracker(loopID: 0, threadID: 0, options: options, modes: modes, labels: labels)
         var overallTimers = TimerTotals()
         for (index, var tracker) in loops.enumerated() {
-            tracker.finishTrace()
+            tracker.finishTrace(traceEnd: lastTimestamp)
             var summary = tracker.summary(timers: timerTotals[index])
             if let (tid, name) = loopNames[tracker.loopID] {
                 summary.threadID = tid
@@ -299,7 +328,7 @@ public struct TraceSummarizer {
             for index in foundationIndexes {
                 var tracker = loops[index]
                 tracker.timeline = nil   // its runs went to the timeline when its own summary finished them
-                tracker.finishTrace()
+                tracker.finishTrace(traceEnd: lastTimestamp)
                 totals.absorb(tracker)
             }
             var summary = totals.summary(timers: TimerTotals())
@@ -336,6 +365,17 @@ public struct TraceSummarizer {
             }
         }, timerLabel: { id in labels[id] ?? "timer-\(id)" })
         return summary
+    }
+
+    /// The reader's health, with the events left out past ``Limits`` counted as lost over the whole trace.
+    private func withLeftOut(_ health: TraceHealth) -> TraceHealth {
+        let count = leftOut.addingLoss(waits.leftOut)
+        guard count > 0 else { return health }
+        var health = health
+        health.eventsLost = health.eventsLost.addingLoss(count)
+        health.damage.append("\(count) events left out: they belong to loops, timers or wait threads past the \(Limits.loops) loops, \(Limits.timers) timers and \(Limits.waitThreads) wait threads one summary keeps apart")
+        health.noteLossWindow(.init(stream: TraceHealth.mergedLossStream, from: 0, to: .max, events: count))
+        return health
     }
 
     /// Losses in windows that may hide events of this thread in [from, to]: windows of its own stream (embedded

@@ -80,7 +80,7 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         private enum CodingKeys: String, CodingKey {
             case eventsRead, eventsLost, packetsLost, lossWindows
             case runsCutOff, runsEndLost, runsBegunBeforeTrace, cutOffAtNanoseconds, firstEventNanoseconds
-            case eventsSkipped, recordingCutOff
+            case eventsSkipped, recordingCutOff, damage
         }
 
         private struct EncodedLossWindow: Codable {
@@ -104,6 +104,7 @@ public struct TraceSummary: Codable, Sendable, Equatable {
             firstEventNanoseconds = try c.decodeIfPresent(UInt64.self, forKey: .firstEventNanoseconds)
             trace.eventsSkipped = try c.decodeIfPresent(UInt64.self, forKey: .eventsSkipped) ?? 0
             trace.recordingCutOff = try c.decodeIfPresent(Bool.self, forKey: .recordingCutOff) ?? false
+            trace.damage = try c.decodeIfPresent([String].self, forKey: .damage) ?? []
         }
 
         public func encode(to encoder: Encoder) throws {
@@ -122,6 +123,7 @@ public struct TraceSummary: Codable, Sendable, Equatable {
             // Written only when there were some, so that summaries of traces this rlctl reads whole stay as they were.
             if trace.eventsSkipped > 0 { try c.encode(trace.eventsSkipped, forKey: .eventsSkipped) }
             if trace.recordingCutOff { try c.encode(true, forKey: .recordingCutOff) }
+            if !trace.damage.isEmpty { try c.encode(trace.damage, forKey: .damage) }
         }
     }
 
@@ -216,6 +218,9 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         public var busyNanoseconds: UInt64
         /// The longest callout of the iteration (or "loop overhead" when none).
         public var cause: String
+        /// The trace ended inside this iteration (a snapshot during the stall, a killed program): its busy time is
+        /// what the trace holds, a lower bound. Nil when it ended in the trace.
+        public var cutOff: Bool? = nil
     }
 
     public struct TimerSummary: Codable, Sendable, Equatable {

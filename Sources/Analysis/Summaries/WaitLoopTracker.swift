@@ -205,9 +205,17 @@ struct WaitTracking {
         }
     }
 
+    /// Waits of threads past ``TraceSummarizer/Limits/waitThreads`` and of wait loops past
+    /// ``TraceSummarizer/Limits/waitLoops``: left out of the figures (and counted as lost by the summary).
+    private(set) var leftOut: UInt64 = 0
+
     @inline(__always)
-    private mutating func thread(_ threadID: Int32) -> Int {
-        TraceSummarizer.index(of: threadID, in: &threads, indexes: &threadIndexes, last: &lastThread) { ThreadState() }
+    private mutating func thread(_ threadID: Int32) -> Int? {
+        if lastThread?.id != threadID, threadIndexes[threadID] == nil, threads.count >= TraceSummarizer.Limits.waitThreads {
+            leftOut += 1
+            return nil
+        }
+        return TraceSummarizer.index(of: threadID, in: &threads, indexes: &threadIndexes, last: &lastThread) { ThreadState() }
     }
 
     /// Breaks the thread's chain if a loss window lies between its previous event and this one at `ts`: a window
@@ -238,13 +246,13 @@ struct WaitTracking {
     }
 
     mutating func threadNamed(_ threadID: Int32, pid: Int32, ppid: Int32, thread name: String, process: String, at ts: UInt64) {
-        let index = thread(threadID)
+        guard let index = thread(threadID) else { return }
         applyLosses(index, threadID: threadID, at: ts)
         threads[index].identity = ThreadIdentity(pid: pid, ppid: ppid, thread: name, process: process)
     }
 
     mutating func begin(_ threadID: Int32, call: WaitCall, target: Int32, timeout: Int64, at ts: UInt64) {
-        let index = thread(threadID)
+        guard let index = thread(threadID) else { return }
         applyLosses(index, threadID: threadID, at: ts)
         begin(index, threadID, call: call, target: target, timeout: timeout, at: ts)
     }
@@ -253,7 +261,7 @@ struct WaitTracking {
     /// (a loss before it may have taken the thread's previous batch, whatever its waits' times), then each wait
     /// is a begin and an end.
     mutating func batch(_ batch: TraceEvent.WaitBatch, at ts: UInt64) {
-        let index = thread(batch.threadID)
+        guard let index = thread(batch.threadID) else { return }
         applyLosses(index, threadID: batch.threadID, at: ts)
         for wait in batch.waits {
             begin(index, batch.threadID, call: wait.call, target: wait.target, timeout: wait.timeout, at: wait.begin)
@@ -273,6 +281,10 @@ struct WaitTracking {
             break
         }
         if loop == nil {
+            guard loops.count < TraceSummarizer.Limits.waitLoops else {
+                leftOut += 1
+                return
+            }
             var tracker = WaitLoopTracker(threadID: threadID, epoll: epoll, target: loopTarget, options: options)
             tracker.timeline = timeline
             loops.append(tracker)
@@ -284,7 +296,7 @@ struct WaitTracking {
     }
 
     mutating func end(_ threadID: Int32, ready: Int32, error: Int32, at ts: UInt64) {
-        let index = thread(threadID)
+        guard let index = thread(threadID) else { return }
         applyLosses(index, threadID: threadID, at: ts)
         end(index, ready: ready, error: error, at: ts)
     }

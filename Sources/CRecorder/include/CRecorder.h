@@ -88,6 +88,9 @@ typedef struct {
 
 /// Totals so far (exact after rlrec_stop).
 rlrec_stats rlrec_statistics(void);
+/// After rlrec_stop and before rlrec_reset: the thread of buffer `index` and the events written into its packets
+/// (what its stream file holds once every packet is written). Returns 0 when `index` is past the last buffer.
+int rlrec_thread_statistics(uint32_t index, int32_t *tid, uint64_t *recorded);
 
 /// The timestamp of the calling thread's last event while a recording runs (recorded or dropped), else 0.
 uint64_t rlrec_last_timestamp(void);

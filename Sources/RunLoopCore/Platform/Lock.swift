@@ -11,7 +11,7 @@ import Glibc
 struct ConditionLock: @unchecked Sendable {
     private final class Storage: ManagedBuffer<Void, PThreadPair> {
         deinit {
-            _ = withUnsafeMutablePointerToElements { pair in
+            withUnsafeMutablePointerToElements { pair in
                 pthread_cond_destroy(&pair.pointee.condition)
                 pthread_mutex_destroy(&pair.pointee.mutex)
             }

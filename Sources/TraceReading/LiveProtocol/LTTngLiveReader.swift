@@ -298,11 +298,11 @@ public final class LTTngLiveReader {
     private func account(_ stream: DataStream, begin: UInt64, sequence: UInt64, discarded: UInt64) {
         if let last = stream.lastDiscarded, discarded > last {
             health.eventsLost = health.eventsLost.addingLoss(discarded - last)
-            health.lossWindows.append(.init(stream: "stream \(stream.id)", from: stream.lastTimestamp, to: max(begin, stream.lastTimestamp), events: discarded - last))
+            health.noteLossWindow(.init(stream: "stream \(stream.id)", from: stream.lastTimestamp, to: max(begin, stream.lastTimestamp), events: discarded - last))
         }
         if let last = stream.lastSequence, sequence > last + 1 {
             health.packetsLost = health.packetsLost.addingLoss(sequence - last - 1)
-            health.lossWindows.append(.init(stream: "stream \(stream.id)", from: stream.lastTimestamp, to: begin, events: 0))
+            health.noteLossWindow(.init(stream: "stream \(stream.id)", from: stream.lastTimestamp, to: begin, events: 0))
         }
         stream.lastDiscarded = max(stream.lastDiscarded ?? 0, discarded)
         stream.lastSequence = sequence

@@ -109,6 +109,10 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     private var streams: [Int32: Int32] = [:]       // tid -> fd, writer thread only (then stop)
     private var writeError: String?
     private var bytesWritten: UInt64 = 0
+    /// Bytes written to each thread's stream file, for the end file's accounting.
+    private var streamBytes: [Int32: UInt64] = [:]
+    /// Events written into each thread's packets, taken from the C recording before its buffers are freed.
+    private var streamEvents: [Int32: UInt64] = [:]
     private var state: State = .idle
     /// Serializes start and stop: a signal handler's thread may stop the recording while the main thread does.
     private let stateLock = NSLock()
@@ -239,9 +243,14 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         }
         streams.removeAll()
         if let writeError { throw RecorderError("the trace in \(directory) is incomplete: \(writeError)") }
-        // Last: its presence says every packet is in place (readers take a trace without it as cut off).
-        let end = "events_recorded = \(stats.events_recorded);\nevents_lost = \(stats.events_discarded + stats.threads_without_buffer);\n"
-        do { try end.write(toFile: directory + "/" + TraceSchema.endFileName, atomically: true, encoding: .utf8) } catch {
+        // Last: its presence says every packet is in place (readers take a trace without it as cut off), and what
+        // it lists is what readers must find in the stream files.
+        var accounting = TraceAccounting(eventsRecorded: stats.events_recorded,
+                                         eventsLost: stats.events_discarded + stats.threads_without_buffer)
+        for (tid, bytes) in streamBytes {
+            accounting.streams["stream-\(tid)"] = .init(events: streamEvents[tid], bytes: bytes)
+        }
+        do { try accounting.text.write(toFile: directory + "/" + TraceSchema.endFileName, atomically: true, encoding: .utf8) } catch {
             throw RecorderError("the trace in \(directory) is incomplete: cannot write its end file: \(error.localizedDescription)")
         }
         return Summary(directory: directory, eventsRecorded: stats.events_recorded,
@@ -276,6 +285,11 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
             rlrec_release(&packet)
         }
         let stats = rlrec_statistics()
+        var index: UInt32 = 0, tid: Int32 = 0, recorded: UInt64 = 0
+        while rlrec_thread_statistics(index, &tid, &recorded) == 1 {
+            streamEvents[tid, default: 0] += recorded   // a thread id the kernel reused writes to the same stream
+            index += 1
+        }
         rlrec_reset()
         return stats
     }
@@ -308,6 +322,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
             return
         }
         bytesWritten += UInt64(packet.size)
+        streamBytes[packet.tid, default: 0] += UInt64(packet.size)
     }
 
     // ===== the events =====

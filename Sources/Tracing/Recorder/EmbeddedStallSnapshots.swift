@@ -181,7 +181,9 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
         if let error = streams.error { return .failure(RecorderError("the snapshot \(folder) is incomplete: \(error)")) }
         let written = Loop.Instant.now.nanoseconds
         do {
-            try "snapshot_written_at = \(written);\n".write(toFile: folder + "/" + TraceSchema.endFileName, atomically: true, encoding: .utf8)
+            // The streams' sizes too: a reader then finds a stream file deleted or cut short afterwards.
+            let accounting = TraceAccounting(streams: streams.bytes.mapValues { .init(events: nil, bytes: $0) })
+            try ("snapshot_written_at = \(written);\n" + accounting.text).write(toFile: folder + "/" + TraceSchema.endFileName, atomically: true, encoding: .utf8)
         } catch {
             return .failure(RecorderError("the snapshot \(folder) is incomplete: cannot write its end file: \(error.localizedDescription)"))
         }
@@ -222,6 +224,8 @@ private struct RecentNames<Value> {
 private final class SnapshotStreams {
     let folder: String
     var error: String?
+    /// Bytes written, by stream file name.
+    private(set) var bytes: [String: UInt64] = [:]
 
     init(folder: String) { self.folder = folder }
 
@@ -240,7 +244,11 @@ private final class SnapshotStreams {
             return
         }
         defer { close(fd) }
-        if let problem = writeWhole(fd, data, size) { error = "writing stream-\(tid): \(problem)" }
+        if let problem = writeWhole(fd, data, size) {
+            error = "writing stream-\(tid): \(problem)"
+            return
+        }
+        bytes[String(path.dropFirst(folder.count + 1)), default: 0] += UInt64(size)
     }
 }
 
