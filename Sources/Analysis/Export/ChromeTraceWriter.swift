@@ -354,7 +354,9 @@ extension ChromeTraceWriter {
     /// embedded recorder's per-thread streams, of the per-CPU buffer for LTTng's), and, when the stream is a
     /// thread's, a marker on that thread where the window begins.
     private mutating func writeLosses(_ health: TraceHealth) {
-        for window in health.lossWindows {
+        for var window in health.lossWindows {
+            // A window open to the end (a stream missing from the trace, events left out) ends with the trace.
+            window.to = min(window.to, max(lastTimestamp, window.from))
             let what = window.events > 0 ? "\(window.events) events lost" : "events lost (whole packets)"
             trackSlice(what, cat: "loss", track: "losses of \(window.stream)", from: window.from, to: window.to,
                        args: "\"stream\":\(jsonString(window.stream)),\"events\":\(window.events)")
