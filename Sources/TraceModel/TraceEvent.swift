@@ -256,6 +256,9 @@ public struct TraceHealth: Sendable, Equatable {
     /// short; events of the schema the metadata no longer declares). Every such event is also in ``eventsLost``
     /// (at least one when the count is unknown), so a damaged trace is never complete.
     public var damage: [String] = []
+    /// Why a recording cut off stopped: it could not write its trace (the text of its errno: "No space left on
+    /// device"), rather than its process being killed. Nil when no recording said so.
+    public var writeFailure: String?
 
     public init() {}
 

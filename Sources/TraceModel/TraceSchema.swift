@@ -45,6 +45,10 @@ public enum TraceSchema {
     /// before it existed name none and are read as they always were. Hidden, because babeltrace2 takes every other
     /// file of the folder for a stream.
     public static let endFileName = ".end"
+    /// The empty file a recording leaves instead of its end file when it could not write its trace:
+    /// `.write-failed-28` for errno 28 (ENOSPC). Empty, so that it can be made on a full disk.
+    public static func writeFailureMarker(errno: Int32) -> String { writeFailurePrefix + "\(errno)" }
+    public static let writeFailurePrefix = ".write-failed-"
     public static let magic: UInt32 = 0xC1FC_1FC1
     public static let packetHeaderSize = 4 + 16 + 8 * 6 + 4
     public static let eventHeaderSize = 1 + 8

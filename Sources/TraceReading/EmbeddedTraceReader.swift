@@ -49,6 +49,7 @@ public struct EmbeddedTraceReader: TraceEventReader {
             var isDirectory = false
             health.recordingCutOff = !Self.exists(path + "/" + TraceSchema.endFileName, isDirectory: &isDirectory)
             if !health.recordingCutOff { accounting = try Self.accounting(path + "/" + TraceSchema.endFileName) }
+            if health.recordingCutOff { health.writeFailure = Self.writeFailure(in: path) }
         }
         if !plan.undeclaredSchemaEvents.isEmpty {
             let names = TraceSchema.someNames(plan.undeclaredSchemaEvents)
@@ -253,6 +254,19 @@ public struct EmbeddedTraceReader: TraceEventReader {
         guard stat(path, &info) == 0 else { return false }
         isDirectory = (info.st_mode & S_IFMT) == S_IFDIR
         return true
+    }
+
+    /// The errno text of the recording's write-failure marker, if it left one.
+    static func writeFailure(in path: String) -> String? {
+        guard let dir = opendir(path) else { return nil }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasPrefix(TraceSchema.writeFailurePrefix), let code = Int32(name.dropFirst(TraceSchema.writeFailurePrefix.count)) {
+                return String(cString: strerror(code))
+            }
+        }
+        return nil
     }
 
     static func streamFiles(in path: String) throws(TraceReadError) -> [String] {

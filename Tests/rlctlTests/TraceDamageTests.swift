@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 import TestSupport
 
@@ -22,6 +23,23 @@ import TestSupport
         #expect(summary.status == 0)
         #expect(summary.stdout.contains("INCOMPLETE"), "\(summary.stdout)")
         #expect(summary.stdout.contains("damaged: \(largest) is missing"), "\(summary.stdout)")
+    }
+
+    /// A recording that fills its disk stops writing: `record` says the recorder could not write the trace, and why,
+    /// instead of taking the program for killed, and does not exit 0 (it did, blaming "killed or crashed").
+    @Test func recordOnAFullDiskSaysSoAndFails() throws {
+        let disk = temporaryPath("full-disk")
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        guard mount("tmpfs", disk, "tmpfs", 0, "size=64k") == 0 else {
+            Issue.record("cannot mount a 64 KiB tmpfs at \(disk) (needs root): \(String(cString: strerror(errno)))")
+            return
+        }
+        defer { umount2(disk, Int32(MNT_DETACH)) }
+        let result = try CLI.run(["record", "--tracer", "embedded", "--output", disk + "/trace", "--", CLI.sibling("runloop-demo"), "1"])
+        #expect(result.status == 3, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("the recording could not write its trace (No space left on device)"), "\(result.stdout)")
+        #expect(!result.stdout.contains("killed or crashed"), "\(result.stdout)")
+        #expect(result.stderr.contains("could not write it (No space left on device)"), "\(result.stderr)")
     }
 
     private func size(_ path: String) -> Int {

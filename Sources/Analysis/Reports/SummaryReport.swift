@@ -67,7 +67,9 @@ public enum SummaryReport {
             out.append("\(h.eventsLost) events and \(h.packetsLost) packets lost in \(h.lossWindows.count) window(s); figures marked (!) cover a window with losses")
         }
         out += h.trace.damage.map { "damaged: " + $0 }
-        if h.trace.recordingCutOff {
+        if let failure = h.trace.writeFailure {
+            out.append("the recording could not write its trace (\(failure)) and stopped there; each thread's events after its last written packet are missing (how many is unknown)")
+        } else if h.trace.recordingCutOff {
             out.append("the recording was cut off: its process was killed or crashed before it completed the trace; each thread's events after its last written packet are missing (how many is unknown)")
         }
         if let cut = h.runsCutOff, cut > 0 {

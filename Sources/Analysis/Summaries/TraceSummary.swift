@@ -80,7 +80,7 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         private enum CodingKeys: String, CodingKey {
             case eventsRead, eventsLost, packetsLost, lossWindows
             case runsCutOff, runsEndLost, runsBegunBeforeTrace, cutOffAtNanoseconds, firstEventNanoseconds
-            case eventsSkipped, recordingCutOff, damage
+            case eventsSkipped, recordingCutOff, damage, writeFailure
         }
 
         private struct EncodedLossWindow: Codable {
@@ -105,6 +105,7 @@ public struct TraceSummary: Codable, Sendable, Equatable {
             trace.eventsSkipped = try c.decodeIfPresent(UInt64.self, forKey: .eventsSkipped) ?? 0
             trace.recordingCutOff = try c.decodeIfPresent(Bool.self, forKey: .recordingCutOff) ?? false
             trace.damage = try c.decodeIfPresent([String].self, forKey: .damage) ?? []
+            trace.writeFailure = try c.decodeIfPresent(String.self, forKey: .writeFailure)
         }
 
         public func encode(to encoder: Encoder) throws {
@@ -124,6 +125,7 @@ public struct TraceSummary: Codable, Sendable, Equatable {
             if trace.eventsSkipped > 0 { try c.encode(trace.eventsSkipped, forKey: .eventsSkipped) }
             if trace.recordingCutOff { try c.encode(true, forKey: .recordingCutOff) }
             if !trace.damage.isEmpty { try c.encode(trace.damage, forKey: .damage) }
+            try c.encodeIfPresent(trace.writeFailure, forKey: .writeFailure)
         }
     }
 

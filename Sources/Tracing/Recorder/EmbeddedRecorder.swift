@@ -108,6 +108,7 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     private let metadata: String
     private var streams: [Int32: Int32] = [:]       // tid -> fd, writer thread only (then stop)
     private var writeError: String?
+    private var writeFailure: WriteFailure?
     private var bytesWritten: UInt64 = 0
     /// Bytes written to each thread's stream file, for the end file's accounting.
     private var streamBytes: [Int32: UInt64] = [:]
@@ -238,11 +239,22 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         if let snapshots { return try stopSnapshots(snapshots) }
         let stats = stopAndEmpty(writing: true)
         for fd in streams.values {
-            if fsync(fd) != 0 && writeError == nil { writeError = "fsync: \(String(cString: strerror(errno)))" }
+            if fsync(fd) != 0 && writeError == nil {
+                writeFailure = WriteFailure(code: errno)
+                writeError = "fsync: \(writeFailure!)"
+            }
             close(fd)
         }
         streams.removeAll()
-        if let writeError { throw RecorderError("the trace in \(directory) is incomplete: \(writeError)") }
+        if let writeError {
+            // An empty file needs no data block, so it can still be made on a full disk: readers then say why the
+            // trace ends early instead of taking the recording for killed.
+            if let writeFailure {
+                let marker = directory + "/" + TraceSchema.writeFailureMarker(errno: writeFailure.code)
+                close(Glibc.open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644))
+            }
+            throw RecorderError("the trace in \(directory) is incomplete: \(writeError)")
+        }
         // Last: its presence says every packet is in place (readers take a trace without it as cut off), and what
         // it lists is what readers must find in the stream files.
         var accounting = TraceAccounting(eventsRecorded: stats.events_recorded,
@@ -312,12 +324,14 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         } else {
             fd = Glibc.open(directory + "/stream-\(packet.tid)", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard fd >= 0 else {
-                writeError = "cannot create stream-\(packet.tid): \(String(cString: strerror(errno)))"
+                writeFailure = WriteFailure(code: errno)
+                writeError = "cannot create stream-\(packet.tid): \(writeFailure!)"
                 return
             }
             streams[packet.tid] = fd
         }
         if let problem = writeWhole(fd, packet.data, Int(packet.size)) {
+            writeFailure = problem
             writeError = "writing stream-\(packet.tid): \(problem)"
             return
         }
@@ -439,17 +453,23 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
 }
 
 /// Writes all `size` bytes to `fd`, again after a short write or EINTR; nil, or why it failed (strerror).
-func writeWhole(_ fd: Int32, _ data: UnsafePointer<UInt8>, _ size: Int) -> String? {
+func writeWhole(_ fd: Int32, _ data: UnsafePointer<UInt8>, _ size: Int) -> WriteFailure? {
     var offset = 0
     while offset < size {
         let n = Glibc.write(fd, data + offset, size - offset)
         if n < 0 {
             if errno == EINTR { continue }
-            return String(cString: strerror(errno))
+            return WriteFailure(code: errno)
         }
         offset += n
     }
     return nil
+}
+
+/// Why a write failed: the errno, kept to tell readers (a full disk is not a crash), and its text.
+struct WriteFailure: CustomStringConvertible {
+    let code: Int32
+    var description: String { String(cString: strerror(code)) }
 }
 
 /// A recorder set-up or I/O problem, in one line.

@@ -222,6 +222,10 @@ struct Record: ParsableCommand {
                                         about: ["program: \(command.joined(separator: " ")) (\(ending))", "tracer: \(tracerName)"], to: report)
         }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
+        if let failure = summary.health.trace.writeFailure {
+            throw Failure(message: "the trace in \(destination.path) is incomplete: the program's recorder could not write it (\(failure))",
+                          status: .incomplete)
+        }
     }
 
     /// --snapshot-on-stall: the program runs with RLCTL_STALL_THRESHOLD, an LTTng snapshot session and its
