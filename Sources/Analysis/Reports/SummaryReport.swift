@@ -58,6 +58,12 @@ public enum SummaryReport {
         return lostEvents > 0 ? " (!) \(lostEvents) lost events in its window" : " (!) whole packets lost in its window"
     }
 
+    /// Why a trace read as it is (not summarized: no runs known) is incomplete, in the summary's words; empty for
+    /// a complete one. For commands that pass a trace on rather than summarize it (`export`).
+    public static func traceProblems(_ trace: TraceHealth) -> [String] {
+        healthProblems(TraceSummary.Health(trace))
+    }
+
     static func healthProblems(_ h: TraceSummary.Health) -> [String] {
         var out: [String] = []
         if h.eventsRead == 0 {
