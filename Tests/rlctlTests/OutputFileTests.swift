@@ -64,6 +64,30 @@ import TestSupport
         #expect(try FileManager.default.contentsOfDirectory(atPath: work) == [])
     }
 
+    /// As root access(W_OK) passes on every folder but one on a read-only file system: the check that stands
+    /// for the permission checks a test cannot make as root, in the words a failed write would use.
+    @Test func aReadOnlyFolderIsRefusedBeforeTheRun() throws {
+        try onASmallDisk(options: "ro,size=64k", test: "aReadOnlyFolderIsRefusedBeforeTheRun") { disk in
+            try expectUsageError(["run", "timers", "--duration", "100ms", "--report", "\(disk)/r.html"],
+                                 "cannot write \(disk)/r.html: \(disk) is on a read-only file system")
+        }
+    }
+
+    /// Runs `body` with a tmpfs of its own mounted (with mount's `options`), unmounted after; skipped, saying so,
+    /// where mounting is not allowed (not root).
+    private func onASmallDisk(options: String, test: String, _ body: (String) throws -> Void) throws {
+        let disk = temporaryPath("small-disk")
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: disk) }
+        let mounted = try runProcess("/bin/mount", ["-t", "tmpfs", "-o", options, "tmpfs", disk])
+        guard mounted.status == 0 else {
+            print("skipped \(test): cannot mount a tmpfs here (root needed): \(mounted.stderr)")
+            return
+        }
+        defer { _ = try? runProcess("/bin/umount", [disk]) }
+        try body(disk)
+    }
+
     /// A disk that fills up during an export: a one-line error naming the full disk's folder, the previous
     /// file in place, and no partial or temporary file left.
     @Test func anExportToAFullDiskLeavesNoPartialFile() throws {
@@ -73,22 +97,14 @@ import TestSupport
         let size = try #require(try FileManager.default.attributesOfItem(atPath: complete)[.size] as? Int)
         try #require(size > 256 * 1024, "the shared trace's export (\(size) bytes) must not fit the 64 KiB disk")
 
-        let disk = temporaryPath("full-disk")
-        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: disk) }
-        let mounted = try runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", disk])
-        guard mounted.status == 0 else {
-            print("skipped anExportToAFullDiskLeavesNoPartialFile: cannot mount a tmpfs here (root needed): \(mounted.stderr)")
-            return
+        try onASmallDisk(options: "size=64k", test: "anExportToAFullDiskLeavesNoPartialFile") { disk in
+            let target = "\(disk)/x.jsonl"
+            try "an earlier export\n".write(toFile: target, atomically: false, encoding: .utf8)
+            try expectUsageError(["export", sharedTrace, "--format", "jsonl", "-o", target],
+                                 "cannot write \(target): the disk holding \(disk) is full")
+            #expect(try readText(target) == "an earlier export\n")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: disk) == ["x.jsonl"])
         }
-        defer { _ = try? runProcess("/bin/umount", [disk]) }
-        let target = "\(disk)/x.jsonl"
-        try "an earlier export\n".write(toFile: target, atomically: false, encoding: .utf8)
-
-        try expectUsageError(["export", sharedTrace, "--format", "jsonl", "-o", target],
-                             "cannot write \(target): the disk holding \(disk) is full")
-        #expect(try readText(target) == "an earlier export\n")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: disk) == ["x.jsonl"])
     }
 
     /// An export of a cut-off recording said only `wrote N events`; it says what summarize says of it.

@@ -85,6 +85,11 @@ public struct OutputFileError: Error, CustomStringConvertible {
     public let path: String
     public let errno: Int32
 
+    public init(path: String, errno: Int32) {
+        self.path = path
+        self.errno = errno
+    }
+
     public var description: String {
         let folder = AtomicFile.folder(of: path)
         let reason: String

@@ -6,18 +6,19 @@ import Glibc
 /// afterwards: its folder must exist and be writable. Finding out after the work would lose it.
 func requireWritableOutputs(_ paths: String?...) throws {
     for case let path? in paths {
-        if let reason = whyNotWritable(path) { throw Failure.input("cannot write \(path): \(reason)") }
+        if let failure = whyNotWritable(path) { throw Failure.input(OutputFileError(path: path, errno: failure).description) }
     }
 }
 
-/// Why a file cannot be written at `path`, in words; nil when it can be, as far as can be told beforehand.
-private func whyNotWritable(_ path: String) -> String? {
+/// Why a file cannot be written at `path`, as the errno writing it would fail with (so that it is said in the
+/// words a failed write uses); nil when it can be, as far as can be told beforehand.
+private func whyNotWritable(_ path: String) -> Int32? {
     var isDirectory: ObjCBool = false
-    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return "it is a folder" }
+    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return EISDIR }
     let folder = AtomicFile.folder(of: path)
-    guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) else { return "no folder \(folder)" }
-    guard isDirectory.boolValue else { return "\(folder) is not a folder" }
-    return access(folder, W_OK) == 0 ? nil : "no permission to write in \(folder)"
+    guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) else { return ENOENT }
+    guard isDirectory.boolValue else { return ENOTDIR }
+    return access(folder, W_OK) == 0 ? nil : errno
 }
 
 /// Writes a result file atomically (see AtomicFile), or fails with a one-line message that says why.
