@@ -30,6 +30,11 @@ import TestSupport
         let text = try readText(summary)
         #expect(text.components(separatedBy: "\ntrace: ").count == 3, "a title and trace line per repetition: \(text)")
         #expect(text.hasPrefix("timers — 1 element for 100ms, tracer embedded — repetition 1/2\ntrace: ") && text.hasSuffix("\n"), "\(text)")
+        // Repetitions' JSON is printed nowhere (--output's run report holds it): an empty --summary is refused.
+        try expectUsageError(["run", "timers", "--repeat", "2", "--format", "json", "--summary", summary],
+                             "--summary with --repeat takes --format text or markdown; every repetition's JSON is the run report of --output")
+        try expectUsageError(["run", "timers", "--tracer", "none", "--summary", summary],
+                             "--summary needs a tracer (not --tracer none): an untraced run has no summary")
     }
 
     /// A path that cannot be written is refused before anything runs: a missing folder, a folder that is a

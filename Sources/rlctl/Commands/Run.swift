@@ -32,8 +32,8 @@ struct Run: ParsableCommand {
         listed and explained at the end, in --trace (default: a new folder rlctl-snapshots-PID in the current \
         folder); --buffer-kib sets how far back they reach.
 
-        --summary FILE writes what would be printed (the summary in --format, every repetition's with --repeat) to \
-        FILE instead, once the run ends. --output, --report and --summary are checked before the run begins (their \
+        --summary FILE writes what would be printed (the summary in --format; with --repeat, every repetition's, \
+        as text or markdown) to FILE instead, once the run ends. --output, --report and --summary are checked before the run begins (their \
         folder must exist and be writable; otherwise exit status 2 and nothing runs), and each is written beside \
         its path and renamed over it once whole.
         """
@@ -120,6 +120,9 @@ struct Run: ParsableCommand {
         if tracer == .none && trace != nil { throw ValidationError("--trace needs a tracer (not --tracer none)") }
         if tracer == .none && report != nil { throw ValidationError("--report needs a tracer (not --tracer none)") }
         if tracer == .none && summary != nil { throw ValidationError("--summary needs a tracer (not --tracer none): an untraced run has no summary") }
+        if summary != nil && `repeat` > 1 && format == .json {
+            throw ValidationError("--summary with --repeat takes --format text or markdown; every repetition's JSON is the run report of --output")
+        }
     }
 
     func run() throws {
