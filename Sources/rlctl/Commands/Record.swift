@@ -44,8 +44,8 @@ struct Record: ParsableCommand {
         cannot be used here, which rlctl says), the program's recorder is a flight recorder: 16 packets of \
         256 KiB per thread, and the stalled loop's thread hands its newest packet over before a thread of the \
         recorder copies the rings to disk. At most --max-snapshots are taken, at least --snapshot-gap apart. \
-        When the program ends, rlctl lists them (in --summary FILE when given) and explains each: the stall, its longest callout and the \
-        iterations before it. The snapshots stay in --output (default: a new folder rlctl-snapshots-PID in the \
+        When the program ends, rlctl lists them (in --summary FILE when given) and explains each: the stall, its \
+        longest callout and the iterations before it. The snapshots stay in --output (default: a new folder rlctl-snapshots-PID in the \
         current folder); every rlctl command reads them.
 
         A program killed by SIGKILL or a crash still leaves a readable embedded trace, up to each thread's last \

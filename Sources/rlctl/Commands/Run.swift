@@ -33,9 +33,9 @@ struct Run: ParsableCommand {
         folder); --buffer-kib sets how far back they reach.
 
         --summary FILE writes what would be printed (the summary in --format; with --repeat, every repetition's, \
-        as text or markdown) to FILE instead, once the run ends. --output, --report and --summary are checked before the run begins (their \
-        folder must exist and be writable; otherwise exit status 2 and nothing runs), and each is written beside \
-        its path and renamed over it once whole.
+        as text or markdown) to FILE instead, once the run ends. --output, --report and --summary are checked \
+        before the run begins (their folder must exist and be writable; otherwise exit status 2 and nothing \
+        runs), and each is written beside its path and renamed over it once whole.
         """
     )
 
