@@ -6,7 +6,7 @@ import TraceModel
 /// per loop (utilization, backlog) and per timer (lateness); every stall and every window of lost events on a
 /// track of its own.
 struct ChromeTraceWriter {
-    let out: BufferedFile
+    let out: AtomicFile
     private var first = true
     /// Per thread: the loops it runs, in order of appearance (its track's name), or its wait_thread name.
     private var threads: [Int32: [String]] = [:]
@@ -38,7 +38,7 @@ struct ChromeTraceWriter {
     private var lastTimestamp: UInt64 = 0
     private static let window: UInt64 = 100_000_000   // 100 ms utilization samples
 
-    init(out: BufferedFile, options: TraceSummarizer.Options) {
+    init(out: AtomicFile, options: TraceSummarizer.Options) {
         self.out = out
         var summaryOptions = options
         summaryOptions.stallsPerLoop = .max

@@ -11,11 +11,12 @@ public enum TraceExportFormat: String, CaseIterable, Sendable {
 
 public struct TraceExporter {
     /// Writes every event of `reader` to `path`; returns how many events were written. `options` set what the
-    /// Chrome export marks as a stall and as a late timer firing (as `summarize` counts them).
+    /// Chrome export marks as a stall and as a late timer firing (as `summarize` counts them). `path` is replaced
+    /// only by a whole export: on any failure (the input's, the disk's) it is left as it was.
     @discardableResult
     public static func export(_ reader: inout some TraceEventReader, format: TraceExportFormat, to path: String,
                               options: TraceSummarizer.Options = .init()) throws -> UInt64 {
-        let out = try BufferedFile(path: path)
+        let out = try AtomicFile(replacing: path)
         var count: UInt64 = 0
         switch format {
         case .chrome:
@@ -43,7 +44,7 @@ public struct TraceExporter {
                 }
             }
         }
-        try out.close()
+        try out.commit()
         return count
     }
 
@@ -243,35 +244,4 @@ extension String {
     func replacingAll(_ target: String, with replacement: String) -> String {
         split(separator: Character(target), omittingEmptySubsequences: false).joined(separator: replacement)
     }
-}
-
-/// A buffered output file (stdio): one syscall per 64 KiB, not per event.
-final class BufferedFile {
-    private let file: UnsafeMutablePointer<FILE>
-    let path: String
-
-    init(path: String) throws {
-        guard let file = fopen(path, "w") else {
-            throw ExportError("cannot write \(path): \(String(cString: strerror(errno)))")
-        }
-        setvbuf(file, nil, _IOFBF, 1 << 16)
-        self.file = file
-        self.path = path
-    }
-
-    func write(_ text: String) {
-        var text = text
-        text.withUTF8 { buffer in _ = fwrite(buffer.baseAddress, 1, buffer.count, file) }
-    }
-
-    func close() throws {
-        let failed = ferror(file) != 0
-        let closed = fclose(file) == 0
-        if failed || !closed { throw ExportError("writing \(path) failed: \(String(cString: strerror(errno)))") }
-    }
-}
-
-public struct ExportError: Error, CustomStringConvertible {
-    public let description: String
-    init(_ description: String) { self.description = description }
 }

@@ -72,19 +72,19 @@ public enum FleetReport {
     }
 
     public static func markdown(_ fleet: FleetSummary, title: String) -> String {
-        var out = ["## \(title): \(extent(fleet))", ""]
+        var out = ["## \(title.markdownEscaped): \(extent(fleet))", ""]
         let headers = headers(fleet)
         out.append("| " + headers.joined(separator: " | ") + " |")
         out.append("| " + headers.map { _ in "---" }.joined(separator: " | ") + " |")
-        out += overviewRows(fleet).map { "| " + $0.joined(separator: " | ") + " |" }
+        out += overviewRows(fleet).map { "| " + $0.map(\.markdownEscaped).joined(separator: " | ") + " |" }
         for host in fleet.hosts {
             out.append("")
             if let summary = host.summary {
                 out.append(SummaryReport.markdown(summary, title: "\(kind(host)) \(host.name)"))
             } else {
-                out.append("### \(kind(host)) \(host.name)")
+                out.append("### \(kind(host)) \(host.name.markdownEscaped)")
                 out.append("")
-                out.append("⚠️ Unreadable: \(host.error ?? "cannot read the trace")")
+                out.append("⚠️ Unreadable: \((host.error ?? "cannot read the trace").markdownEscaped)")
             }
         }
         return out.joined(separator: "\n")

@@ -74,17 +74,17 @@ extension SummaryReport {
         out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for l in nio.loops {
             guard l.ticks > 0 else {
-                out.append("| \(l.loopID)\(l.name.map { " `\($0)`" } ?? "") | \(l.groupID) | no tick in the trace" + String(repeating: " | –", count: 9) + " |")
+                out.append("| \(l.loopID)\(l.name.map { " " + $0.markdownEscaped } ?? "") | \(l.groupID) | no tick in the trace" + String(repeating: " | –", count: 9) + " |")
                 continue
             }
             let io = l.ioNanoseconds.map { formatNanoseconds($0) } ?? "not measured (counted as sleep)"
-            let worst = l.worstStalls.first.map { "\(formatNanoseconds($0.busyNanoseconds)) in \($0.cause)" } ?? "–"
+            let worst = l.worstStalls.first.map { "\(formatNanoseconds($0.busyNanoseconds)) in \($0.cause.markdownEscaped)" } ?? "–"
             let probe = l.probe.map { formatNanoseconds($0.lateness.p99) } ?? "not available"
-            out.append("| \(l.loopID)\(l.name.map { " `\($0)`" } ?? "")\(l.affectedByLoss ? " (!)" : "") | \(l.groupID) | \(rate(l.ticksPerSecond)) | \(l.tasksPerTick.p50) | \(formatNanoseconds(l.tickDuration.p99)) | \(io) | \(formatNanoseconds(l.busyPerIteration.p99)) | \(formatNanoseconds(l.sleep.p50)) | \(formatPercent(l.utilization)) | \(l.stalls) | \(worst) | \(probe) |")
+            out.append("| \(l.loopID)\(l.name.map { " " + $0.markdownEscaped } ?? "")\(l.affectedByLoss ? " (!)" : "") | \(l.groupID) | \(rate(l.ticksPerSecond)) | \(l.tasksPerTick.p50) | \(formatNanoseconds(l.tickDuration.p99)) | \(io) | \(formatNanoseconds(l.busyPerIteration.p99)) | \(formatNanoseconds(l.sleep.p50)) | \(formatPercent(l.utilization)) | \(l.stalls) | \(worst) | \(probe) |")
         }
         out.append("")
-        for g in nio.groups { out.append("- group \(g.groupID ?? 0):" + totalsLine(g, health: health)) }
-        out.append("- all NIO loops:" + totalsLine(nio.overall, health: health))
+        for g in nio.groups { out.append("- group \(g.groupID ?? 0):" + totalsLine(g, health: health).markdownEscaped) }
+        out.append("- all NIO loops:" + totalsLine(nio.overall, health: health).markdownEscaped)
         if nio.loops.contains(where: { !$0.ioMeasured }) {
             out.append("- I/O handling of loops marked \"not measured\" is inside NIO's sleep time: add RunLoopNIO's channel handler to measure it.")
         }

@@ -76,7 +76,7 @@ public struct ComparisonReport: Sendable {
 
     public var markdown: String {
         var out = ["### rlctl compare: " + (regressed ? "❌ " : "✅ ") + verdict, ""]
-        if let warning { out += ["⚠️ " + warning, ""] }
+        if let warning { out += ["⚠️ " + warning.markdownEscaped, ""] }
         out.append("| metric | baseline | current | change | 95% CI | |")
         out.append("| --- | --- | --- | --- | --- | --- |")
         for r in results {

@@ -54,3 +54,32 @@ public func formatPoints(_ delta: Double) -> String {
     guard delta.isFinite else { return delta > 0 ? "+inf pts" : "-inf pts" }
     return (delta < 0 ? "-" : "+") + threeDigits(abs(delta) * 100) + " pts"
 }
+
+extension String {
+    /// This text shown literally in Markdown, wherever it goes (a table cell, a list item, a heading): program
+    /// paths, thread names, timer labels and the like come from the trace or the command line, and a `|` would
+    /// split a table's row, `<script>` would be HTML, `*` or `_` would start emphasis, a newline would end the row.
+    /// An `_` inside a word (`bio_close_file`) starts no emphasis and stays as it is.
+    public var markdownEscaped: String {
+        let characters = Array(self)
+        var out = ""
+        for (index, character) in characters.enumerated() {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "_" where index > 0 && index + 1 < characters.count
+                && characters[index - 1].isWordCharacter && characters[index + 1].isWordCharacter:
+                out.append(character)
+            case "\\", "|", "`", "*", "_", "[", "]", "#", "~": out += "\\" + String(character)
+            case _ where character.isNewline: out += "<br>"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+}
+
+private extension Character {
+    var isWordCharacter: Bool { isLetter || isNumber }
+}

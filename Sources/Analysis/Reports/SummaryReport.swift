@@ -58,6 +58,12 @@ public enum SummaryReport {
         return lostEvents > 0 ? " (!) \(lostEvents) lost events in its window" : " (!) whole packets lost in its window"
     }
 
+    /// Why a trace read as it is (not summarized: no runs known) is incomplete, in the summary's words; empty for
+    /// a complete one. For commands that pass a trace on rather than summarize it (`export`).
+    public static func traceProblems(_ trace: TraceHealth) -> [String] {
+        healthProblems(TraceSummary.Health(trace))
+    }
+
     static func healthProblems(_ h: TraceSummary.Health) -> [String] {
         var out: [String] = []
         if h.eventsRead == 0 {
@@ -204,7 +210,7 @@ public enum SummaryReport {
 
     public static func markdown(_ s: TraceSummary, title: String? = nil) -> String {
         var out: [String] = []
-        out.append("### \(title ?? "Run-loop summary")")
+        out.append("### \((title ?? "Run-loop summary").markdownEscaped)")
         out.append("")
         let problems = healthProblems(s.health)
         if problems.isEmpty {
@@ -242,7 +248,7 @@ public enum SummaryReport {
         if !reported.isEmpty {
             // Markdown: headings as paragraphs, each list after a blank line.
             for line in reported {
-                out.append(line.hasPrefix("- ") ? line : "\n" + line + "\n")
+                out.append(line.hasPrefix("- ") ? "- " + String(line.dropFirst(2)).markdownEscaped : "\n" + line.markdownEscaped + "\n")
             }
         }
         if !s.timers.isEmpty {
@@ -253,8 +259,8 @@ public enum SummaryReport {
                 let t = timer.affectedByLoss ? " (!)" : ""
                 let tolerance = timer.toleranceNanoseconds == 0 ? "none"
                     : "\(formatNanoseconds(timer.toleranceNanoseconds)), \(formatPercent(timer.withinTolerance)) within"
-                let cause = sortedCauses(timer.lateFiringCauses).first.map { "\($0.key) (\($0.value)×)" } ?? "–"
-                out.append("| `\(timer.label)`\(t) | \(timer.firings) | \(timer.missed) | \(tolerance) | \(formatNanoseconds(timer.lateness.p50)) | \(formatNanoseconds(timer.lateness.p99)) | \(formatNanoseconds(timer.lateness.max)) | \(formatNanoseconds(timer.driftNanosecondsPerSecond))/s | \(timer.lateFirings) | \(cause) |")
+                let cause = sortedCauses(timer.lateFiringCauses).first.map { "\($0.key.markdownEscaped) (\($0.value)×)" } ?? "–"
+                out.append("| \(timer.label.markdownEscaped)\(t) | \(timer.firings) | \(timer.missed) | \(tolerance) | \(formatNanoseconds(timer.lateness.p50)) | \(formatNanoseconds(timer.lateness.p99)) | \(formatNanoseconds(timer.lateness.max)) | \(formatNanoseconds(timer.driftNanosecondsPerSecond))/s | \(timer.lateFirings) | \(cause) |")
             }
             if s.timers.count > 10 { out.append("") ; out.append("… \(s.timers.count - 10) more timers (`--format json` lists all).") }
         }
@@ -262,7 +268,7 @@ public enum SummaryReport {
             out.append("")
             out.append("Late timer firings (later than tolerance + \(formatNanoseconds(s.lateThresholdNanoseconds))) by what held the loop when they came due\(mark):")
             out.append("")
-            for (cause, count) in sortedCauses(o.lateFiringCauses) { out.append("- \(count)× \(cause)") }
+            for (cause, count) in sortedCauses(o.lateFiringCauses) { out.append("- \(count)× \(cause.markdownEscaped)") }
         }
         if o.timerLateness.count > 0 {
             out.append("")

@@ -94,17 +94,17 @@ extension SummaryReport {
                 let lateness = l.lateness.count == 0 ? "–" : formatNanoseconds(l.lateness.p99)
                 let ready = l.readyPerWakeUp.count == 0 ? "–" : "\(l.readyPerWakeUp.p50)"
                 let worst = l.worstStalls.first.map { "\(formatNanoseconds($0.busyNanoseconds)) at \(offset($0.atNanoseconds, in: health))" } ?? "–"
-                out.append("| \(heading(l))\(l.affectedByLoss ? " (!)" : "") | \(callsText(l.calls)) | \(waitRate(l.iterationsPerSecond)) | \(formatNanoseconds(l.busyPerIteration.p50)) | \(formatNanoseconds(l.busyPerIteration.p99)) | \(formatNanoseconds(l.busyPerIteration.max)) | \(formatNanoseconds(l.sleep.p50)) | \(formatPercent(l.utilization)) | \(c.ready) / \(c.timedOut) / \(c.interrupted) / \(c.failed) / \(c.nonBlockingChecks) | \(lateness) | \(l.lateWakeUps) | \(ready) | \(l.stalls) | \(worst) |")
+                out.append("| \(heading(l).markdownEscaped)\(l.affectedByLoss ? " (!)" : "") | \(callsText(l.calls)) | \(waitRate(l.iterationsPerSecond)) | \(formatNanoseconds(l.busyPerIteration.p50)) | \(formatNanoseconds(l.busyPerIteration.p99)) | \(formatNanoseconds(l.busyPerIteration.max)) | \(formatNanoseconds(l.sleep.p50)) | \(formatPercent(l.utilization)) | \(c.ready) / \(c.timedOut) / \(c.interrupted) / \(c.failed) / \(c.nonBlockingChecks) | \(lateness) | \(l.lateWakeUps) | \(ready) | \(l.stalls) | \(worst) |")
             }
             out.append("")
             let t = w.overall
-            out.append("- all wait loops: \(t.loops) loop(s), \(t.iterations) iterations, utilization mean \(formatPercent(t.utilizationMean)), max \(formatPercent(t.utilizationMax)) (\(t.busiestLoop)), \(t.stalls) stalls (iterations busier than \(formatNanoseconds(stallThreshold)))" + waitStalls(t.worstStalls, health: health, named: true) + ".")
+            out.append("- all wait loops: \(t.loops) loop(s), \(t.iterations) iterations, utilization mean \(formatPercent(t.utilizationMean)), max \(formatPercent(t.utilizationMax)) (\(t.busiestLoop.markdownEscaped)), \(t.stalls) stalls (iterations busier than \(formatNanoseconds(stallThreshold)))" + waitStalls(t.worstStalls, health: health, named: true).markdownEscaped + ".")
         } else {
             out.append("- no thread waited often enough to be a loop.")
         }
         if !w.rareWaiters.isEmpty {
             out.append("- threads that waited rarely (fewer than \(TraceSummary.WaitSummary.rareWaitLimit) waits and less than one per second; not loops): "
-                       + w.rareWaiters.map { "\($0.name) (\($0.waits) wait\($0.waits == 1 ? "" : "s")\($0.waitingAtEnd ? ", still waiting at the end" : ""))" }.joined(separator: "; ") + ".")
+                       + w.rareWaiters.map { "\($0.name.markdownEscaped) (\($0.waits) wait\($0.waits == 1 ? "" : "s")\($0.waitingAtEnd ? ", still waiting at the end" : ""))" }.joined(separator: "; ") + ".")
         }
         if w.unmatchedEnds > 0 {
             out.append("- \(w.unmatchedEnds) wait end(s) without their begin left out (a flight-recorder ring overwrote it, or it was lost).")

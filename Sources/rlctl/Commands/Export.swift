@@ -20,6 +20,11 @@ struct Export: ParsableCommand {
         window of lost events on a track per stream, and a marker on the thread that lost them (embedded traces).
 
         csv and jsonl: one event per row.
+
+        The file is written beside --output and renamed over it once whole: a failed export (a full disk, an \
+        unreadable trace) leaves --output as it was. Its folder is checked before the trace is read. When the \
+        trace is incomplete (events or packets lost, the recording cut off), export says so after "wrote", in \
+        summarize's words.
         """
     )
 
@@ -36,15 +41,17 @@ struct Export: ParsableCommand {
     @OptionGroup var analysis: AnalysisOptions
 
     func run() throws {
+        try requireWritableOutputs(output)
         do {
             var reader = try TraceReaders.open(trace, host: hostOption.host)
             let count = try TraceExporter.export(&reader, format: format, to: output, options: analysis.summarizerOptions)
-            let health = reader.health
-            print("wrote \(count) events to \(output)" + (health.isComplete ? "" : " (the trace lost \(health.eventsLost) events and \(health.packetsLost) packets)"))
+            let problems = SummaryReport.traceProblems(reader.health)
+            print("wrote \(count) events to \(output)" + (problems.isEmpty ? "" : " from an INCOMPLETE trace:"))
+            for problem in problems { print("  " + problem) }
             if format == .chrome { print("open it in Perfetto: https://ui.perfetto.dev, \"Open trace file\" (read in the browser, not uploaded)") }
         } catch let error as TraceReadError {
             throw Failure.input("cannot read trace: \(error)")
-        } catch let error as ExportError {
+        } catch let error as OutputFileError {
             throw Failure.input(error.description)
         }
     }

@@ -44,8 +44,8 @@ struct Record: ParsableCommand {
         cannot be used here, which rlctl says), the program's recorder is a flight recorder: 16 packets of \
         256 KiB per thread, and the stalled loop's thread hands its newest packet over before a thread of the \
         recorder copies the rings to disk. At most --max-snapshots are taken, at least --snapshot-gap apart. \
-        When the program ends, rlctl lists them and explains each: the stall, its longest callout and the \
-        iterations before it. The snapshots stay in --output (default: a new folder rlctl-snapshots-PID in the \
+        When the program ends, rlctl lists them (in --summary FILE when given) and explains each: the stall, its \
+        longest callout and the iterations before it. The snapshots stay in --output (default: a new folder rlctl-snapshots-PID in the \
         current folder); every rlctl command reads them.
 
         A program killed by SIGKILL or a crash still leaves a readable embedded trace, up to each thread's last \
@@ -69,6 +69,11 @@ struct Record: ParsableCommand {
         recorded). A statically linked or 32-bit program, or a set-user-ID one, cannot be reached (rlctl says so \
         before starting it); a program that waits with raw system calls (Go) shows no loop, and rlctl says why.
 
+        The program's stdout is rlctl's: a script that reads the summary (--format json) gives --summary FILE, and \
+        the summary goes to that file alone, never mixed with what the program prints. --summary and --report are \
+        checked before the program starts (their folder must exist and be writable; otherwise exit status 2 and \
+        nothing runs), and each is written beside its path and renamed over it once whole.
+
         Exit status: 0 the program exited 0; 1 the program failed or did not start (the summary is still printed \
         when its loops recorded events; otherwise rlctl says that none were); 2 a usage error, a tracer that cannot \
         be used, or an unreadable trace; 3 the program exited 0 but no runloop events reached the trace (it did \
@@ -77,6 +82,7 @@ struct Record: ParsableCommand {
         Examples:
           rlctl record -- .build/release/runloop-demo 2
           rlctl record --tracer embedded --output demo-trace --format markdown -- ./my-app --flag
+          rlctl record --format json --summary summary.json -- ./my-server
           rlctl record --any --stall 20ms -- node server.js
           rlctl record --any --follow-children -- npm start
           rlctl record --snapshot-on-stall 50ms --output stalls -- ./my-server
@@ -100,6 +106,9 @@ struct Record: ParsableCommand {
 
     @Option(help: "Also draw the recording as an HTML page (rlctl report) in this file.")
     var report: String?
+
+    @Option(help: "Write the summary (in --format) to this file instead of stdout, apart from the program's own output.")
+    var summary: String?
 
     @Flag(help: "Record any program's event loops through the wait interposer, with no change to the program.")
     var any = false
@@ -145,6 +154,7 @@ struct Record: ParsableCommand {
     }
 
     func run() throws {
+        try requireWritableOutputs(report, self.summary)
         if let threshold = snapshots.snapshotOnStall { return try recordSnapshots(threshold: threshold) }
         if let relayd { return try recordToRelay(relayd) }
         Interruptions.shared.prepare("the program")
@@ -210,8 +220,7 @@ struct Record: ParsableCommand {
         }
         let tracerName = (useLTTng ? "LTTng" : "embedded recorder") + (any ? ", any program (wait interposer)" : "")
         let title = "\(command.joined(separator: " ")) — \(tracerName)" + (destination.keep ? ", trace \(destination.path)" : "")
-        let text = try format.render(summary, title: format == .json ? nil : title)
-        Interruptions.shared.output { print(text) }
+        try SummaryDestination(path: self.summary).deliver(try format.render(summary, title: format == .json ? nil : title))
         if useLTTng, let advice = LTTngRecording.lossAdvice(lost: summary.health.eventsLost, read: summary.health.eventsRead) {
             note(advice)
         }
@@ -295,7 +304,7 @@ struct Record: ParsableCommand {
         let text = try StallSnapshots.listing(taken, thresholdNanoseconds: UInt64(threshold.nanoseconds),
                                               maxSnapshots: snapshots.maximum, folder: folder,
                                               program: command.joined(separator: " "), tracer: tracer)
-        Interruptions.shared.output { print(format == .json ? text.json() : text.text()) }
+        try SummaryDestination(path: summary).deliver(format == .json ? text.json() : text.text())
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
     }
 
@@ -343,7 +352,7 @@ struct Record: ParsableCommand {
         case .some(let lost): lines.append("  lost on this host: \(lost) events discarded with full buffers (raise --subbuf-size or --num-subbuf); the summary counts them too")
         case nil: lines.append("  lost on this host: unknown (the session daemon did not say)")
         }
-        Interruptions.shared.output { print(lines.joined(separator: "\n")) }
+        try SummaryDestination(path: summary).deliver(lines.joined(separator: "\n"))
         if let problem = end.relayProblem {
             throw Failure(message: "the relay daemon at \(url) did not take the end of the trace (\(problem)): it went away during the recording, and what it holds of session \(session.name) stops early",
                           status: .incomplete)

@@ -19,6 +19,9 @@ struct Report: ParsableCommand {
         with p50, p99, p99.9 and max marked, the stalls and the slowest callouts; per timer its lateness over time \
         with the tolerance band and missed grid slots. Every number is the one summarize prints. Over long traces the \
         lines are bucketed (at most 600 buckets), each bucket keeping its extremes, and every stall is kept.
+
+        The page's folder is checked before the input is read; the page is written beside -o and renamed over it \
+        once whole, so a failed write leaves -o as it was.
         """
     )
 
@@ -51,6 +54,7 @@ struct Report: ParsableCommand {
     }
 
     func run() throws {
+        try requireWritableOutputs(output)
         let options = analysis.summarizerOptions(drawing: true)
         let page: String
         if let input {

@@ -31,6 +31,11 @@ struct Run: ParsableCommand {
         flight recorder (the default), or an LTTng session in snapshot mode with --tracer lttng. The snapshots are \
         listed and explained at the end, in --trace (default: a new folder rlctl-snapshots-PID in the current \
         folder); --buffer-kib sets how far back they reach.
+
+        --summary FILE writes what would be printed (the summary in --format; with --repeat, every repetition's, \
+        as text or markdown) to FILE instead, once the run ends. --output, --report and --summary are checked \
+        before the run begins (their folder must exist and be writable; otherwise exit status 2 and nothing \
+        runs), and each is written beside its path and renamed over it once whole.
         """
     )
 
@@ -69,6 +74,9 @@ struct Run: ParsableCommand {
 
     @Option(help: "Also draw the run as an HTML page (rlctl report) in this file.")
     var report: String?
+
+    @Option(help: "Write the summary (in --format) to this file instead of stdout.")
+    var summary: String?
 
     @Flag(help: "Keep only the newest events (flight recorder; LTTng: an overwrite channel) instead of dropping new ones.")
     var flightRecorder = false
@@ -111,9 +119,14 @@ struct Run: ParsableCommand {
         guard (64...1_048_576).contains(bufferKib) else { throw ValidationError("--buffer-kib must be 64 to 1048576 (got \(bufferKib))") }
         if tracer == .none && trace != nil { throw ValidationError("--trace needs a tracer (not --tracer none)") }
         if tracer == .none && report != nil { throw ValidationError("--report needs a tracer (not --tracer none)") }
+        if tracer == .none && summary != nil { throw ValidationError("--summary needs a tracer (not --tracer none): an untraced run has no summary") }
+        if summary != nil && `repeat` > 1 && format == .json {
+            throw ValidationError("--summary with --repeat takes --format text or markdown; every repetition's JSON is the run report of --output")
+        }
     }
 
     func run() throws {
+        try requireWritableOutputs(output, report, summary)
         let spec = try workloadSpec()
         if let threshold = snapshots.snapshotOnStall { return try runWithSnapshots(spec, threshold: threshold) }
         if tracer == .lttng {
@@ -122,6 +135,8 @@ struct Run: ParsableCommand {
         }
         let name = workload?.rawValue ?? file!
         var summaries: [TraceSummary] = []
+        // With --summary, every repetition's text goes in the file at the end; on stdout, each as it ends.
+        var summaryTexts: [String] = []
         for repetition in 1...`repeat` {
             // A signal between two repetitions (or during a summary) ends the series: the next one does not start.
             if repetition > 1, let signo = Interruptions.shared.interruption {
@@ -133,9 +148,10 @@ struct Run: ParsableCommand {
             summaries.append(summary)
             if `repeat` == 1 || format == .text {
                 let report = try format.render(summary, title: format == .json ? nil : title)
-                Interruptions.shared.output { print(report) }
+                if self.summary == nil { Interruptions.shared.output { print(report) } } else { summaryTexts.append(report) }
             }
         }
+        if !summaryTexts.isEmpty { try SummaryDestination(path: self.summary).deliver(summaryTexts.joined(separator: "\n")) }
         if let output {
             try write(try RunReport(workload: name, tracer: tracer.rawValue, repetitions: summaries).json(), to: output)
         }
@@ -213,7 +229,7 @@ struct Run: ParsableCommand {
         let listing = try StallSnapshots.listing(recorded.snapshots ?? [], thresholdNanoseconds: UInt64(threshold.nanoseconds),
                                                  maxSnapshots: snapshots.maximum, folder: destination.path,
                                                  program: "rlctl run \(name) (\(spec.duration))", tracer: tracerName)
-        Interruptions.shared.output { print(format == .json ? listing.json() : ran + "\n" + listing.text()) }
+        try SummaryDestination(path: summary).deliver(format == .json ? listing.json() : ran + "\n" + listing.text())
     }
 
     /// LTTng's channel for --buffer-kib: per CPU, 4 sub-buffers of a power-of-two size that hold it together.

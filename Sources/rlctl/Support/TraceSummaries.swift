@@ -24,19 +24,3 @@ func loadBudget(at path: String) throws -> Budget {
     }
     do { return try Budget(text: text, file: path) } catch { throw Failure.input(error.description) }
 }
-
-/// Writes text to a file, or fails with a one-line message that says why.
-func write(_ text: String, to path: String) throws {
-    do { try text.write(toFile: path, atomically: true, encoding: .utf8) } catch {
-        throw Failure.input("cannot write \(path): \(whyNotWritable(path) ?? error.localizedDescription)")
-    }
-}
-
-/// Why a file cannot be written at `path`, in words (Foundation's own error on Linux says "error 512").
-private func whyNotWritable(_ path: String) -> String? {
-    var isDirectory: ObjCBool = false
-    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return "it is a folder" }
-    let parent = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
-    guard FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory), isDirectory.boolValue else { return "no folder \(parent)" }
-    return access(parent, W_OK) == 0 ? nil : "no permission to write in \(parent)"
-}
