@@ -91,17 +91,19 @@ public struct OutputFileError: Error, CustomStringConvertible {
     }
 
     public var description: String {
-        let folder = AtomicFile.folder(of: path)
-        let reason: String
+        "cannot write \(path): \(Self.reason(errno, folder: AtomicFile.folder(of: path)))"
+    }
+
+    /// Why writing in `folder` fails with `errno`, in words (the disk full, no permission, …).
+    public static func reason(_ errno: Int32, folder: String) -> String {
         switch errno {
-        case ENOSPC, EDQUOT: reason = "the disk holding \(folder) is full"
-        case EACCES, EPERM: reason = "no permission to write in \(folder)"
-        case EROFS: reason = "\(folder) is on a read-only file system"
-        case ENOENT: reason = "no folder \(folder)"
-        case ENOTDIR: reason = "\(folder) is not a folder"
-        case EISDIR: reason = "it is a folder"
-        default: reason = String(cString: strerror(errno))
+        case ENOSPC, EDQUOT: return "the disk holding \(folder) is full"
+        case EACCES, EPERM: return "no permission to write in \(folder)"
+        case EROFS: return "\(folder) is on a read-only file system"
+        case ENOENT: return "no folder \(folder)"
+        case ENOTDIR: return "\(folder) is not a folder"
+        case EISDIR: return "it is a folder"
+        default: return String(cString: strerror(errno))
         }
-        return "cannot write \(path): \(reason)"
     }
 }

@@ -37,3 +37,19 @@ struct SummaryDestination {
         note("wrote the summary \(path)")
     }
 }
+
+/// Refuses, before the program or the workload starts, a trace folder that could not be written: the folder, or
+/// the nearest folder above it that exists (the recorder makes the missing ones), must be a writable folder.
+/// Otherwise the program would run, and its trace be lost, for nothing.
+func requireWritableTraceFolder(_ path: String?) throws {
+    guard let path else { return }
+    var candidate = URL(fileURLWithPath: path).standardizedFileURL.path
+    var isDirectory: ObjCBool = false
+    while !FileManager.default.fileExists(atPath: candidate, isDirectory: &isDirectory) {
+        let parent = (candidate as NSString).deletingLastPathComponent
+        if parent == candidate || parent.isEmpty { return }
+        candidate = parent
+    }
+    let failure = !isDirectory.boolValue ? ENOTDIR : (access(candidate, W_OK) == 0 ? nil : errno)
+    if let failure { throw Failure.input("cannot write the trace in \(path): \(OutputFileError.reason(failure, folder: candidate))") }
+}
