@@ -69,7 +69,7 @@ public struct Budget: Sendable {
                     throw BudgetError("\(at): the limit \"\(text)\" for \(metric.name) has no unit (write e.g. \(body)ms or \(body)us)")
                 case .negative:
                     throw BudgetError("\(at): impossible limit \(text): \(metric.name) is \(metric.unit == .rate ? "a magnitude, never" : "never") negative")
-                case .notADuration, .outOfRange:
+                case .notADuration, .outOfRange, .fractionOfANanosecond:
                     throw BudgetError("\(at): \(error.description)")
                 }
             }
