@@ -79,15 +79,6 @@ import TraceModel
         }
     }
 
-    private func budgetRefusal(_ text: String) -> String? {
-        do {
-            _ = try Budget(text: text, file: "b")
-            return nil
-        } catch {
-            return error.description
-        }
-    }
-
     /// Budgets parse limits with the same rule: `1m` works (budgets refused it), a bare number says it has no unit.
     @Test func budgetsUseTheSameParser() throws {
         let budget = try Budget(text: "timer.lateness.p99 <= 1m\nstalls.worst <= 0\ntimer.drift.max <= 5us/s\n", file: "b")
