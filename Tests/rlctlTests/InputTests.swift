@@ -90,4 +90,17 @@ import TestSupport
         let sent = blocks.stdout.split(separator: " ").firstIndex(of: "events").map { Int(blocks.stdout.split(separator: " ")[$0 - 1]) ?? 0 } ?? 0
         #expect(blocks.stdout.contains("events sent by producer threads") && sent > 0, "\(blocks.stdout)")
     }
+
+    /// With `\r\n` the first line's comment hid the second rule: `check` passed a failing trace, exit 0. Every
+    /// line ending, a byte-order mark and tabs now check the same two rules (the second fails: exit 1).
+    @Test func aBudgetChecksTheSameRulesWhateverItsLineEndings() throws {
+        let rules = "trace.lost == 0 # x\nloop.iterations == 0\n"
+        for variant in [rules, rules.replacingOccurrences(of: "\n", with: "\r\n"), rules.replacingOccurrences(of: "\n", with: "\r"),
+                        "\u{FEFF}" + rules.replacingOccurrences(of: " ", with: "\t")] {
+            let budget = try CLI.file("lineendings.budget", variant)
+            let result = try CLI.run(["check", sharedTrace, "--budget", budget])
+            #expect(result.status == 1, "\(variant.debugDescription): \(result.stdout) \(result.stderr)")
+            #expect(result.stdout.contains("loop.iterations"), "\(variant.debugDescription): \(result.stdout)")
+        }
+    }
 }
