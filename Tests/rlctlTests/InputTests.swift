@@ -154,4 +154,19 @@ import TestSupport
         let tabbed = try CLI.file("tabbed.yaml", "elements:\n\t- kind: jank\n")
         try expectUsageError(["run", "--file", tabbed], tabbed + ":2: not valid YAML: a tab, where YAML takes spaces only")
     }
+
+    /// `rate: 1e99` (and `--rate 1e99`) paced its producers on a step of 0 ns: a flood, as `0` asks, without a word.
+    @Test func anOutOfRangeRateIsAnError() throws {
+        let possible = "0 (as fast as possible) or 0.001 to 10000000 events per second per thread"
+        try expectUsageError(["run", "blocks", "--rate", "1e99"], "--rate must be \(possible) (got 1e+99)")
+        try expectUsageError(["run", "blocks", "--rate", "0.0001"], "--rate must be \(possible) (got 0.0001)")
+        let yaml = try CLI.file("fastrate.yaml", "elements:\n  - kind: blocks\n    rate: 1e99\n")
+        try expectUsageError(["run", "--file", yaml], "element 1: rate must be \(possible) (got 1e+99)")
+        let json = try CLI.file("fastrate.json", #"{"elements": [{"kind": "blocks"}, {"kind": "io", "rate": 1e99}]}"#)
+        try expectUsageError(["run", "--file", json], "element 2: rate must be \(possible) (got 1e+99)")
+        let count = try CLI.file("manytimers.yaml", "elements:\n  - kind: timers\n    count: 1e99\n")
+        try expectUsageError(["run", "--file", count], "\(count):3: expected Int at elements[0].count (Expected to decode Int but found Scalar instead.)")
+        let result = try CLI.run(["run", "blocks", "--rate", "10000000", "--threads", "1", "--duration", "100ms", "--tracer", "none"])
+        #expect(result.status == 0, "the bound itself runs: \(result.stderr)")
+    }
 }

@@ -50,7 +50,7 @@ struct Run: ParsableCommand {
     @Option(help: "timers: the tolerance, e.g. 200us.", transform: durationArgument) var tolerance: DurationValue?
     @Option(help: "CPU time each handler burns, e.g. 50us.", transform: durationArgument) var handlerCost: DurationValue?
     @Option(help: "sources, ports, io, blocks: producer threads.") var threads: Int?
-    @Option(help: "sources, ports, io, blocks: events per second per thread (0 = as fast as possible).") var rate: Double?
+    @Option(help: "sources, ports, io, blocks: events per second per thread, 0.001 to 10000000 (0 = as fast as possible).") var rate: Double?
     @Option(help: "ports, io: bytes per message.") var bytes: Int?
     @Option(help: "jank: every how many frames a callout burns CPU.") var every: Int?
     @Option(help: "jank: how much CPU that callout burns, e.g. 25ms.", transform: durationArgument) var cost: DurationValue?
@@ -94,6 +94,9 @@ struct Run: ParsableCommand {
         if workload == nil && file == nil { throw ValidationError("name a workload (rlctl list) or give --file") }
         if workload != nil && file != nil { throw ValidationError("give a workload or --file, not both") }
         if let duration, duration.nanoseconds <= 0 { throw ValidationError("--duration must be greater than zero") }
+        if let rate, !WorkloadSpec.Producers.isPossibleRate(rate) {
+            throw ValidationError("--rate must be \(WorkloadSpec.Producers.possibleRates) (got \(rate))")
+        }
         if file != nil {
             // A workload file describes its elements itself: a flag for a built-in workload's element would be
             // silently ignored, so it is refused.
