@@ -169,4 +169,26 @@ import TestSupport
         let result = try CLI.run(["run", "blocks", "--rate", "10000000", "--threads", "1", "--duration", "100ms", "--tracer", "none"])
         #expect(result.status == 0, "the bound itself runs: \(result.stderr)")
     }
+
+    /// `run --trace DIR` with the embedded recorder wrote into a folder holding other files (a trace next to
+    /// them); it is refused before the run starts. A missing or empty folder is fine.
+    @Test func runRefusesATraceFolderThatHoldsFiles() throws {
+        let occupied = temporaryPath("occupied")
+        try FileManager.default.createDirectory(atPath: occupied, withIntermediateDirectories: true)
+        try "notes".write(toFile: occupied + "/notes.txt", atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: occupied) }
+        try expectUsageError(["run", "timers", "--duration", "100ms", "--trace", occupied], "\(occupied) already exists: give a new folder for the trace")
+        try expectUsageError(["run", "timers", "--duration", "100ms", "--repeat", "2", "--trace", occupied], "\(occupied) already exists: give a new folder for the trace")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: occupied) == ["notes.txt"], "nothing was written")
+
+        let empty = temporaryPath("empty")
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let missing = temporaryPath("missing")
+        defer { try? FileManager.default.removeItem(atPath: missing) }
+        for folder in [empty, missing] {
+            let result = try CLI.run(["run", "timers", "--count", "2", "--duration", "100ms", "--trace", folder, "--format", "json"])
+            #expect(result.status == 0, "\(folder): \(result.stderr)")
+        }
+    }
 }

@@ -58,7 +58,7 @@ struct Run: ParsableCommand {
     @Option(help: "embedded (default), lttng or none.")
     var tracer: TracerChoice = .embedded
 
-    @Option(help: "Keep the trace in this new folder (with --repeat, one subfolder per repetition).")
+    @Option(help: "Keep the trace in this new (or empty) folder (with --repeat, one subfolder per repetition).")
     var trace: String?
 
     @Option(help: "How many times to run; every repetition is kept for rlctl compare.")
@@ -118,6 +118,9 @@ struct Run: ParsableCommand {
 
     func run() throws {
         let spec = try workloadSpec()
+        // Before the first repetition: a trace written into another folder's files would mix with them (LTTng) or
+        // leave a folder that is neither trace; with --repeat, the repetitions' subfolders are then new too.
+        if let trace { try TraceDestination.requireNewFolder(trace) }
         if let threshold = snapshots.snapshotOnStall { return try runWithSnapshots(spec, threshold: threshold) }
         if tracer == .lttng {
             try LTTngRecording.requireUsable("--tracer lttng")
@@ -176,11 +179,9 @@ struct Run: ParsableCommand {
     /// One repetition, traced with the chosen tracer and summarized; nil with --tracer none (the workload's own
     /// counts are printed instead).
     private func runOnce(_ spec: WorkloadSpec, repetition: Int) throws -> TraceSummary? {
-        // `--trace` (a subfolder per repetition with --repeat) is kept; otherwise a temporary folder. The embedded
-        // recorder itself refuses a folder that already holds a trace; LTTng would mix the two, so its folder
-        // must be new.
+        // `--trace` (a subfolder per repetition with --repeat) is kept; otherwise a temporary folder.
         let destination = try TraceDestination(requested: trace.map { `repeat` > 1 ? "\($0)/rep-\(repetition)" : $0 },
-                                               label: "run", mustBeNew: tracer == .lttng)
+                                               label: "run")
         defer { destination.removeUnlessKept() }
         let outcome = try InterruptibleRun(runner: WorkloadRunner(spec: spec), tracer: recordingTracer).run(into: destination).workload
         guard tracer != .none else {
