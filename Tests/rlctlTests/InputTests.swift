@@ -170,6 +170,15 @@ import TestSupport
         #expect(result.status == 0, "the bound itself runs: \(result.stderr)")
     }
 
+    /// A producer slept until its next event: `--rate 0.001` made a 200 ms run last 1000 s, past its Ctrl-C too.
+    @Test func aSlowRateEndsWithTheRun() throws {
+        let started = ContinuousClock.now
+        let result = try CLI.run(["run", "blocks", "--rate", "0.001", "--threads", "1", "--duration", "200ms", "--tracer", "none"],
+                                 timeout: .seconds(30))
+        #expect(result.termination == .exited(0), "\(result.termination): \(result.stderr)")
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+
     /// `run --trace DIR` with the embedded recorder wrote into a folder holding other files (a trace next to
     /// them); it is refused before the run starts. A missing or empty folder is fine.
     @Test func runRefusesATraceFolderThatHoldsFiles() throws {
