@@ -166,6 +166,8 @@ import TestSupport
         try expectUsageError(["run", "--file", json], "element 2: rate must be \(possible) (got 1e+99)")
         let count = try CLI.file("manytimers.yaml", "elements:\n  - kind: timers\n    count: 1e99\n")
         try expectUsageError(["run", "--file", count], "\(count):3: expected Int at elements[0].count (Expected to decode Int but found Scalar instead.)")
+        let jsonCount = try CLI.file("manytimers.json", "{\"elements\": [{\"kind\": \"timers\",\n\"count\": 1e99}]}")
+        try expectUsageError(["run", "--file", jsonCount], "\(jsonCount):2: expected Int at elements[0].count (Expected to decode Int but found Scalar instead.)")
         let result = try CLI.run(["run", "blocks", "--rate", "10000000", "--threads", "1", "--duration", "100ms", "--tracer", "none"])
         #expect(result.status == 0, "the bound itself runs: \(result.stderr)")
     }

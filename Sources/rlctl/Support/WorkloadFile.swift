@@ -27,7 +27,13 @@ enum WorkloadFile {
                 return try JSONDecoder().decode(WorkloadSpec.self, from: data)
             }
             return try YAMLDecoder().decode(WorkloadSpec.self, from: text)
-        } catch let error as DecodingError {
+        } catch let decoding as DecodingError {
+            var error = decoding
+            // JSONDecoder says only "not valid JSON", nowhere, of valid JSON holding a number its field cannot
+            // (`"count": 1e99`); the same text read as YAML says which field.
+            if isJSON, written != nil, context(of: error)?.codingPath.isEmpty == true {
+                do { _ = try YAMLDecoder().decode(WorkloadSpec.self, from: text) } catch let located as DecodingError { error = located } catch {}
+            }
             let line = context(of: error).flatMap { written?.line(at: $0.codingPath) }.map { ":\($0)" } ?? ""
             throw Failure.input("\(path)\(line): \(describe(error))")
         } catch {
