@@ -25,9 +25,10 @@ import Testing
 
     @Test func aByteOrderMarkAndTabsGiveTheSameRules() throws {
         #expect(try rules("\u{FEFF}" + Self.accepted) == rules(Self.accepted))
-        let tabbed = "trace.lost\t==\t0\t# x\r\n\tloop.utilization <=\t1%\n\t\ntimer.lateness.p99\t<= 2ms\t\n"
-        #expect(try rules(tabbed).map(\.text) == ["trace.lost\t==\t0", "loop.utilization <=\t1%", "timer.lateness.p99\t<= 2ms"])
-        #expect(try rules(tabbed).map(\.limit) == rules(Self.accepted).map(\.limit))
+        #expect(try rules(Self.accepted.replacingOccurrences(of: " ", with: "\t")) == rules(Self.accepted), "a tab is a space")
+        let indented = "\ttrace.lost ==\t\t0\t# x\n  loop.utilization <= 1%\t\n\t\ntimer.lateness.p99 <= 2ms\n"
+        #expect(try rules(indented).map(\.text) == ["trace.lost ==  0", "loop.utilization <= 1%", "timer.lateness.p99 <= 2ms"])
+        #expect(try rules(indented).map(\.limit) == rules(Self.accepted).map(\.limit))
     }
 
     @Test func aMixOfLineEndingsCountsEveryLine() throws {

@@ -46,7 +46,8 @@ public struct Budget: Sendable {
                 throw BudgetError("\(at): unexpected character U+\(String(odd.value, radix: 16, uppercase: true).leftPadded(to: 4)) (a line ends in \\n, \\r\\n or \\r)")
             }
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            // A tab is a space, also in the rule's text that reports quote (a tab there misaligns their columns).
+            let trimmed = line.replacingOccurrences(of: "\t", with: " ").trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty { continue }
             guard let comparison = Comparison.allCases.sorted(by: { $0.rawValue.count > $1.rawValue.count })
                     .first(where: { trimmed.contains($0.rawValue) }),
