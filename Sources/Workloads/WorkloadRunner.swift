@@ -276,17 +276,23 @@ final class Producer: @unchecked Sendable {
         let step = UInt64(1e9 / rate)
         var next = Loop.Instant.now.nanoseconds
         while !deadline.passed {
-            body()
-            next += step
             let now = Loop.Instant.now.nanoseconds
             if next > now {
-                var pause = timespec(tv_sec: Int((next - now) / 1_000_000_000), tv_nsec: Int((next - now) % 1_000_000_000))
+                // In slices: one sleep until the next event (1000 s at rate 0.001) outlasted the run and its Ctrl-C.
+                var pause = timespec(tv_sec: 0, tv_nsec: Int(min(next - now, Self.longestPause)))
                 nanosleep(&pause, nil)
-            } else if now - next > 100 * step {
-                next = now   // far behind: do not try to catch up in a burst
+                continue
+            }
+            body()
+            next += step
+            let after = Loop.Instant.now.nanoseconds
+            if after > next && after - next > 100 * step {
+                next = after   // far behind: do not try to catch up in a burst
             }
         }
     }
+
+    private static let longestPause: UInt64 = 10_000_000
 
     func join() {
         pthread_join(thread, nil)

@@ -106,7 +106,7 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
     public struct Producers: Codable, Sendable, Equatable {
         static let elementKinds = "a sources, ports, io or blocks element"
         public var threads: Int = 2
-        /// Events per second per thread; 0 means as fast as possible.
+        /// Events per second per thread; 0 means as fast as possible. See ``isPossibleRate(_:)``.
         public var rate: Double = 1000
         public var handlerCost: DurationValue = .zero
         /// Bytes per message (ports, io).
@@ -118,6 +118,12 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
             self.handlerCost = handlerCost
             self.bytes = bytes
         }
+
+        /// A producer paces itself on a grid of 1e9 / rate nanoseconds: above 10 million per second the step is
+        /// under 100 ns, finer than a sleep can keep (`1e99` made it 0, a flood under another name), and below one
+        /// event in 1000 s nothing would happen in any run worth tracing.
+        public static func isPossibleRate(_ rate: Double) -> Bool { rate == 0 || (0.001...10_000_000).contains(rate) }
+        public static let possibleRates = "0 (as fast as possible) or 0.001 to 10000000 events per second per thread"
 
         enum CodingKeys: String, CodingKey, CaseIterable { case threads, rate, handlerCost = "handler_cost", bytes }
         public init(from decoder: Decoder) throws {
@@ -189,7 +195,7 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
                 guard t.interval.nanoseconds > 0 else { throw WorkloadError("\(at) (timers): interval must be greater than zero") }
             case .sources(let p), .ports(let p), .io(let p), .blocks(let p):
                 guard (1...256).contains(p.threads) else { throw WorkloadError("\(at): threads must be 1 to 256 (got \(p.threads))") }
-                guard p.rate >= 0, p.rate.isFinite else { throw WorkloadError("\(at): rate must be 0 (flood) or a positive number of events per second (got \(p.rate))") }
+                guard Producers.isPossibleRate(p.rate) else { throw WorkloadError("\(at): rate must be \(Producers.possibleRates) (got \(p.rate))") }
                 guard (0...(1 << 20)).contains(p.bytes) else { throw WorkloadError("\(at): bytes must be 0 to 1048576 (got \(p.bytes))") }
             case .modes(let m):
                 guard m.period.nanoseconds > 0, m.interval.nanoseconds > 0 else { throw WorkloadError("\(at) (modes): period and interval must be greater than zero") }

@@ -23,15 +23,28 @@ import TraceModel
         #expect(try DurationText.nanoseconds("7m") == 420_000_000_000)
     }
 
-    @Test func fractionsRoundToTheNearestNanosecond() throws {
+    @Test func fractionsOfAUnitAreExact() throws {
         #expect(try DurationText.nanoseconds("1.5s") == 1_500_000_000)
         #expect(try DurationText.nanoseconds(".5ms") == 500_000)
         #expect(try DurationText.nanoseconds("2.5us") == 2_500)
-        #expect(try DurationText.nanoseconds("0.0004us") == 0)
-        #expect(try DurationText.nanoseconds("1.6ns") == 2)
+        #expect(try DurationText.nanoseconds("1.1us") == 1_100, "1.1 × 1000 is 1100.0000000000002 in binary")
         #expect(try DurationText.nanoseconds("0.25m") == 15_000_000_000)
+        #expect(try DurationText.nanoseconds("1.5e-10m") == 9)
         #expect(try DurationText.nanoseconds("1e3us") == 1_000_000)
+        #expect(try DurationText.nanoseconds("5.ms") == 5_000_000)
+        #expect(try DurationText.nanoseconds("1000e-3ns") == 1)
+        #expect(try DurationText.nanoseconds("9007199254740993ns") == 9_007_199_254_740_993, "beyond a Double's 53 bits")
         #expect(try DurationText.nanoseconds("  20ms ") == 20_000_000, "surrounding spaces are ignored")
+    }
+
+    /// `0.5ns` was 1 ns and `0.0004us` was 0: a fraction of a nanosecond is refused, not rounded.
+    @Test func aFractionOfANanosecondIsRefused() {
+        let expected = { (text: String) in "\"\(text)\" has a fraction of a nanosecond: a duration is a whole number of nanoseconds" }
+        for text in ["0.5ns", "1.6ns", "0.0004us", "1.0000005ms", "1e-10s", "1e-11m", "1e-99999999999s"] {
+            #expect(refusal(text) == expected(text), "\(text)")
+        }
+        #expect(refusal("0.000ns") == nil, "zero written with decimals is zero")
+        #expect(refusal("0e-5ns") == nil)
     }
 
     @Test func aBareNumberIsRefusedExceptZero() throws {
@@ -53,21 +66,16 @@ import TraceModel
         #expect(refusal("1e10s") == "\"1e10s\" is too long: a duration must be under 292 years")
         #expect(refusal("153722868m") == "\"153722868m\" is too long: a duration must be under 292 years")
         #expect(try DurationText.nanoseconds("153722867m") == 9_223_372_020_000_000_000, "just under Int64.max")
+        #expect(try DurationText.nanoseconds("9223372036854775807ns") == Int64.max)
+        #expect(refusal("9223372036854775808ns") == "\"9223372036854775808ns\" is too long: a duration must be under 292 years")
+        #expect(refusal("1e99ns") == "\"1e99ns\" is too long: a duration must be under 292 years")
+        #expect(refusal("1e99999999999s") == "\"1e99999999999s\" is too long: a duration must be under 292 years", "beyond a Double too")
     }
 
     @Test func garbageIsRefused() {
         let expected = { (text: String) in "\"\(text)\" is not a duration: write a number and a unit (500us, 2ms, 1.5s)" }
-        for text in ["", "soon", "ms", "5 ms", "5mss", "5h", "5sec", "inf s", "nans", "0x10ms", "1.2.3ms", "--1s", "5µ"] {
+        for text in ["", "soon", "ms", "5 ms", "5mss", "5h", "5sec", "inf s", "nans", "0x10ms", "1.2.3ms", "--1s", "5µ", ".ms", "1e+ms", "e5ms", "+-1ms"] {
             #expect(refusal(text) == expected(text.trimmingCharacters(in: .whitespaces)), "\(text)")
-        }
-    }
-
-    private func budgetRefusal(_ text: String) -> String? {
-        do {
-            _ = try Budget(text: text, file: "b")
-            return nil
-        } catch {
-            return error.description
         }
     }
 

@@ -4,7 +4,8 @@ import Foundation
 /// A CI budget: one rule per line, `metric OP limit`, e.g. `timer.lateness.p99 <= 2ms`, `loop.utilization <= 0.8`,
 /// `stalls.count == 0`, `trace.lost == 0`. `#` starts a comment. Durations are written as everywhere in rlctl
 /// (``DurationText``: `500us`, `2ms`, `1m`; a number alone is refused); ratios
-/// take `0.8` or `80%`; counts are whole numbers.
+/// take `0.8` or `80%`; counts are whole numbers. Lines end in `\n`, `\r\n` or a lone `\r`, tabs are spaces and a
+/// leading byte-order mark is ignored, so an editor's settings never change which rules a budget holds.
 public struct Budget: Sendable {
     public struct Rule: Sendable, Equatable {
         public var metric: String
@@ -35,11 +36,19 @@ public struct Budget: Sendable {
     /// Parses a budget; errors name the file and line.
     public init(text: String, file: String) throws(BudgetError) {
         rules = []
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty { continue }
+        // "\r\n" is one Character in Swift: splitting on "\n" alone kept a CRLF budget as one line, and its first
+        // comment hid every later rule.
+        for (index, rawLine) in text.droppingByteOrderMark.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }).enumerated() {
             let at = "\(file):\(index + 1)"
+            // Another editor may show a form feed, a vertical tab or U+2028 as a line break, and the rule after it
+            // as a rule of its own, not part of a comment.
+            if let odd = rawLine.unicodeScalars.first(where: Self.isAmbiguous) {
+                throw BudgetError("\(at): unexpected character U+\(String(odd.value, radix: 16, uppercase: true).leftPadded(to: 4)) (a line ends in \\n, \\r\\n or \\r)")
+            }
+            let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            // A tab is a space, also in the rule's text that reports quote (a tab there misaligns their columns).
+            let trimmed = line.replacingOccurrences(of: "\t", with: " ").trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { continue }
             guard let comparison = Comparison.allCases.sorted(by: { $0.rawValue.count > $1.rawValue.count })
                     .first(where: { trimmed.contains($0.rawValue) }),
                   let range = trimmed.range(of: comparison.rawValue) else {
@@ -57,6 +66,14 @@ public struct Budget: Sendable {
         guard !rules.isEmpty else { throw BudgetError("\(file): the budget has no rules") }
     }
 
+    private static func isAmbiguous(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control: return scalar != "\t"
+        case .lineSeparator, .paragraphSeparator: return true
+        default: return scalar == "\u{FEFF}"
+        }
+    }
+
     static func parseLimit(_ text: String, for metric: Metric.Definition, at: String) throws(BudgetError) -> Double {
         switch metric.unit {
         case .duration, .rate:
@@ -69,7 +86,7 @@ public struct Budget: Sendable {
                     throw BudgetError("\(at): the limit \"\(text)\" for \(metric.name) has no unit (write e.g. \(body)ms or \(body)us)")
                 case .negative:
                     throw BudgetError("\(at): impossible limit \(text): \(metric.name) is \(metric.unit == .rate ? "a magnitude, never" : "never") negative")
-                case .notADuration, .outOfRange:
+                case .notADuration, .outOfRange, .fractionOfANanosecond:
                     throw BudgetError("\(at): \(error.description)")
                 }
             }
@@ -80,6 +97,10 @@ public struct Budget: Sendable {
         case .count:
             guard let value = Double(text), value.isFinite, value == value.rounded() else {
                 throw BudgetError("\(at): \"\(text)\" is not a whole number (\(metric.name) is a count)")
+            }
+            // Above 2^53 a Double no longer holds every whole number: the limit compared would not be the one written.
+            guard abs(value) <= Self.largestExactCount else {
+                throw BudgetError("\(at): the limit \(text) for \(metric.name) is out of range (a count limit is at most 9007199254740992)")
             }
             return value
         }
@@ -98,6 +119,8 @@ public struct Budget: Sendable {
             break
         }
     }
+
+    static let largestExactCount = 9_007_199_254_740_992.0
 
     /// The metrics that measure how incomplete a trace is. A budget allows a kind of incompleteness only with a
     /// rule on its metrics (`trace.lost <= 100`, `trace.runs_incomplete <= 1`) that holds.

@@ -55,7 +55,7 @@ struct Run: ParsableCommand {
     @Option(help: "timers: the tolerance, e.g. 200us.", transform: durationArgument) var tolerance: DurationValue?
     @Option(help: "CPU time each handler burns, e.g. 50us.", transform: durationArgument) var handlerCost: DurationValue?
     @Option(help: "sources, ports, io, blocks: producer threads.") var threads: Int?
-    @Option(help: "sources, ports, io, blocks: events per second per thread (0 = as fast as possible).") var rate: Double?
+    @Option(help: "sources, ports, io, blocks: events per second per thread, 0.001 to 10000000 (0 = as fast as possible).") var rate: Double?
     @Option(help: "ports, io: bytes per message.") var bytes: Int?
     @Option(help: "jank: every how many frames a callout burns CPU.") var every: Int?
     @Option(help: "jank: how much CPU that callout burns, e.g. 25ms.", transform: durationArgument) var cost: DurationValue?
@@ -63,7 +63,7 @@ struct Run: ParsableCommand {
     @Option(help: "embedded (default), lttng or none.")
     var tracer: TracerChoice = .embedded
 
-    @Option(help: "Keep the trace in this new folder (with --repeat, one subfolder per repetition).")
+    @Option(help: "Keep the trace in this new (or empty) folder (with --repeat, one subfolder per repetition).")
     var trace: String?
 
     @Option(help: "How many times to run; every repetition is kept for rlctl compare.")
@@ -102,6 +102,9 @@ struct Run: ParsableCommand {
         if workload == nil && file == nil { throw ValidationError("name a workload (rlctl list) or give --file") }
         if workload != nil && file != nil { throw ValidationError("give a workload or --file, not both") }
         if let duration, duration.nanoseconds <= 0 { throw ValidationError("--duration must be greater than zero") }
+        if let rate, !WorkloadSpec.Producers.isPossibleRate(rate) {
+            throw ValidationError("--rate must be \(WorkloadSpec.Producers.possibleRates) (got \(rate))")
+        }
         if file != nil {
             // A workload file describes its elements itself: a flag for a built-in workload's element would be
             // silently ignored, so it is refused.
@@ -128,6 +131,9 @@ struct Run: ParsableCommand {
     func run() throws {
         try requireWritableOutputs(output, report, summary)
         let spec = try workloadSpec()
+        // Before the first repetition: a trace written into another folder's files would mix with them (LTTng) or
+        // leave a folder that is neither trace; with --repeat, the repetitions' subfolders are then new too.
+        if let trace { try TraceDestination.requireNewFolder(trace) }
         if let threshold = snapshots.snapshotOnStall { return try runWithSnapshots(spec, threshold: threshold) }
         if tracer == .lttng {
             try LTTngRecording.requireUsable("--tracer lttng")
@@ -189,11 +195,9 @@ struct Run: ParsableCommand {
     /// One repetition, traced with the chosen tracer and summarized; nil with --tracer none (the workload's own
     /// counts are printed instead).
     private func runOnce(_ spec: WorkloadSpec, repetition: Int) throws -> TraceSummary? {
-        // `--trace` (a subfolder per repetition with --repeat) is kept; otherwise a temporary folder. The embedded
-        // recorder itself refuses a folder that already holds a trace; LTTng would mix the two, so its folder
-        // must be new.
+        // `--trace` (a subfolder per repetition with --repeat) is kept; otherwise a temporary folder.
         let destination = try TraceDestination(requested: trace.map { `repeat` > 1 ? "\($0)/rep-\(repetition)" : $0 },
-                                               label: "run", mustBeNew: tracer == .lttng)
+                                               label: "run")
         defer { destination.removeUnlessKept() }
         let outcome = try InterruptibleRun(runner: WorkloadRunner(spec: spec), tracer: recordingTracer).run(into: destination).workload
         guard tracer != .none else {

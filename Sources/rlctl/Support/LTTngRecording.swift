@@ -57,20 +57,25 @@ struct TraceDestination {
     let path: String
     let keep: Bool
 
-    /// With `mustBeNew` (LTTng, which would mix a new trace into an old one), `requested` must not exist yet or
-    /// be an empty folder.
-    init(requested: String?, label: String, mustBeNew: Bool = true) throws {
+    /// `requested` must not exist yet or be an empty folder: a trace written among other files would mix with
+    /// them (LTTng adds its streams to an old trace's).
+    init(requested: String?, label: String) throws {
         if let requested {
-            var isDirectory: ObjCBool = false
-            if mustBeNew, FileManager.default.fileExists(atPath: requested, isDirectory: &isDirectory) {
-                let empty = isDirectory.boolValue && ((try? FileManager.default.contentsOfDirectory(atPath: requested))?.isEmpty ?? false)
-                guard empty else { throw Failure.input("\(requested) already exists: give a new folder for the trace") }
-            }
+            try Self.requireNewFolder(requested)
             path = URL(fileURLWithPath: requested).standardizedFileURL.path
             keep = true
         } else {
             path = NSTemporaryDirectory() + "rlctl-\(label)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             keep = false
+        }
+    }
+
+    /// Refuses `requested` unless it does not exist yet or is an empty folder.
+    static func requireNewFolder(_ requested: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: requested, isDirectory: &isDirectory) {
+            let empty = isDirectory.boolValue && ((try? FileManager.default.contentsOfDirectory(atPath: requested))?.isEmpty ?? false)
+            guard empty else { throw Failure.input("\(requested) already exists: give a new folder for the trace") }
         }
     }
 

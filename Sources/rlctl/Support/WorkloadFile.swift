@@ -1,4 +1,5 @@
 import Foundation
+import TraceModel
 import Workloads
 import Yams
 
@@ -17,15 +18,35 @@ enum WorkloadFile {
         do { data = try handle.readToEnd() ?? Data() } catch {
             throw Failure.input("\(path): cannot read the workload file: \(error.localizedDescription)")
         }
+        let isJSON = path.hasSuffix(".json")
+        let text = String(decoding: data, as: UTF8.self).droppingByteOrderMark
+        let written = isJSON ? try WrittenValue(json: data, file: path) : try WrittenValue(yaml: text, file: path)
+        if let ambiguity = written?.firstAmbiguity(file: path) { throw Failure.input(ambiguity) }
         do {
-            if path.hasSuffix(".json") {
+            if isJSON {
                 return try JSONDecoder().decode(WorkloadSpec.self, from: data)
             }
-            return try YAMLDecoder().decode(WorkloadSpec.self, from: String(decoding: data, as: UTF8.self))
-        } catch let error as DecodingError {
-            throw Failure.input("\(path): \(describe(error))")
+            return try YAMLDecoder().decode(WorkloadSpec.self, from: text)
+        } catch let decoding as DecodingError {
+            var error = decoding
+            // JSONDecoder says only "not valid JSON", nowhere, of valid JSON holding a number its field cannot
+            // (`"count": 1e99`); the same text read as YAML says which field.
+            if isJSON, written != nil, context(of: error)?.codingPath.isEmpty == true {
+                do { _ = try YAMLDecoder().decode(WorkloadSpec.self, from: text) } catch let located as DecodingError { error = located } catch {}
+            }
+            let line = context(of: error).flatMap { written?.line(at: $0.codingPath) }.map { ":\($0)" } ?? ""
+            throw Failure.input("\(path)\(line): \(describe(error))")
         } catch {
-            throw Failure.input("\(path): not valid \(path.hasSuffix(".json") ? "JSON" : "YAML"): \(String(describing: error).split(separator: "\n").first ?? "")")
+            throw Failure.input("\(path): not valid \(isJSON ? "JSON" : "YAML"): \(String(describing: error).split(separator: "\n").first ?? "")")
+        }
+    }
+
+    private static func context(of error: DecodingError) -> DecodingError.Context? {
+        switch error {
+        case .dataCorrupted(let context), .keyNotFound(_, let context), .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return context
+        @unknown default:
+            return nil
         }
     }
 
