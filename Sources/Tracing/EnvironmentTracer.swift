@@ -26,8 +26,11 @@ import TraceModel
 /// - `RLCTL_WATCHDOG=500ms`, with a tracer installed: a ``LoopWatchdog`` over every loop of the process traces a
 ///   loop still busy in one iteration after that long as `loop_hang`, while it is stuck.
 ///
-/// Both tracer variables are removed from the environment once read, so that the programs this one starts are not
-/// traced into the same folder. The adapters (RunLoopFoundation, RunLoopNIO) call this themselves.
+/// Only the program `rlctl record` started takes the tracer (`RLCTL_RECORDER_PID`: a process whose parent is not that
+/// rlctl, such as the program a wrapper shell starts, installs nothing), and the tracer variables are removed from
+/// the environment once read, so that the programs this one starts are not traced into the same folder; with
+/// `rlctl record --follow-children` (`RLCTL_FOLLOW_CHILDREN=1`) they are kept and every program takes them. The
+/// adapters (RunLoopFoundation, RunLoopNIO) call this themselves.
 extension LoopEventSink {
     /// What ``installFromEnvironment()`` did.
     public enum EnvironmentTracer: Sendable, Equatable {
@@ -63,6 +66,21 @@ public enum TracerEnvironment {
     public static let maxSnapshots = "RLCTL_MAX_SNAPSHOTS"
     /// With ``snapshotOnStall``: the least time between two snapshots (a duration, default 1s).
     public static let snapshotGap = "RLCTL_SNAPSHOT_GAP"
+    /// The process id of the `rlctl record` that started the program: only its own child takes the tracer, not a
+    /// program that child starts (which inherits the variables from a program that never reads them, a shell).
+    public static let recorderProcess = "RLCTL_RECORDER_PID"
+    /// `1`: the tracer variables stay in the environment, so the programs the recorded one starts are traced too.
+    public static let followChildren = "RLCTL_FOLLOW_CHILDREN"
+
+    /// The variables that make the programs a process starts trace themselves; read once, then removed.
+    static let passedOn = [tracer, folder, snapshotOnStall, maxSnapshots, snapshotGap, watchdog, recorderProcess, followChildren]
+
+    /// Sets who takes the tracer in `environment`, a program's that `rlctl record` starts: that program alone, or
+    /// with `followChildren` every program it starts too.
+    public static func limit(_ environment: inout [String: String], followChildren: Bool) {
+        environment[recorderProcess] = followChildren ? nil : String(getpid())
+        environment[Self.followChildren] = followChildren ? "1" : nil
+    }
 }
 
 /// The process's one environment-requested recording, and its ending at exit or on a terminating signal.
@@ -73,6 +91,8 @@ final class EnvironmentRecording: @unchecked Sendable {
     private var installed: LoopEventSink.EnvironmentTracer?
     private var recording: Recording?
     private var watchdog: LoopWatchdog?
+    /// RLCTL_WATCHDOG as the first call read it (the environment no longer holds it).
+    private var watchdogText = ""
 
     func installOnce() -> LoopEventSink.EnvironmentTracer {
         lock.lock()
@@ -98,10 +118,14 @@ final class EnvironmentRecording: @unchecked Sendable {
         let snapshotText = environment[TracerEnvironment.snapshotOnStall] ?? ""
         let maxText = environment[TracerEnvironment.maxSnapshots] ?? ""
         let gapText = environment[TracerEnvironment.snapshotGap] ?? ""
-        for name in [TracerEnvironment.tracer, TracerEnvironment.folder, TracerEnvironment.snapshotOnStall,
-                     TracerEnvironment.maxSnapshots, TracerEnvironment.snapshotGap] {
-            unsetenv(name)
+        watchdogText = environment[TracerEnvironment.watchdog] ?? ""
+        if environment[TracerEnvironment.followChildren] != "1" {
+            // Here, at the first call (documented as made at start-up, before the program starts threads): unsetenv
+            // is not safe against a getenv running on another thread at the same moment.
+            for name in TracerEnvironment.passedOn { unsetenv(name) }
         }
+        // A program started by the recorded one (through a wrapper shell, which passes on variables it never read).
+        if let recorder = environment[TracerEnvironment.recorderProcess], recorder != String(getppid()) { return .none }
         switch requested {
         case "":
             return .none
@@ -158,7 +182,8 @@ final class EnvironmentRecording: @unchecked Sendable {
     /// RLCTL_WATCHDOG's watchdog over every loop; a value that is not a duration longer than zero is reported on
     /// stderr and ignored.
     private func startWatchdog() {
-        guard let text = ProcessInfo.processInfo.environment[TracerEnvironment.watchdog], !text.isEmpty else { return }
+        let text = watchdogText
+        guard !text.isEmpty else { return }
         let threshold: Int64
         do { threshold = try DurationText.nanoseconds(text) } catch {
             FileHandle.standardError.write(Data("rlctl tracing: \(TracerEnvironment.watchdog)=\(text) is ignored: \(error.description); no watchdog runs\n".utf8))

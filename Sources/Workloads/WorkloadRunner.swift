@@ -11,8 +11,16 @@ public final class WorkloadRunner: @unchecked Sendable {
     private let lock = NSLock()
     private var interrupter: LoopSource?
 
-    public init(spec: WorkloadSpec) {
+    /// Every `blocks` element's producers' backlog (read it while the run goes on, or after).
+    public let blockBacklog: BlockBacklog
+
+    /// `blocksInFlightPerProducer`: the most blocks one producer of a `blocks` element may have performed that the
+    /// loop has not run yet. A flood (rate 0) outpaces any loop: without a limit its queue, and rlctl's memory, only
+    /// grow.
+    public init(spec: WorkloadSpec, blocksInFlightPerProducer: Int = 256) {
+        precondition(blocksInFlightPerProducer > 0, "a producer needs room for one block")
         self.spec = spec
+        blockBacklog = BlockBacklog(limitPerProducer: blocksInFlightPerProducer)
     }
 
     /// Ends the run early (from any thread, e.g. a SIGINT handler): producers stop and the loop returns. Before
@@ -35,6 +43,8 @@ public final class WorkloadRunner: @unchecked Sendable {
         public var elapsed: Duration
         public var loopStatistics: Loop.Statistics
         public var produced: UInt64
+        /// How far the loop fell behind the block producers; nil when the workload has none.
+        public var blockBacklog: BlockBacklog.Figures?
     }
 
     /// Sets everything up, runs the loop until the duration has passed, then tears it all down.
@@ -60,7 +70,7 @@ public final class WorkloadRunner: @unchecked Sendable {
         let stop: @Sendable () -> Bool = { [self] in self.isCancelled }
         var teardowns: [() -> Void] = []
         for (index, element) in spec.elements.enumerated() {
-            teardowns.append(Self.start(element, index: index, loop: loop, until: Deadline(at: deadline, cancelled: stop), produced: produced))
+            teardowns.append(start(element, index: index, loop: loop, until: Deadline(at: deadline, cancelled: stop), produced: produced))
         }
         // A source that is never signalled keeps the default mode alive for the whole duration.
         let keepAlive = LoopSource(label: "workload-keepalive") {}
@@ -80,21 +90,23 @@ public final class WorkloadRunner: @unchecked Sendable {
         statistics.iterations -= before.iterations
         statistics.sleeps -= before.sleeps
         statistics.runs -= before.runs
-        return Outcome(elapsed: elapsed, loopStatistics: statistics, produced: produced.value)
+        let hasBlocks = spec.elements.contains { if case .blocks = $0 { return true } else { return false } }
+        return Outcome(elapsed: elapsed, loopStatistics: statistics, produced: produced.value,
+                       blockBacklog: hasBlocks ? blockBacklog.figures : nil)
     }
 
     // ===== elements =====
 
-    private static func start(_ element: WorkloadSpec.Element, index: Int, loop: Loop, until deadline: Deadline,
-                              produced: Counter) -> () -> Void {
+    private func start(_ element: WorkloadSpec.Element, index: Int, loop: Loop, until deadline: Deadline,
+                       produced: Counter) -> () -> Void {
         switch element {
-        case .timers(let spec): return startTimers(spec, index: index, loop: loop)
-        case .jank(let spec): return startJank(spec, index: index, loop: loop)
-        case .modes(let spec): return startModes(spec, index: index, loop: loop)
-        case .sources(let spec): return startSources(spec, index: index, loop: loop, until: deadline, produced: produced)
-        case .blocks(let spec): return startBlocks(spec, loop: loop, until: deadline, produced: produced)
-        case .ports(let spec): return startPorts(spec, index: index, loop: loop, until: deadline, produced: produced)
-        case .io(let spec): return startIO(spec, index: index, loop: loop, until: deadline, produced: produced)
+        case .timers(let spec): return Self.startTimers(spec, index: index, loop: loop)
+        case .jank(let spec): return Self.startJank(spec, index: index, loop: loop)
+        case .modes(let spec): return Self.startModes(spec, index: index, loop: loop)
+        case .sources(let spec): return Self.startSources(spec, index: index, loop: loop, until: deadline, produced: produced)
+        case .blocks(let spec): return Self.startBlocks(spec, loop: loop, until: deadline, produced: produced, backlog: blockBacklog)
+        case .ports(let spec): return Self.startPorts(spec, index: index, loop: loop, until: deadline, produced: produced)
+        case .io(let spec): return Self.startIO(spec, index: index, loop: loop, until: deadline, produced: produced)
         }
     }
 
@@ -144,6 +156,8 @@ public final class WorkloadRunner: @unchecked Sendable {
         }
     }
 
+    // A signalled source is a flag (signalling it again queues nothing), a port producer waits for each reply and an
+    // io producer's write blocks on a full socket buffer: only block producers need a limit of their own.
     private static func startSources(_ spec: WorkloadSpec.Producers, index: Int, loop: Loop, until deadline: Deadline,
                                      produced: Counter) -> () -> Void {
         let cost = spec.handlerCost.duration
@@ -162,11 +176,17 @@ public final class WorkloadRunner: @unchecked Sendable {
     }
 
     private static func startBlocks(_ spec: WorkloadSpec.Producers, loop: Loop, until deadline: Deadline,
-                                    produced: Counter) -> () -> Void {
+                                    produced: Counter, backlog: BlockBacklog) -> () -> Void {
         let cost = spec.handlerCost.duration
         let producers = (0..<spec.threads).map { _ in
-            Producer(rate: spec.rate, until: deadline) {
-                loop.perform { burn(cost) }
+            let inFlight = InFlightBlocks(backlog)
+            return Producer(rate: spec.rate, until: deadline) {
+                guard inFlight.waitForRoom(until: deadline) else { return }
+                inFlight.add()
+                loop.perform {
+                    burn(cost)
+                    inFlight.ran()
+                }
                 produced.add()
             }
         }
@@ -296,6 +316,102 @@ final class Producer: @unchecked Sendable {
 
     func join() {
         pthread_join(thread, nil)
+    }
+}
+
+/// How far the loop fell behind the block producers: blocks performed and not run yet, and the producers' waits.
+public final class BlockBacklog: Sendable {
+    public let limitPerProducer: Int
+    private let queued = Atomic<Int>(0)
+    private let mostQueued = Atomic<Int>(0)
+    private let heldBack = Atomic<UInt64>(0)
+    private let heldBackNanoseconds = Atomic<UInt64>(0)
+
+    init(limitPerProducer: Int) {
+        self.limitPerProducer = limitPerProducer
+    }
+
+    public struct Figures: Sendable, Equatable {
+        /// The most blocks each producer may have performed and not seen run.
+        public var limitPerProducer: Int
+        /// Blocks performed and not run yet, every producer's together: now, and the most at any moment.
+        public var queued: Int
+        public var mostQueued: Int
+        /// How many times a producer found its limit reached and waited for the loop, and how long in all.
+        public var heldBack: UInt64
+        public var heldBackNanoseconds: UInt64
+    }
+
+    public var figures: Figures {
+        Figures(limitPerProducer: limitPerProducer, queued: queued.load(ordering: .relaxed), mostQueued: mostQueued.load(ordering: .relaxed),
+                heldBack: heldBack.load(ordering: .relaxed), heldBackNanoseconds: heldBackNanoseconds.load(ordering: .relaxed))
+    }
+
+    fileprivate func added() {
+        let now = queued.add(1, ordering: .relaxed).newValue
+        var most = mostQueued.load(ordering: .relaxed)
+        while now > most {
+            let (exchanged, original) = mostQueued.compareExchange(expected: most, desired: now, ordering: .relaxed)
+            if exchanged { break }
+            most = original
+        }
+    }
+
+    fileprivate func ran() { queued.subtract(1, ordering: .relaxed) }
+
+    fileprivate func held(for nanoseconds: UInt64) {
+        heldBack.add(1, ordering: .relaxed)
+        heldBackNanoseconds.add(nanoseconds, ordering: .relaxed)
+    }
+}
+
+/// One block producer's blocks performed and not run yet, up to the backlog's limit.
+private final class InFlightBlocks: Sendable {
+    private let backlog: BlockBacklog
+    private let count = Atomic<Int>(0)
+    /// A held-back producer resumes once this few of its blocks are left: waking it for every block that runs would
+    /// cost the loop's thread a wake-up per block.
+    private let resumeBelow: Int
+    /// Set by the producer before it sleeps; the callout that brings the count below `resumeBelow` clears it and
+    /// wakes the producer. Sleeping in short steps instead, hundreds of held-back producers' wake-ups took most of
+    /// the CPU from the loop they wait for.
+    private let producerSleeps = Atomic<Bool>(false)
+    private let roomMade = DispatchSemaphore(value: 0)
+
+    init(_ backlog: BlockBacklog) {
+        self.backlog = backlog
+        resumeBelow = max(1, backlog.limitPerProducer / 2)
+    }
+
+    func add() {
+        count.add(1, ordering: .relaxed)
+        backlog.added()
+    }
+
+    /// In the block's callout, on the loop's thread: atomics only, and a wake-up once per time the producer waited.
+    func ran() {
+        let left = count.subtract(1, ordering: .sequentiallyConsistent).newValue
+        backlog.ran()
+        if left < resumeBelow, producerSleeps.exchange(false, ordering: .sequentiallyConsistent) { roomMade.signal() }
+    }
+
+    /// Returns at once while the limit is not reached; otherwise waits until the loop has run half of the producer's
+    /// blocks (true), or the run ends (false). Each sleep is bounded, so a run that ends is seen within 10 ms.
+    func waitForRoom(until deadline: Deadline) -> Bool {
+        guard count.load(ordering: .relaxed) >= backlog.limitPerProducer else { return true }
+        let start = Loop.Instant.now.nanoseconds
+        defer { backlog.held(for: Loop.Instant.now.nanoseconds - start) }
+        while true {
+            // Announced before the count is read again: either this read sees the callout's decrement, or that
+            // callout sees the announcement and wakes the producer (a wake-up left over makes one more turn).
+            producerSleeps.store(true, ordering: .sequentiallyConsistent)
+            if count.load(ordering: .sequentiallyConsistent) < resumeBelow {
+                producerSleeps.store(false, ordering: .relaxed)
+                return true
+            }
+            if deadline.passed { return false }
+            _ = roomMade.wait(timeout: .now() + .milliseconds(10))
+        }
     }
 }
 

@@ -121,6 +121,8 @@ func runInterposed(_ arguments: [String], follow: Bool = false, tracer: String =
         // Small buffers: a test thread needs little, and each is populated at its first event.
         "RLCTL_ANY_SUB_BUFFER_SIZE": "16384",
         "RLCTL_ANY_SUB_BUFFER_COUNT": "4",
+        // The program's own copy: not following children, the interposer takes its variables out of the environment.
+        "WAITS_TRACE_DIR": folder,
     ]
     environment["RLCTL_ANY_FOLLOW"] = follow ? "1" : nil
     let output = try runProcess(program, arguments, ProcessOptions(environment: environment, timeout: .seconds(20)),

@@ -256,10 +256,22 @@ import TestSupport
         try expectUsageError(["record", "--any", "--", "no-such-program-rlctl"], "no-such-program-rlctl: no such program (not a file, and not found in PATH)")
     }
 
-    @Test func followChildrenNeedsAny() throws {
-        let result = try CLI.run(["record", "--follow-children", "--", "true"])
-        #expect(result.status == 2)
-        #expect(result.stderr.contains("--follow-children goes with --any"), "\(result.stderr)")
+    /// Not following, the programs the recorded one starts get neither the interposer nor its variables: what the
+    /// recorded program's own exec still gets (aRunLoopCoreProgramRecordedBothWaysAgrees) stays its own.
+    @Test func aChildSeesTheInterposersVariablesOnlyWhenFollowed() throws {
+        func childEnvironment(_ flags: [String]) throws -> [String] {
+            let listing = temporaryPath("child-environment"), trace = temporaryPath("child-environment.rltrace")
+            defer { for path in [listing, trace] { try? FileManager.default.removeItem(atPath: path) } }
+            // `; true` keeps sh from exec'ing env in its own process: env is sh's child.
+            let recorded = try CLI.run(["record", "--any", "--tracer", "embedded", "--output", trace] + flags + ["--", "sh", "-c", "env > '\(listing)'; true"])
+            #expect(recorded.status == 0 || recorded.status == 3, "\(recorded.termination): \(recorded.stderr)")
+            return try String(contentsOfFile: listing, encoding: .utf8).split(separator: "\n").map(String.init)
+                .filter { $0.hasPrefix("RLCTL_") || ($0.hasPrefix("LD_PRELOAD=") && $0.contains("wait-interposer")) }
+        }
+        let unfollowed = try childEnvironment([])
+        #expect(unfollowed.isEmpty, "\(unfollowed)")
+        let followed = try childEnvironment(["--follow-children"])
+        #expect(followed.contains { $0.hasPrefix("RLCTL_ANY_TRACE_DIR=") } && followed.contains { $0.hasPrefix("LD_PRELOAD=") }, "\(followed)")
     }
 
     @Test func aThirtyTwoBitProgramIsRefusedBeforeItStarts() throws {

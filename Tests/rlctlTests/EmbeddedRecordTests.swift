@@ -116,4 +116,24 @@ struct EmbeddedRecordTests {
         #expect(result.status == 3, "\(result.termination): \(result.stderr)")
         #expect(result.stderr.contains("the program must call LoopEventSink.installFromEnvironment() (module Tracing), or use an adapter"), "\(result.stderr)")
     }
+
+    /// A wrapper shell that does not exec passes the tracer variables on unread: the program it starts is not the
+    /// recorded one, so it installs no tracer, unless --follow-children asks for it.
+    @Test func aProgramAWrapperStartsIsTracedOnlyWhenChildrenAreFollowed() throws {
+        // `; true` keeps sh from exec'ing the program in its own process: runloop-demo is sh's child.
+        let script = "'\(CLI.sibling("runloop-demo"))' 0.3; true"
+        let unfollowed = temporaryPath("wrapper-unfollowed"), followed = temporaryPath("wrapper-followed")
+        defer { for folder in [unfollowed, followed] { try? FileManager.default.removeItem(atPath: folder) } }
+        let alone = try CLI.run(["record", "--tracer", "embedded", "--output", unfollowed, "--", "sh", "-c", script])
+        #expect(alone.status == 3, "no runloop event from sh itself: \(alone.termination): \(alone.stderr)")
+        #expect(alone.stdout.hasPrefix("runloop-demo: "), "the child ran: \(alone.stdout.prefix(300))")
+        let written = (try? FileManager.default.contentsOfDirectory(atPath: unfollowed)) ?? []
+        #expect(written.isEmpty, "the child wrote no trace of its own: \(written)")
+        let both = try CLI.run(["record", "--tracer", "embedded", "--follow-children", "--output", followed, "--format", "json",
+                                "--", "sh", "-c", script])
+        try #require(both.status == 0, "\(both.termination): \(both.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data((both.stdout.split(separator: "\n", maxSplits: 1).last ?? "").utf8)) as? [String: Any])
+        let loops = json["loops"] as? [[String: Any]] ?? []
+        #expect(loops.map { $0["name"] as? String } == ["main"], "the child's loop: \(loops)")
+    }
 }

@@ -126,6 +126,10 @@ public enum SummaryReport {
             }
             if s.timers.count > 10 { out.append("  … \(s.timers.count - 10) more timers (--format json lists all)") }
         }
+        if let backlog = s.blockBacklog {
+            out.append("")
+            out.append(backlog.text)
+        }
         return out.joined(separator: "\n")
     }
 

@@ -23,6 +23,33 @@ public struct TraceSummary: Codable, Sendable, Equatable {
     /// The stalls and hangs the traced loops reported themselves (`loop_stall`, `loop_hang`), when the trace has
     /// some.
     public var reported: ReportedStalls? = nil
+    /// How far the loop fell behind `rlctl run`'s block producers, as they counted it themselves (not in the trace):
+    /// set by `rlctl run` for a workload with blocks.
+    public var blockBacklog: BlockBacklog? = nil
+
+    public struct BlockBacklog: Codable, Sendable, Equatable {
+        /// The most blocks each producer may have performed that the loop has not run yet.
+        public var limitPerProducer: Int
+        /// The most blocks performed and not run yet at any moment, every producer's together.
+        public var mostQueued: Int
+        /// How many times a producer reached its limit and waited for the loop, and how long in all.
+        public var heldBack: UInt64
+        public var heldBackNanoseconds: UInt64
+
+        public init(limitPerProducer: Int, mostQueued: Int, heldBack: UInt64, heldBackNanoseconds: UInt64) {
+            self.limitPerProducer = limitPerProducer
+            self.mostQueued = mostQueued
+            self.heldBack = heldBack
+            self.heldBackNanoseconds = heldBackNanoseconds
+        }
+
+        /// One line: whether the producers were held back, and the most blocks the loop had queued.
+        public var text: String {
+            let backlog = "backlog at most \(mostQueued) blocks (limit \(limitPerProducer) per producer)"
+            guard heldBack > 0 else { return "block producers never held back: \(backlog)" }
+            return "block producers held back \(heldBack) times (total \(formatNanoseconds(heldBackNanoseconds))) — the loop could not keep up: \(backlog)"
+        }
+    }
 
     public struct Health: Codable, Sendable, Equatable {
         /// What the reader counted (events read and lost, packets lost, the loss windows), as it counted it.

@@ -434,6 +434,33 @@ void rli_before_exit(void) {
 
 // ===== load and unload =====
 
+/// Reads the recording's settings (the constructor's, while the environment holds them); 0 when it cannot record.
+static int configure(void) {
+    if (parse_uuid(variable("RLCTL_ANY_UUID"), g_config.uuid) != 0) return 0;
+    g_config.sub_buffer_size = number_or("RLCTL_ANY_SUB_BUFFER_SIZE", 256 * 1024);
+    g_config.sub_buffer_count = number_or("RLCTL_ANY_SUB_BUFFER_COUNT", 16);
+    int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, g_config.process_comm, sizeof g_config.process_comm - 1);
+        close(fd);
+        g_config.process_comm[n > 0 ? n : 0] = 0;
+        g_config.process_comm[strcspn(g_config.process_comm, "\n")] = 0;
+    }
+    const char *tracer = variable("RLCTL_ANY_TRACER");
+    if (tracer && strcmp(tracer, "lttng") == 0) {
+        g_config.provider = open_provider(variable("RLCTL_ANY_LTTNG_PROVIDER"));
+        if (!g_config.provider) return 0;
+        g_rli.lttng = 1;
+    }
+    return 1;
+}
+
+/// Takes the interposer and its variables out of this process's environment, so its children do not get them.
+static void leave_recording_environment(void) {
+    leave_preload();
+    for (size_t i = 0; i < VARIABLE_COUNT; i++) unsetenv(k_variables[i]);
+}
+
 __attribute__((constructor)) static void interposer_loaded(void) {
     rli_resolve_waits();
     const char *directory = variable("RLCTL_ANY_TRACE_DIR");
@@ -452,26 +479,16 @@ __attribute__((constructor)) static void interposer_loaded(void) {
     g_config.follow = follow && strcmp(follow, "1") == 0;
     remember_assignments();
     if (!g_config.follow && getpid() != g_config.root) {
-        leave_preload();
+        leave_recording_environment();
         return;
     }
     snprintf(g_config.directory, sizeof g_config.directory, "%s", directory);
-    if (parse_uuid(variable("RLCTL_ANY_UUID"), g_config.uuid) != 0) return;
-    g_config.sub_buffer_size = number_or("RLCTL_ANY_SUB_BUFFER_SIZE", 256 * 1024);
-    g_config.sub_buffer_count = number_or("RLCTL_ANY_SUB_BUFFER_COUNT", 16);
-    int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, g_config.process_comm, sizeof g_config.process_comm - 1);
-        close(fd);
-        g_config.process_comm[n > 0 ? n : 0] = 0;
-        g_config.process_comm[strcspn(g_config.process_comm, "\n")] = 0;
-    }
-    const char *tracer = variable("RLCTL_ANY_TRACER");
-    if (tracer && strcmp(tracer, "lttng") == 0) {
-        g_config.provider = open_provider(variable("RLCTL_ANY_LTTNG_PROVIDER"));
-        if (!g_config.provider) return;
-        g_rli.lttng = 1;
-    }
+    int configured = configure();
+    // Not following, the programs this one starts must not see the interposer or its variables (an exec of its
+    // own gets them back from g_assignments, rli_before_exec). Here, in the constructor, because unsetenv is not
+    // safe against a getenv on another thread, and no thread of the program exists yet.
+    if (!g_config.follow) leave_recording_environment();
+    if (!configured) return;
     pthread_atfork(NULL, NULL, forked_child);
     atomic_store(&g_rli.role, RLI_BUSY);
     atomic_store(&g_rli.role, start_recording() == 0 ? RLI_RECORDING : RLI_OFF);

@@ -22,7 +22,10 @@ struct Record: ParsableCommand {
         The program must call LoopEventSink.installFromEnvironment() (module Tracing) at start-up, or use an \
         adapter (RunLoopFoundation, RunLoopNIO), which calls it: under rlctl record that installs the tracer rlctl \
         chose, and outside rlctl it installs nothing. rlctl tells the program in its environment (RLCTL_TRACER, \
-        RLCTL_TRACE_DIR); programs it starts in turn are not traced (a wrapper script should exec the program).
+        RLCTL_TRACE_DIR, and RLCTL_RECORDER_PID so that only rlctl's own child takes them); programs it starts in \
+        turn are not traced (a wrapper script should exec the program) unless --follow-children asks for them: \
+        then LTTng records every process that installs the tracer, and the embedded recorder's folder takes the \
+        first one's recording (any later process says on stderr that the folder already holds a trace).
 
         --tracer auto (the default) uses LTTng when lttng-tools is installed, this rlctl reads LTTng traces and a \
         session daemon answers or can be started; otherwise the embedded recorder, which needs nothing installed: \
@@ -113,7 +116,7 @@ struct Record: ParsableCommand {
     @Flag(help: "Record any program's event loops through the wait interposer, with no change to the program.")
     var any = false
 
-    @Flag(help: "With --any: record the programs it starts too (their children, and what those exec).")
+    @Flag(help: "Record the programs it starts too (their children, and what those exec), e.g. through a wrapper script that does not exec.")
     var followChildren = false
 
     @Option(help: "Stream to the LTTng relay daemon at this URL (net://HOST[:CONTROL_PORT[:DATA_PORT]]) instead of writing a local trace.")
@@ -133,11 +136,11 @@ struct Record: ParsableCommand {
         if command.first == "--" { command.removeFirst() }
         guard !command.isEmpty else { throw ValidationError("give the program to record after --, e.g. rlctl record -- ./my-app") }
         if let numSubbuf, numSubbuf < 2 { throw ValidationError("--num-subbuf must be at least 2 (got \(numSubbuf))") }
-        if followChildren && !any { throw ValidationError("--follow-children goes with --any") }
         try snapshots.check()
         if snapshots.snapshotOnStall != nil {
             if any { throw ValidationError("--snapshot-on-stall goes with loops that report their stalls (RunLoopCore, the adapters), not with --any") }
             if report != nil { throw ValidationError("--report draws a whole recording; with --snapshot-on-stall run rlctl report on a snapshot folder") }
+            if followChildren { throw ValidationError("--snapshot-on-stall takes snapshots of one program: not with --follow-children") }
         }
         if let relayd {
             guard RelayURL.isWellFormed(relayd) else {
@@ -170,6 +173,7 @@ struct Record: ParsableCommand {
         } else {
             environment[TracerEnvironment.tracer] = useLTTng ? "lttng" : "embedded"
             environment[TracerEnvironment.folder] = useLTTng ? nil : destination.path
+            TracerEnvironment.limit(&environment, followChildren: followChildren)
         }
         let child = try GatedChild(command, environment: environment)
         var session: LTTngSession?
@@ -249,6 +253,7 @@ struct Record: ParsableCommand {
         environment[TracerEnvironment.tracer] = "lttng"
         environment[TracerEnvironment.folder] = nil
         environment[TracerEnvironment.stallThreshold] = "\(threshold.nanoseconds)ns"
+        TracerEnvironment.limit(&environment, followChildren: false)
         let child = try GatedChild(command, environment: environment)
         let session: LTTngStallSnapshots
         do {
@@ -282,6 +287,7 @@ struct Record: ParsableCommand {
         environment[TracerEnvironment.snapshotOnStall] = "\(threshold.nanoseconds)ns"
         environment[TracerEnvironment.maxSnapshots] = "\(snapshots.maximum)"
         environment[TracerEnvironment.snapshotGap] = "\(snapshots.gap.nanosecondsClamped)ns"
+        TracerEnvironment.limit(&environment, followChildren: false)
         let child = try GatedChild(command, environment: environment)
         let ending = try runToItsEnd(child) {}
         let root = EmbeddedRecorder.snapshotRoot(destination.path)
@@ -326,6 +332,7 @@ struct Record: ParsableCommand {
         } else {
             environment[TracerEnvironment.tracer] = "lttng"
             environment[TracerEnvironment.folder] = nil
+            TracerEnvironment.limit(&environment, followChildren: followChildren)
         }
         let child = try GatedChild(command, environment: environment)
         let session: LTTngSession

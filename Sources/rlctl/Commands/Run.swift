@@ -204,7 +204,9 @@ struct Run: ParsableCommand {
             if let outcome { Interruptions.shared.output { print(outcome.untracedDescription(of: spec)) } }
             return nil
         }
-        return try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil))
+        var summary = try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil))
+        summary.blockBacklog = outcome?.summarizedBlockBacklog
+        return summary
     }
 
     /// --snapshot-on-stall: the workload under the embedded flight recorder or an LTTng snapshot session, then the

@@ -21,5 +21,14 @@ extension WorkloadRunner.Outcome {
         // What the producer threads managed to hand the loop (signals, messages, writes, blocks).
         if hasProducers { parts.append("\(produced) events sent by producer threads") }
         return "\(tracedBy ?? "untraced"), ran \(formatNanoseconds(UInt64(elapsed.nanosecondsClamped))) of \(formatNanoseconds(UInt64(spec.duration.nanoseconds))): " + parts.joined(separator: ", ")
+            + (summarizedBlockBacklog.map { "\n" + $0.text } ?? "")
+    }
+
+    /// The block producers' backlog as a summary carries it.
+    var summarizedBlockBacklog: TraceSummary.BlockBacklog? {
+        blockBacklog.map {
+            TraceSummary.BlockBacklog(limitPerProducer: $0.limitPerProducer, mostQueued: $0.mostQueued, heldBack: $0.heldBack,
+                                      heldBackNanoseconds: $0.heldBackNanoseconds)
+        }
     }
 }

@@ -64,8 +64,8 @@ static int open_here(const char *path) {
 /// closed it: it passes every 15 ms, but a loaded machine can leave it behind any fixed sleep. (stat and
 /// readlink, not wait calls.)
 static void wait_for_written_packet(void) {
-    const char *directory = getenv("RLCTL_ANY_TRACE_DIR");
-    if (!directory) fail("RLCTL_ANY_TRACE_DIR is not set");
+    const char *directory = getenv("WAITS_TRACE_DIR");
+    if (!directory) fail("WAITS_TRACE_DIR is not set");
     char path[4096], absolute[4096];
     snprintf(path, sizeof path, "%s/stream-%d-%d", directory, (int)getpid(), (int)gettid());
     struct stat info;
