@@ -78,6 +78,19 @@ import TestSupport
         }
     }
 
+    /// A trace folder that cannot be written is refused before the program starts, with why (it used to start the
+    /// program and then exit 3 with advice about installFromEnvironment).
+    @Test func anUnwritableTraceFolderIsRefusedBeforeTheProgramStarts() throws {
+        try onASmallDisk(options: "ro,size=64k", test: "anUnwritableTraceFolderIsRefusedBeforeTheProgramStarts") { disk in
+            let marker = temporaryPath("ran-marker")
+            try expectUsageError(["record", "--tracer", "embedded", "--output", "\(disk)/new/trace", "--", "/bin/sh", "-c", "touch \(marker)"],
+                                 "cannot write the trace in \(disk)/new/trace: \(disk) is on a read-only file system")
+            #expect(!FileManager.default.fileExists(atPath: marker), "the program ran")
+            try expectUsageError(["run", "timers", "--duration", "100ms", "--trace", "\(disk)/t"],
+                                 "cannot write the trace in \(disk)/t: \(disk) is on a read-only file system")
+        }
+    }
+
     /// Runs `body` with a tmpfs of its own mounted (with mount's `options`), unmounted after; skipped, saying so,
     /// where mounting is not allowed (not root).
     private func onASmallDisk(options: String, test: String, _ body: (String) throws -> Void) throws {

@@ -70,13 +70,14 @@ struct TraceDestination {
         }
     }
 
-    /// Refuses `requested` unless it does not exist yet or is an empty folder.
+    /// Refuses `requested` unless it does not exist yet or is an empty folder, and can be written.
     static func requireNewFolder(_ requested: String) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: requested, isDirectory: &isDirectory) {
             let empty = isDirectory.boolValue && ((try? FileManager.default.contentsOfDirectory(atPath: requested))?.isEmpty ?? false)
             guard empty else { throw Failure.input("\(requested) already exists: give a new folder for the trace") }
         }
+        try requireWritableTraceFolder(requested)
     }
 
     /// After a second signal: the kept trace is complete (say where); a temporary one goes.
