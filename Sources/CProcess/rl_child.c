@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@ int rl_child_spawn_gated(const char *path, char *const argv[], char *const envp[
         close(gate[1]);
         return saved;
     }
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         int saved = errno;
@@ -33,6 +35,11 @@ int rl_child_spawn_gated(const char *path, char *const argv[], char *const envp[
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* The program must not outlive rlctl: a rlctl killed by SIGKILL (or crashed) can neither pass a signal
+         * on nor wait, and an orphaned program would go on running, untraced. The death signal is tied to the
+         * forking thread, rlctl's main thread, which lives as long as rlctl. A parent that died before the prctl
+         * took effect is seen in getppid(). Set-user-ID programs drop it at execve. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
         close(gate[1]);
         close(error[0]);
         char byte;
