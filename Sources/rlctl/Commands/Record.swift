@@ -52,10 +52,19 @@ struct Record: ParsableCommand {
         written packet; the summary says the recording was cut off. SIGINT, SIGTERM or SIGHUP with their default \
         action complete the trace before the program ends.
 
-        Ctrl-C goes to the program as usual; rlctl waits for it to end, then summarizes. SIGTERM sent to rlctl is \
-        passed on to the program. A SIGINT or SIGTERM that reaches rlctl before the program started means it does \
-        not start (exit status 1, rlctl says so). After the program ended, a further Ctrl-C (more than 0.3 s \
-        after the last) stops the recording, says the summary was skipped and ends rlctl at once (status 130).
+        Ctrl-C goes to the program as usual; rlctl waits for it to end, then summarizes. SIGTERM and SIGHUP (a \
+        closed terminal; ignored under nohup) sent to rlctl are passed on to the program, and rlctl summarizes once \
+        it ended (status 1 when the signal ended it). A SIGINT, SIGTERM or SIGHUP that reaches rlctl before the \
+        program started means it does not start (exit status 1, rlctl says so). After the program ended, a further \
+        Ctrl-C (more than 0.3 s after the last) stops the recording, says the summary was skipped and ends rlctl at \
+        once (status 130). The program never outlives rlctl: should rlctl be killed (SIGKILL, a crash), the kernel \
+        kills the program with SIGKILL (PR_SET_PDEATHSIG).
+
+        Nothing is left behind: however rlctl ends, it destroys its LTTng session, removes a temporary trace folder \
+        and stops a session daemon it had to start (unless another program's session is in it then; one it found \
+        running is left alone). Sessions are named rlctl-LABEL-PID-START-… after their rlctl; each LTTng-using \
+        command (and rlctl doctor) destroys those whose rlctl is gone, killed by SIGKILL, with their temporary \
+        folders, and says so.
 
         Any program, with no code change (--any): rlctl preloads its wait interposer (LD_PRELOAD, the program's \
         own preloads kept), which records every epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select and \
@@ -177,6 +186,9 @@ struct Record: ParsableCommand {
                 throw Failure.input("cannot set up the LTTng session: \(error)")
             }
         }
+        let made = session
+        let sessionCleanup = ExitCleanups.shared.add { made?.destroy() }
+        defer { ExitCleanups.shared.remove(sessionCleanup) }
 
         let ending = try runToItsEnd(child) { session?.destroy() }
         let started = session
@@ -248,6 +260,8 @@ struct Record: ParsableCommand {
             child.abandon()
             throw Failure.input("cannot set up the LTTng snapshot session: \(error)")
         }
+        let sessionCleanup = ExitCleanups.shared.add { _ = session.finish() }
+        defer { ExitCleanups.shared.remove(sessionCleanup) }
         let ending = try runToItsEnd(child) { _ = session.finish() }
         // No snapshot: whether that is because no loop stalled, or because no event came at all (a program that
         // does not install the tracer), the ring tells.
@@ -328,6 +342,8 @@ struct Record: ParsableCommand {
             child.abandon()
             throw Failure.input("cannot stream to the relay daemon at \(url): \(error)")
         }
+        let sessionCleanup = ExitCleanups.shared.add { session.destroy() }
+        defer { ExitCleanups.shared.remove(sessionCleanup) }
         let ending = try runToItsEnd(child) { session.destroy() }
         let end: LTTngSession.StreamingEnd
         do { end = try session.stopStreaming() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
