@@ -85,4 +85,35 @@ struct OwnSessionDaemonTests {
         #expect(ended.stdout.contains("status 0"), "\(ended.stdout) \(ended.stderr)")
         #expect(eventually(timeout: .seconds(15)) { !LeftBehind.isRunning(daemon) }, "the session daemon rlctl started outlived it")
     }
+
+    /// A session daemon that goes away mid-recording (here SIGTERM, as a service manager stops it) leaves a
+    /// readable trace: summarized, the cause named, status 3. It used to be "cannot stop the LTTng session", no
+    /// summary, status 2.
+    @Test func aSessionDaemonThatWentAwayStillGetsItsTraceSummarized() throws {
+        lttngSessionLock.lock()
+        defer { lttngSessionLock.unlock() }
+        let output = temporaryPath("daemon-gone")
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let ended = try PrivateSessionDaemon.run("""
+            "$1" record --tracer lttng --output "$3" -- "$2" 8 >"$3.out" 2>"$3.err" & recording=$!
+            tries=0
+            until lttng --no-sessiond list 2>/dev/null | grep -q rlctl-record-; do
+                tries=$((tries + 1)); [ $tries -gt 600 ] && break; sleep 0.1
+            done
+            daemon=$(cat /run/lttng/lttng-sessiond.pid); echo "daemon $daemon"
+            until pgrep -f "^$2 8" >/dev/null || [ $tries -gt 600 ]; do tries=$((tries + 1)); sleep 0.1; done
+            # The program runs 8 s: 1.5 s of its events (flushed only when the daemon stops), then the daemon goes.
+            sleep 1.5
+            kill -TERM "$daemon"
+            wait $recording; echo "status $?"
+            """, [CLI.binary, CLI.sibling("runloop-demo"), output])
+        defer { try? FileManager.default.removeItem(atPath: output + ".out"); try? FileManager.default.removeItem(atPath: output + ".err") }
+        if let daemon = PrivateSessionDaemon.daemon(in: ended), LeftBehind.isRunning(daemon) { kill(daemon, SIGKILL) }
+        let stdout = (try? String(contentsOfFile: output + ".out", encoding: .utf8)) ?? ""
+        let stderr = (try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? ""
+        #expect(ended.stdout.contains("status 3"), "\(ended.stdout) \(ended.stderr) \(stderr)")
+        #expect(stdout.contains("trace: ") && stdout.contains("loop 1"), "no summary: \(stdout.prefix(400)) \(stderr)")
+        #expect(stderr.contains("the LTTng session daemon went away during the recording, so the trace ends where it stopped writing; the summary covers what it wrote"),
+                "\(stderr)")
+    }
 }

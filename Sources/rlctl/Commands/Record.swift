@@ -64,7 +64,9 @@ struct Record: ParsableCommand {
         and stops a session daemon it had to start (unless another program's session is in it then; one it found \
         running is left alone). Sessions are named rlctl-LABEL-PID-START-… after their rlctl; each LTTng-using \
         command (and rlctl doctor) destroys those whose rlctl is gone, killed by SIGKILL, with their temporary \
-        folders, and says so.
+        folders, and says so. A session daemon that dies during the recording leaves what it wrote: rlctl \
+        summarizes it, says the daemon went away and the trace is cut off there, and exits 3 when the program \
+        succeeded.
 
         Any program, with no code change (--any): rlctl preloads its wait interposer (LD_PRELOAD, the program's \
         own preloads kept), which records every epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select and \
@@ -196,17 +198,32 @@ struct Record: ParsableCommand {
             try? started?.stop()
             return destination.completedNote()
         }
+        // A session daemon that died during the recording cannot stop the session, but what its consumer wrote
+        // before is a readable trace: summarized, with the cause named, instead of lost.
+        var sessionLost: String?
         if let session {
-            do { try session.stop() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
+            do { try session.stop() } catch {
+                guard !LTTngTools.isSessionDaemonReachable, TraceReaders.containsTrace(at: destination.path) else {
+                    throw Failure.input("cannot stop the LTTng session: \(error)")
+                }
+                sessionLost = "the LTTng session daemon went away during the recording, so the trace ends where it stopped writing"
+            }
         }
 
         let anyOutcome = anyProgram?.finish(ending: ending)
         // No trace at all: LTTng writes none for a program that never registered a runloop tracepoint, and the
         // program writes none that never installed the embedded recorder.
-        var summary = TraceReaders.containsTrace(at: destination.path)
-            ? try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil)) : nil
+        var summary: TraceSummary?
+        do {
+            summary = TraceReaders.containsTrace(at: destination.path)
+                ? try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil)) : nil
+        } catch let failure as Failure where sessionLost != nil {
+            throw Failure(message: "\(sessionLost!), and what it wrote is not a readable trace (\(failure.message))", status: failure.status)
+        }
+        if let sessionLost { note("\(sessionLost); the summary covers what it wrote") }
         // An LTTng trace does not know that a process was killed before it sent its last waits; its markers do.
         if useLTTng, let anyOutcome, !anyOutcome.cutOff.isEmpty { summary?.health.trace.recordingCutOff = true }
+        if sessionLost != nil { summary?.health.trace.recordingCutOff = true }
         guard let summary, summary.health.eventsRead > 0 else {
             // A program that failed before its loops ran (bad arguments, say) is a failed program first.
             guard ending.succeeded else {
@@ -234,6 +251,7 @@ struct Record: ParsableCommand {
                                         about: ["program: \(command.joined(separator: " ")) (\(ending))", "tracer: \(tracerName)"], to: report)
         }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
+        if let sessionLost { throw Failure(message: "the recording is incomplete: \(sessionLost)", status: .incomplete) }
     }
 
     /// --snapshot-on-stall: the program runs with RLCTL_STALL_THRESHOLD, an LTTng snapshot session and its
