@@ -22,6 +22,18 @@ enum LeftBehind {
         }
     }
 
+    /// Starts `rlctl top` and waits until it watches through its relay daemon (a child of its main thread until
+    /// one is started again) and its started session; the relay daemon is nil when that did not happen in time.
+    static func startWatchingTop() throws -> (top: RunningProcess, relay: pid_t?) {
+        let top = try CLI.start(["top", "--interval", "500ms"], timeout: .seconds(120))
+        var relay: pid_t?
+        let watching = eventually(timeout: .seconds(60)) {
+            relay = top.children.first { URL(fileURLWithPath: executablePath(of: $0)).lastPathComponent == "lttng-relayd" }
+            return (relay != nil && !sessions(of: top.pid, active: true).isEmpty) || !top.isRunning
+        }
+        return (top, watching && top.isRunning ? relay : nil)
+    }
+
     /// The temporary folders rlctl process `pid` made (`rlctl-LABEL-PID-…` in the temporary folder).
     static func temporaryFolders(of pid: pid_t) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []
@@ -106,14 +118,10 @@ extension TopTests {
     @Test func sighupToTopRemovesItsRelayDaemonSessionAndFolder() throws {
         lttngSessionLock.lock()
         defer { lttngSessionLock.unlock() }
-        let top = try CLI.start(["top", "--interval", "500ms"], timeout: .seconds(120))
-        var relay: pid_t?
-        let watching = eventually(timeout: .seconds(60)) {
-            relay = top.children.first { URL(fileURLWithPath: executablePath(of: $0)).lastPathComponent == "lttng-relayd" }
-            return (relay != nil && !LeftBehind.sessions(of: top.pid).isEmpty && !LeftBehind.temporaryFolders(of: top.pid).isEmpty) || !top.isRunning
-        }
+        let (top, relay) = try LeftBehind.startWatchingTop()
         defer { if let relay, LeftBehind.isRunning(relay) { kill(relay, SIGKILL) } }
-        try #require(watching && top.isRunning, "top did not start watching: \(top.isRunning)")
+        try #require(relay != nil, "top did not start watching")
+        #expect(!LeftBehind.temporaryFolders(of: top.pid).isEmpty)
         top.send(SIGHUP)
         let end = top.wait()
         // Documented: SIGHUP, SIGINT and SIGTERM end top as `q` does.
@@ -127,20 +135,14 @@ extension TopTests {
     @Test func topStartsItsRelayDaemonAgainWhenItDies() throws {
         lttngSessionLock.lock()
         defer { lttngSessionLock.unlock() }
-        let top = try CLI.start(["top", "--interval", "500ms"], timeout: .seconds(120))
+        // Watching: its set-up is over, and killing the relay now is killing a relay top watches through.
+        let (top, first) = try LeftBehind.startWatchingTop()
+        try #require(first != nil, "top did not start watching")
+        let firstSession = LeftBehind.sessions(of: top.pid, active: true).first
         // Of any of top's threads: the relay daemon is started again from a thread of its own.
         func relay() -> pid_t? {
             LeftBehind.childrenOfEveryThread(of: top.pid).first { LeftBehind.isRunning($0) && URL(fileURLWithPath: executablePath(of: $0)).lastPathComponent == "lttng-relayd" }
         }
-        var first: pid_t?
-        var firstSession: String?
-        _ = eventually(timeout: .seconds(60)) {
-            first = relay()
-            // Started: its set-up is over, and killing the relay now is killing a relay top watches through.
-            firstSession = LeftBehind.sessions(of: top.pid, active: true).first
-            return (first != nil && firstSession != nil) || !top.isRunning
-        }
-        try #require(first != nil && firstSession != nil && top.isRunning, "top did not start watching")
         kill(first!, SIGKILL)
         var second: pid_t?
         let restarted = eventually(timeout: .seconds(30)) {

@@ -40,6 +40,26 @@ struct OrphanSessionTests {
         #expect(LeftBehind.sessions(of: rlctl.pid).isEmpty)
         #expect(folders.allSatisfy { !FileManager.default.fileExists(atPath: NSTemporaryDirectory() + $0) }, "left: \(folders)")
     }
+
+    /// A SIGKILLed top leaves its relay daemon (a daemon, not killed with it), its session and its folder: the
+    /// next LTTng-using rlctl stops and removes them all, and says so.
+    @Test func theNextRlctlRemovesWhatAKilledTopLeft() throws {
+        lttngSessionLock.lock()
+        defer { lttngSessionLock.unlock() }
+        let (top, relay) = try LeftBehind.startWatchingTop()
+        defer { if let relay, LeftBehind.isRunning(relay) { kill(relay, SIGKILL) } }
+        try #require(relay != nil, "top did not start watching")
+        let folders = LeftBehind.temporaryFolders(of: top.pid)
+        top.send(SIGKILL)
+        _ = top.wait()
+        #expect(LeftBehind.isRunning(relay!), "the relay daemon is expected to outlive a SIGKILLed top")
+
+        let doctor = try CLI.run(["doctor"])
+        #expect(doctor.stdout.contains("stopped the relay daemon \(relay!) of rlctl top process \(top.pid), which is gone"), "\(doctor.stdout)")
+        #expect(eventually(timeout: .seconds(10)) { !LeftBehind.isRunning(relay!) }, "the relay daemon still runs")
+        #expect(LeftBehind.sessions(of: top.pid).isEmpty, "left: \(LeftBehind.sessions(of: top.pid))")
+        #expect(folders.allSatisfy { !FileManager.default.fileExists(atPath: NSTemporaryDirectory() + $0) }, "left: \(folders)")
+    }
 }
 
 /// A session daemon of the test's own: rlctl run in a mount namespace whose /run/lttng and /dev/shm are new

@@ -27,7 +27,7 @@ public final class LTTngLocalLiveSession: @unchecked Sendable {
         guard ports.count == 3 else { throw LTTngError("no free loopback port for a relay daemon") }
         self.ports = ports
         self.liveTimer = liveTimer
-        output = NSTemporaryDirectory() + "rlctl-top-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        output = NSTemporaryDirectory() + "\(Self.folderPrefix)\(getpid())-\(ProcessStart.time(of: getpid()) ?? 0)-\(UInt32.random(in: 0...UInt32.max))"
         liveURL = "net://127.0.0.1:\(ports[2])"
         let (relayd, session) = try Self.startRelay(output: output, ports: ports, liveTimer: liveTimer)
         state = Guarded(relayd: relayd, session: session)
@@ -132,6 +132,39 @@ public final class LTTngLocalLiveSession: @unchecked Sendable {
             defer { lock.unlock() }
             return body(&state)
         }
+    }
+
+    /// The relay daemon's output folder: `rlctl-top-PID-START-RANDOM` in the temporary folder, after its owner.
+    private static let folderPrefix = "rlctl-top-"
+
+    /// A relay daemon whose top is gone, stopped with its folder by ``removeOrphanedRelays()``.
+    public struct OrphanedRelay: Sendable, Equatable {
+        public let relayd: pid_t
+        public let owner: pid_t
+        public let folder: String
+    }
+
+    /// Stops the relay daemons that an `rlctl top` killed by SIGKILL left running (found by the output folder in
+    /// their command line; a reused pid does not count as their top), and removes their folders.
+    public static func removeOrphanedRelays() -> [OrphanedRelay] {
+        let prefix = "--output=" + NSTemporaryDirectory() + folderPrefix
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        var removed: [OrphanedRelay] = []
+        for entry in processes {
+            guard let pid = pid_t(entry),
+                  let line = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")) else { continue }
+            let arguments = line.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            guard arguments.first.map({ $0.hasSuffix("lttng-relayd") }) == true,
+                  let output = arguments.first(where: { $0.hasPrefix(prefix) }) else { continue }
+            let parts = output.dropFirst(prefix.count).split(separator: "-")
+            guard parts.count == 3, let owner = pid_t(parts[0]), let started = UInt64(parts[1]),
+                  ProcessStart.time(of: owner) != started else { continue }
+            stop(pid)
+            let folder = String(output.dropFirst("--output=".count))
+            try? FileManager.default.removeItem(atPath: folder)
+            removed.append(OrphanedRelay(relayd: pid, owner: owner, folder: folder))
+        }
+        return removed
     }
 
     private static func stop(_ pid: pid_t) {

@@ -126,12 +126,9 @@ struct Doctor: ParsableCommand {
 
     /// Not a failure: the sessions are gone once the doctor has looked.
     private func removeLeftoverSessions(_ report: inout DoctorReport) {
-        let removed = LTTngRecording.removeOrphanedSessions()
-        if removed.isEmpty {
-            report.add("orphan sessions", .passed, "none: every rlctl-… session belongs to a running rlctl")
-        } else {
-            report.add("orphan sessions", .passed, removed.map(LTTngRecording.describe).joined(separator: "; "))
-        }
+        let removed = LTTngRecording.removeLeftovers()
+        report.add("orphan sessions", .passed, removed.isEmpty ? "none: every rlctl-… session belongs to a running rlctl"
+                                                              : removed.joined(separator: "; "))
     }
 
     /// A warning, not a failure: recording works, but a program that keeps every CPU busy may lose events.

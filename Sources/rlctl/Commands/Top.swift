@@ -25,7 +25,9 @@ struct Top: ParsableCommand {
         and a live session of every process's runloop events (with the vtid and vpid contexts), and removes both \
         when it ends, by q, SIGINT, SIGTERM or SIGHUP alike (exit status 0; a second signal ends it at once and \
         still removes them; a session daemon top had to start is stopped too). Should its relay daemon die, top \
-        starts it again on the same ports, with a new session, and says so on stderr. Where LTTng cannot be used \
+        starts it again on the same ports, with a new session, and says so on stderr. A top killed by SIGKILL \
+        leaves them: the next LTTng-using rlctl (or rlctl doctor) stops that relay daemon, destroys the session \
+        and removes the folder. Where LTTng cannot be used \
         it says so once and shows the rest. And programs recording with \
         the embedded recorder (rlctl record or run with the embedded recorder, RLCTL_TRACER=embedded): each \
         registers its trace folder while it records (in $RLCTL_LIVE_DIR, else $XDG_RUNTIME_DIR/rlctl-live, else \

@@ -36,27 +36,34 @@ enum LTTngRecording {
         } catch {
             throw Failure.input("cannot reach or start an LTTng session daemon: \(error)")
         }
-        for removed in removeOrphanedSessions() {
-            FileHandle.standardError.write(Data("rlctl: \(describe(removed))\n".utf8))
-        }
+        for removed in removeLeftovers() { FileHandle.standardError.write(Data("rlctl: \(removed)\n".utf8)) }
     }
 
     /// Destroys the sessions whose rlctl is gone (``LTTngLeftoverSessions``), and the temporary trace folders they
-    /// wrote in, which their rlctl would have removed; a folder the user named keeps the trace up to the kill.
-    static func removeOrphanedSessions() -> [LTTngLeftoverSessions.Removed] {
+    /// wrote in, which their rlctl would have removed (a folder the user named keeps the trace up to the kill),
+    /// and stops the relay daemons of gone `rlctl top`s; returns a line for each.
+    static func removeLeftovers() -> [String] {
         let removed = LTTngLeftoverSessions.removeOrphans()
         for session in removed {
             if let output = session.output, TraceDestination.isTemporary(output, madeBy: session.owner) {
                 try? FileManager.default.removeItem(atPath: output)
             }
         }
-        return removed
+        return removed.map(describe) + LTTngLocalLiveSession.removeOrphanedRelays().map(describe)
     }
 
     /// The line that says a leftover session went.
     static func describe(_ removed: LTTngLeftoverSessions.Removed) -> String {
         "removed the LTTng session \(removed.name), left by rlctl process \(removed.owner), which is gone"
-            + (removed.output.map { TraceDestination.isTemporary($0, madeBy: removed.owner) ? ", and its temporary folder \($0)" : "; its trace stays in \($0)" } ?? "")
+            + (removed.output.map { output in
+                if TraceDestination.isTemporary(output, madeBy: removed.owner) { return ", and its temporary folder \(output)" }
+                return output.hasPrefix("/") ? "; its trace stays in \(output)" : ""   // a relay's URL: the trace is there
+            } ?? "")
+    }
+
+    /// The line that says a relay daemon of a gone `rlctl top` was stopped.
+    static func describe(_ relay: LTTngLocalLiveSession.OrphanedRelay) -> String {
+        "stopped the relay daemon \(relay.relayd) of rlctl top process \(relay.owner), which is gone, and removed its folder \(relay.folder)"
     }
 
     /// What to do when an LTTng recording lost events, or nil when it lost none: where the consumer daemon can be
