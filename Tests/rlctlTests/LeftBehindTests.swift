@@ -45,7 +45,7 @@ enum LeftBehind {
         let listing = (try? LTTngTools.lttng(["list"])) ?? ""
         return listing.split(separator: "\n").compactMap { line in
             let words = line.split(separator: " ")
-            guard words.count >= 2, words[0].hasSuffix(")"), words[1].hasPrefix("rlctl-"), words[1].contains("-\(pid)-"),
+            guard words.count >= 2, words[0].hasSuffix(")"), words[1].hasPrefix("rlctl-"), words[1].contains("-\(pid)."),
                   !active || line.contains("[active]") else { return nil }
             return String(words[1])
         }

@@ -53,17 +53,19 @@ public enum LTTngLeftoverSessions {
         return found
     }
 
-    /// The process an rlctl session name says made it: `rlctl-LABEL-PID-START-RANDOM`, or `rlctl-LABEL-PID-RANDOM`
+    /// The process an rlctl session name says made it: `rlctl-LABEL-PID.START-RANDOM`, or `rlctl-LABEL-PID-RANDOM`
     /// from an rlctl before the start time was in the name (then the pid alone is checked).
     static func owner(of name: String) -> (pid: pid_t, start: UInt64?)? {
         guard name.hasPrefix("rlctl-") else { return nil }
         let parts = name.split(separator: "-")
         guard parts.count >= 4, UInt32(parts[parts.count - 1]) != nil else { return nil }
-        if parts.count >= 5, let pid = pid_t(parts[parts.count - 3]), let start = UInt64(parts[parts.count - 2]) {
-            return (pid, start)
+        let owner = parts[parts.count - 2].split(separator: ".")
+        guard let pid = pid_t(owner[0]) else { return nil }
+        switch owner.count {
+        case 1: return (pid, nil)
+        case 2: return UInt64(owner[1]).map { (pid, $0) }
+        default: return nil
         }
-        guard let pid = pid_t(parts[parts.count - 2]) else { return nil }
-        return (pid, nil)
     }
 
     private static func isRunning(_ owner: (pid: pid_t, start: UInt64?)) -> Bool {

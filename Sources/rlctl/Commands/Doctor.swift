@@ -14,7 +14,7 @@ struct Doctor: ParsableCommand {
         loaded, whether libbabeltrace2 (the LTTng trace reader) is compiled in, whether lttng-tools is \
         installed, whether an LTTng session daemon answers, and whether a test loop's events go through a real \
         LTTng session and come back. Sessions that rlctl processes killed by SIGKILL left active in the daemon \
-        (named rlctl-LABEL-PID-…, their process gone) are removed, and each is named; every LTTng-using rlctl \
+        (named rlctl-LABEL-PID.START-…, their process gone) are removed, and each is named; every LTTng-using rlctl \
         command removes them too. A daemon started with --start-daemon keeps running after the doctor, for the \
         commands that follow; one that record, run or top starts stops when they end. The embedded recorder (rlctl run's default) needs none of this.
 

@@ -62,7 +62,7 @@ struct Record: ParsableCommand {
 
         Nothing is left behind: however rlctl ends, it destroys its LTTng session, removes a temporary trace folder \
         and stops a session daemon it had to start (unless another program's session is in it then; one it found \
-        running is left alone). Sessions are named rlctl-LABEL-PID-START-… after their rlctl; each LTTng-using \
+        running is left alone). Sessions are named rlctl-LABEL-PID.START-… after their rlctl; each LTTng-using \
         command (and rlctl doctor) destroys those whose rlctl is gone, killed by SIGKILL, with their temporary \
         folders, and says so. A session daemon that dies during the recording leaves what it wrote: rlctl \
         summarizes it, says the daemon went away and the trace is cut off there, and exits 3 when the program \
