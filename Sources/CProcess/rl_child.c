@@ -27,9 +27,12 @@ int rl_child_spawn_gated(const char *path, char *const argv[], char *const envp[
     }
     if (pid == 0) {
         /* The parent may ignore SIGINT while it waits, and its threads may block signals: the program must
-         * start as if from a shell. Ignored dispositions would survive execve, handlers would not. */
+         * start as if from a shell. Ignored dispositions would survive execve, handlers would not. An ignored
+         * SIGHUP is nohup(1)'s, which rlctl keeps (CSignals.c): the program is to outlive the terminal too. */
+        struct sigaction hangup;
+        int nohup = sigaction(SIGHUP, NULL, &hangup) == 0 && hangup.sa_handler == SIG_IGN;
         for (int signo = 1; signo < NSIG; signo++) {
-            if (signo == SIGKILL || signo == SIGSTOP) continue;
+            if (signo == SIGKILL || signo == SIGSTOP || (signo == SIGHUP && nohup)) continue;
             signal(signo, SIG_DFL);
         }
         sigset_t none;

@@ -159,3 +159,26 @@ extension TopTests {
         #expect(LeftBehind.sessions(of: top.pid).isEmpty, "left: \(LeftBehind.sessions(of: top.pid))")
     }
 }
+
+extension LeftBehindEmbeddedTests {
+    /// Under nohup(1) a hangup is to be outlived: rlctl and its program keep running through SIGHUP; SIGTERM
+    /// still ends them with a summary. The program used to start with SIGHUP's default action, and die by it.
+    @Test func underNohupSighupEndsNeitherRlctlNorItsProgram() throws {
+        let nohup = try #require(["/usr/bin/nohup", "/bin/nohup"].first { FileManager.default.isExecutableFile(atPath: $0) })
+        let rlctl = try RunningProcess(nohup, [CLI.binary, "record", "--tracer", "embedded", "--", CLI.sibling("runloop-demo"), "60"],
+                                       ProcessOptions(timeout: .seconds(120)))
+        // nohup executes rlctl in its own process.
+        let program = rlctl.child(running: "runloop-demo")
+        defer { if let program, LeftBehind.isRunning(program) { kill(program, SIGKILL) } }
+        let demo = try #require(program, "the program did not start")
+        let rlctlPID = rlctl.pid
+        kill(rlctlPID, SIGHUP)
+        kill(demo, SIGHUP)
+        usleep(500_000)
+        #expect(LeftBehind.isRunning(rlctlPID) && LeftBehind.isRunning(demo), "a hangup ended them under nohup")
+        kill(rlctlPID, SIGTERM)
+        let end = rlctl.wait()
+        #expect(end.termination == .exited(1), "\(end.termination), stderr: \(end.stderr)")
+        #expect(end.stderr.contains("runloop-demo was killed by signal 15 (Terminated)"), "\(end.stderr)")
+    }
+}

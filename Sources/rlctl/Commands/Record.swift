@@ -53,7 +53,7 @@ struct Record: ParsableCommand {
         action complete the trace before the program ends.
 
         Ctrl-C goes to the program as usual; rlctl waits for it to end, then summarizes. SIGTERM and SIGHUP (a \
-        closed terminal; ignored under nohup) sent to rlctl are passed on to the program, and rlctl summarizes once \
+        closed terminal; under nohup, rlctl and the program both ignore it) sent to rlctl are passed on to the program, and rlctl summarizes once \
         it ended (status 1 when the signal ended it). A SIGINT, SIGTERM or SIGHUP that reaches rlctl before the \
         program started means it does not start (exit status 1, rlctl says so). After the program ended, a further \
         Ctrl-C (more than 0.3 s after the last) stops the recording, says the summary was skipped and ends rlctl at \
