@@ -90,15 +90,16 @@ enum PrivateSessionDaemon {
 
 @Suite(.serialized, .enabled(if: PrivateSessionDaemon.requirement.shouldRun, PrivateSessionDaemon.requirement.skipComment))
 struct OwnSessionDaemonTests {
-    /// record used to start a session daemon and leave it running.
-    @Test func aSessionDaemonRecordStartedStopsWithIt() throws {
+    /// record and top used to start a session daemon and leave it running.
+    @Test(arguments: [["record", "--tracer", "lttng", "--", CLI.sibling("runloop-demo"), "1"], ["top", "--once", "--interval", "200ms"]])
+    func aSessionDaemonRlctlStartedStopsWithIt(command: [String]) throws {
         lttngSessionLock.lock()
         defer { lttngSessionLock.unlock() }
         // The daemon's pid: from its pid file when it still runs, else from rlctl's word that it started it.
         let ended = try PrivateSessionDaemon.run("""
-            "$1" record --tracer lttng -- "$2" 1 >/dev/null; echo "status $?"
+            "$@" >/dev/null; echo "status $?"
             [ -f /run/lttng/lttng-sessiond.pid ] && echo "daemon $(cat /run/lttng/lttng-sessiond.pid)"
-            """, [CLI.binary, CLI.sibling("runloop-demo")])
+            """, [CLI.binary] + command)
         let said = ended.stderr.range(of: "(lttng-sessiond --daemonize, pid ").flatMap { pid_t(ended.stderr[$0.upperBound...].prefix { $0.isNumber }) }
         let daemon = try #require(PrivateSessionDaemon.daemon(in: ended) ?? said, "\(ended.stdout) \(ended.stderr)")
         defer { if LeftBehind.isRunning(daemon) { kill(daemon, SIGKILL) } }
