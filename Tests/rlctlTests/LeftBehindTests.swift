@@ -40,6 +40,15 @@ enum LeftBehind {
         return names.filter { $0.hasPrefix("rlctl-") && $0.contains("-\(pid)-") }
     }
 
+    /// Whether an embedded recorder in one of rlctl process `pid`'s temporary folders has written a packet.
+    static func hasWrittenEvents(of pid: pid_t) -> Bool {
+        temporaryFolders(of: pid).contains { name in
+            let folder = NSTemporaryDirectory() + name
+            let streams = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasPrefix("stream") }
+            return streams.contains { ((try? FileManager.default.attributesOfItem(atPath: folder + "/" + $0))?[.size] as? Int ?? 0) > 0 }
+        }
+    }
+
     /// The LTTng sessions rlctl process `pid` made that the session daemon still lists (`active`: started only).
     static func sessions(of pid: pid_t, active: Bool = false) -> [String] {
         let listing = (try? LTTngTools.lttng(["list"])) ?? ""
@@ -58,14 +67,14 @@ enum LeftBehind {
         let rlctl = try CLI.start(["record", "--tracer", tracer, "--", CLI.sibling("runloop-demo"), "60"])
         let program = rlctl.child(running: "runloop-demo")
         defer { if let program, isRunning(program) { kill(program, SIGKILL) } }
-        // Recording: the embedded recorder's metadata in the temporary folder, LTTng's session listed and started.
+        // Recording: the embedded recorder's first packet written; LTTng's session started, whose events show
+        // only once it stops, so the program is given time to emit some, as in CutOffRecordTests.
         let recording = eventually(timeout: .seconds(60)) {
-            let folders = temporaryFolders(of: rlctl.pid)
-            if tracer == "lttng" { return !sessions(of: rlctl.pid).isEmpty && !folders.isEmpty }
-            return folders.contains { FileManager.default.fileExists(atPath: NSTemporaryDirectory() + $0 + "/metadata") }
+            if tracer == "lttng" { return !sessions(of: rlctl.pid, active: true).isEmpty || !rlctl.isRunning }
+            return hasWrittenEvents(of: rlctl.pid) || !rlctl.isRunning
         }
         try #require(program != nil && recording && rlctl.isRunning, "the recording did not start")
-        usleep(500_000)
+        if tracer == "lttng" { usleep(1_500_000) }
         rlctl.send(SIGHUP)
         let end = rlctl.wait()
         // Documented: SIGHUP is passed on to the program, which ends by it; rlctl summarizes, status 1.
@@ -88,11 +97,8 @@ struct LeftBehindEmbeddedTests {
     /// SIGHUP ends `run` as SIGTERM does: the run ends early, the summary covers what ran, status 0.
     @Test func sighupDuringARunEndsItWithASummary() throws {
         let rlctl = try CLI.start(["run", "timers", "--duration", "60s"])
-        let recording = eventually(timeout: .seconds(60)) {
-            LeftBehind.temporaryFolders(of: rlctl.pid).contains { FileManager.default.fileExists(atPath: NSTemporaryDirectory() + $0 + "/metadata") }
-        }
+        let recording = eventually(timeout: .seconds(60)) { LeftBehind.hasWrittenEvents(of: rlctl.pid) || !rlctl.isRunning }
         try #require(recording && rlctl.isRunning, "the recording did not start")
-        usleep(500_000)
         rlctl.send(SIGHUP)
         let end = rlctl.wait()
         #expect(end.termination == .exited(0), "\(end.termination), stderr: \(end.stderr)")
