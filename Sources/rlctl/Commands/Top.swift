@@ -27,11 +27,10 @@ struct Top: ParsableCommand {
         still removes them; a session daemon top had to start is stopped too). Should its relay daemon die, top \
         starts it again on the same ports, with a new session, and says so on stderr. A top killed by SIGKILL \
         leaves them: the next LTTng-using rlctl (or rlctl doctor) stops that relay daemon, destroys the session \
-        and removes the folder. Where LTTng cannot be used \
-        it says so once and shows the rest. And programs recording with \
-        the embedded recorder (rlctl record or run with the embedded recorder, RLCTL_TRACER=embedded): each \
-        registers its trace folder while it records (in $RLCTL_LIVE_DIR, else $XDG_RUNTIME_DIR/rlctl-live, else \
-        /tmp/rlctl-live-UID), and rlctl top reads the packets as the recorder writes them, every 200 ms (a thread's \
+        and removes the folder. Where LTTng cannot be used it says so once and shows the rest. And programs \
+        recording with the embedded recorder (rlctl record or run with the embedded recorder, \
+        RLCTL_TRACER=embedded): each registers its trace folder while it records (in $RLCTL_LIVE_DIR, else \
+        $XDG_RUNTIME_DIR/rlctl-live, else /tmp/rlctl-live-UID), and rlctl top reads the packets as the recorder writes them, every 200 ms (a thread's \
         packet reaches the disk within about 100 ms of its events while the thread is busy). A program that starts \
         later appears, one that ends drops out.
 
