@@ -16,6 +16,7 @@ public final class LTTngLocalLiveSession: @unchecked Sendable {
     private let ports: [Int]
     private let liveTimer: Duration
     private let state: Guarded
+    private let closing = NSLock()
     private let keeper = DispatchSemaphore(value: 0)
     private let keeperDone = DispatchSemaphore(value: 0)
 
@@ -38,8 +39,11 @@ public final class LTTngLocalLiveSession: @unchecked Sendable {
 
     deinit { close() }
 
-    /// Safe from any thread: a signal's thread may close it while the owner's does (the second closes nothing).
+    /// Safe from any thread: a signal's thread may close it while the owner's does; the second waits until the
+    /// first is done, since a signal's thread ends the process when it returns.
     public func close() {
+        closing.lock()
+        defer { closing.unlock() }
         let first = state.withLock { state -> Bool in
             defer { state.closed = true }
             return !state.closed

@@ -13,6 +13,7 @@ final class ExitCleanups: @unchecked Sendable {
     struct Token: Hashable { fileprivate let id: Int }
 
     private let lock = NSLock()
+    private let running = NSLock()
     private var pending: [(token: Token, undo: () -> Void)] = []
     private var nextID = 0
     private var atExitInstalled = false
@@ -40,9 +41,11 @@ final class ExitCleanups: @unchecked Sendable {
         lock.unlock()
     }
 
-    /// Runs every pending clean-up once, newest first; a second caller (the signal's thread while the main one
-    /// exits) finds none left.
+    /// Runs every pending clean-up once, newest first. A second caller (the signal's thread while the main one
+    /// exits) waits until the first is done, then finds none left: either may end the process once it returns.
     func runAll() {
+        running.lock()
+        defer { running.unlock() }
         lock.lock()
         let taken = pending
         pending.removeAll()
