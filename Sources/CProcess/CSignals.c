@@ -39,6 +39,11 @@ int rlsig_install(void) {
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;
     if (sigaction(SIGINT, &action, NULL) != 0 || sigaction(SIGTERM, &action, NULL) != 0) return -errno;
+    // A hangup (the terminal closed, the ssh connection dropped) means the same as SIGTERM, except under nohup(1),
+    // whose ignored SIGHUP asks rlctl to outlive the terminal.
+    struct sigaction hangup;
+    if (sigaction(SIGHUP, NULL, &hangup) != 0) return -errno;
+    if (hangup.sa_handler != SIG_IGN && sigaction(SIGHUP, &action, NULL) != 0) return -errno;
     return g_pipe[0];
 }
 
@@ -61,6 +66,7 @@ static void (*const rlsig_preinit)(int, char **, char **) = rlsig_install_early_
 void rlsig_reraise(int signo) {
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     // The calling thread may block the signal (threads inherit masks): unblock it here, and send it to the
     // whole process so any thread that accepts it delivers the default action.
     sigset_t set;

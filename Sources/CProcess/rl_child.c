@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@ int rl_child_spawn_gated(const char *path, char *const argv[], char *const envp[
         close(gate[1]);
         return saved;
     }
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         int saved = errno;
@@ -25,14 +27,22 @@ int rl_child_spawn_gated(const char *path, char *const argv[], char *const envp[
     }
     if (pid == 0) {
         /* The parent may ignore SIGINT while it waits, and its threads may block signals: the program must
-         * start as if from a shell. Ignored dispositions would survive execve, handlers would not. */
+         * start as if from a shell. Ignored dispositions would survive execve, handlers would not. An ignored
+         * SIGHUP is nohup(1)'s, which rlctl keeps (CSignals.c): the program is to outlive the terminal too. */
+        struct sigaction hangup;
+        int nohup = sigaction(SIGHUP, NULL, &hangup) == 0 && hangup.sa_handler == SIG_IGN;
         for (int signo = 1; signo < NSIG; signo++) {
-            if (signo == SIGKILL || signo == SIGSTOP) continue;
+            if (signo == SIGKILL || signo == SIGSTOP || (signo == SIGHUP && nohup)) continue;
             signal(signo, SIG_DFL);
         }
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* The program must not outlive rlctl: a rlctl killed by SIGKILL (or crashed) can neither pass a signal
+         * on nor wait, and an orphaned program would go on running, untraced. The death signal is tied to the
+         * forking thread, rlctl's main thread, which lives as long as rlctl. A parent that died before the prctl
+         * took effect is seen in getppid(). Set-user-ID programs drop it at execve. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
         close(gate[1]);
         close(error[0]);
         char byte;

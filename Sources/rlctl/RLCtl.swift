@@ -21,7 +21,7 @@ struct RLCtl: ParsableCommand {
             let arguments = joiningNegativeValues(Array(CommandLine.arguments.dropFirst()))
             try requireCommand(arguments)
             var command = try parseAsRoot(arguments)
-            if !(command is Run || command is Record) { Interruptions.shared.endOnSignal() }
+            if !(command is Run || command is Record || command is Top) { Interruptions.shared.endOnSignal() }
             try command.run()
         } catch let failure as Failure {
             fail(failure.message, status: failure.status.rawValue)

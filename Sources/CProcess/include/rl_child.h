@@ -19,8 +19,9 @@ typedef struct rl_gated_child {
     int error_fd;  /* read end: empty at EOF when execve succeeded, else the child's errno */
 } rl_gated_child;
 
-/// Forks a child that restores default signal handling and an empty signal mask, waits at the gate, then
-/// execve(path, argv, envp). Returns 0, or an errno value when the pipes or fork fail.
+/// Forks a child that restores default signal handling and an empty signal mask, is killed (SIGKILL) when the
+/// calling thread ends (PR_SET_PDEATHSIG: call it from a thread that lives as long as the process), waits at the
+/// gate, then execve(path, argv, envp). Returns 0, or an errno value when the pipes or fork fail.
 int rl_child_spawn_gated(const char *path, char *const argv[], char *const envp[], rl_gated_child *child);
 
 /// Opens the gate and waits until the child has executed the program. Returns 0, the errno of the failed

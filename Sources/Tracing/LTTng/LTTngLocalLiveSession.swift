@@ -8,26 +8,97 @@ import Glibc
 /// each event to every session that enables it. ``close()`` destroys the session, stops the relay daemon and
 /// removes the folder.
 public final class LTTngLocalLiveSession: @unchecked Sendable {
-    public let session: LTTngSession
-    /// Where a live reader connects (`net://127.0.0.1:PORT`).
+    /// The live session; a new one after the relay daemon was restarted.
+    public var session: LTTngSession { state.withLock { $0.session } }
+    /// Where a live reader connects (`net://127.0.0.1:PORT`); the same after a restart.
     public let liveURL: String
-    private let relayd: pid_t
     private let output: String
-    private var closed = false
+    private let ports: [Int]
+    private let liveTimer: Duration
+    private let state: Guarded
+    private let closing = NSLock()
+    private let keeper = DispatchSemaphore(value: 0)
+    private let keeperDone = DispatchSemaphore(value: 0)
 
-    public init(liveTimer: Duration = .milliseconds(500)) throws(LTTngError) {
+    /// - Parameter relayRestarted: called (on a thread of its own) each time the relay daemon, found dead, was
+    ///   started again on the same ports with a new session, or could not be; with what to tell the user.
+    public init(liveTimer: Duration = .milliseconds(500), relayRestarted: @escaping @Sendable (String) -> Void = { _ in }) throws(LTTngError) {
         try LTTngTools.ensureSessionDaemon()
+        let ports = Self.freePorts(3)
+        guard ports.count == 3 else { throw LTTngError("no free loopback port for a relay daemon") }
+        self.ports = ports
+        self.liveTimer = liveTimer
+        output = NSTemporaryDirectory() + "\(Self.folderPrefix)\(getpid())-\(ProcessStart.time(of: getpid()) ?? 0)-\(UInt32.random(in: 0...UInt32.max))"
+        liveURL = "net://127.0.0.1:\(ports[2])"
+        let (relayd, session) = try Self.startRelay(output: output, ports: ports, liveTimer: liveTimer)
+        state = Guarded(relayd: relayd, session: session)
+        let thread = Thread { [self] in keepRelayAlive(relayRestarted) }
+        thread.name = "rlctl-top-relay"
+        thread.start()
+    }
+
+    deinit { close() }
+
+    /// Safe from any thread: a signal's thread may close it while the owner's does; the second waits until the
+    /// first is done, since a signal's thread ends the process when it returns.
+    public func close() {
+        closing.lock()
+        defer { closing.unlock() }
+        let first = state.withLock { state -> Bool in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        guard first else { return }
+        keeper.signal()
+        keeperDone.wait()
+        let (relayd, session) = state.withLock { ($0.relayd, $0.session) }
+        session.destroy()
+        if let relayd { Self.stop(relayd) }
+        try? FileManager.default.removeItem(atPath: output)
+    }
+
+    /// A relay daemon that died (killed, out of memory) would leave top showing nothing for good: every second it
+    /// is looked at, and a dead one is started again on the same ports (its live readers reconnect by themselves),
+    /// with a new session, since the old one streamed to the dead relay.
+    private func keepRelayAlive(_ relayRestarted: @Sendable (String) -> Void) {
+        defer { keeperDone.signal() }
+        while keeper.wait(timeout: .now() + .seconds(1)) == .timedOut {
+            let dead = state.withLock { state -> pid_t? in
+                guard let relayd = state.relayd, LTTngTools.waitForExit(relayd, within: .zero) != nil else { return nil }
+                state.relayd = nil
+                return relayd
+            }
+            guard let dead else { continue }
+            let old = session
+            old.destroy()
+            do {
+                let (relayd, session) = try Self.startRelay(output: output, ports: ports, liveTimer: liveTimer)
+                let closedMeanwhile = state.withLock { state -> Bool in
+                    if !state.closed { (state.relayd, state.session) = (relayd, session) }
+                    return state.closed
+                }
+                if closedMeanwhile {
+                    session.destroy()
+                    Self.stop(relayd)
+                    return
+                }
+                relayRestarted("the relay daemon rlctl started (pid \(dead)) died: started it again (pid \(relayd)), with session \(session.name)")
+            } catch {
+                relayRestarted("the relay daemon rlctl started (pid \(dead)) died, and starting it again failed: \(error)")
+                return
+            }
+        }
+    }
+
+    /// Starts `lttng-relayd` on `ports` (control, data, live) and a live session streaming to it.
+    private static func startRelay(output: String, ports: [Int], liveTimer: Duration) throws(LTTngError) -> (pid_t, LTTngSession) {
         guard let executable = LTTngTools.path(of: "lttng-relayd") else {
             throw LTTngError("`lttng-relayd` not found in PATH: \(LTTngTools.installHint)")
         }
-        let ports = Self.freePorts(3)
-        guard ports.count == 3 else { throw LTTngError("no free loopback port for a relay daemon") }
-        output = NSTemporaryDirectory() + "rlctl-top-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        relayd = try LTTngTools.spawnDaemon(executable, [
+        let relayd = try LTTngTools.spawnDaemon(executable, [
             "--output=\(output)", "--control-port=tcp://127.0.0.1:\(ports[0])", "--data-port=tcp://127.0.0.1:\(ports[1])",
             "--live-port=tcp://127.0.0.1:\(ports[2])",
         ])
-        liveURL = "net://127.0.0.1:\(ports[2])"
         let recordURL = "net://127.0.0.1:\(ports[0]):\(ports[1])"
         do throws(LTTngError) {
             let deadline = ContinuousClock.now + .seconds(10)
@@ -37,27 +108,67 @@ public final class LTTngLocalLiveSession: @unchecked Sendable {
                 }
                 usleep(20_000)
             }
-            session = try LTTngSession.create(name: LTTngSession.uniqueName("top"), relay: recordURL, liveTimer: liveTimer,
-                                              contexts: ["vtid", "vpid"])
+            let session = try LTTngSession.create(name: LTTngSession.uniqueName("top"), relay: recordURL, liveTimer: liveTimer,
+                                                  contexts: ["vtid", "vpid"])
             do { try session.start() } catch {
                 session.destroy()
                 throw error
             }
+            return (relayd, session)
         } catch {
-            Self.stop(relayd)
+            stop(relayd)
             try? FileManager.default.removeItem(atPath: output)
             throw error
         }
     }
 
-    deinit { close() }
+    private final class Guarded: @unchecked Sendable {
+        struct State {
+            var relayd: pid_t?
+            var session: LTTngSession
+            var closed = false
+        }
+        private let lock = NSLock()
+        private var state: State
+        init(relayd: pid_t, session: LTTngSession) { state = State(relayd: relayd, session: session) }
+        func withLock<T>(_ body: (inout State) -> T) -> T {
+            lock.lock()
+            defer { lock.unlock() }
+            return body(&state)
+        }
+    }
 
-    public func close() {
-        guard !closed else { return }
-        closed = true
-        session.destroy()
-        Self.stop(relayd)
-        try? FileManager.default.removeItem(atPath: output)
+    /// The relay daemon's output folder: `rlctl-top-PID-START-RANDOM` in the temporary folder, after its owner.
+    private static let folderPrefix = "rlctl-top-"
+
+    /// A relay daemon whose top is gone, stopped with its folder by ``removeOrphanedRelays()``.
+    public struct OrphanedRelay: Sendable, Equatable {
+        public let relayd: pid_t
+        public let owner: pid_t
+        public let folder: String
+    }
+
+    /// Stops the relay daemons that an `rlctl top` killed by SIGKILL left running (found by the output folder in
+    /// their command line; a reused pid does not count as their top), and removes their folders.
+    public static func removeOrphanedRelays() -> [OrphanedRelay] {
+        let prefix = "--output=" + NSTemporaryDirectory() + folderPrefix
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        var removed: [OrphanedRelay] = []
+        for entry in processes {
+            guard let pid = pid_t(entry),
+                  let line = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")) else { continue }
+            let arguments = line.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            guard arguments.first.map({ $0.hasSuffix("lttng-relayd") }) == true,
+                  let output = arguments.first(where: { $0.hasPrefix(prefix) }) else { continue }
+            let parts = output.dropFirst(prefix.count).split(separator: "-")
+            guard parts.count == 3, let owner = pid_t(parts[0]), let started = UInt64(parts[1]),
+                  ProcessStart.time(of: owner) != started else { continue }
+            stop(pid)
+            let folder = String(output.dropFirst("--output=".count))
+            try? FileManager.default.removeItem(atPath: folder)
+            removed.append(OrphanedRelay(relayd: pid, owner: owner, folder: folder))
+        }
+        return removed
     }
 
     private static func stop(_ pid: pid_t) {

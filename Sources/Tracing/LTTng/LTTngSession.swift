@@ -188,9 +188,12 @@ public struct LTTngSession: Sendable {
     /// The trace folder (`lttng create --output`), or the relay daemon's URL for a session that streams to one.
     public let output: String
 
-    /// A session name no other rlctl process uses.
+    /// A session name no other rlctl process uses: `rlctl-LABEL-PID.START-RANDOM`, the owner's process id and
+    /// start time (``LTTngLeftoverSessions`` tells by them a session whose owner is gone, even when its pid was
+    /// reused; the dot keeps the name apart from the `rlctl-LABEL-PID-RANDOM` of earlier rlctls, whose label may
+    /// end in digits).
     public static func uniqueName(_ label: String) -> String {
-        "rlctl-\(label)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        "rlctl-\(label)-\(getpid()).\(ProcessStart.time(of: getpid()) ?? 0)-\(UInt32.random(in: 0...UInt32.max))"
     }
 
     /// Creates the session; a session daemon must answer (``LTTngTools/ensureSessionDaemon()``).

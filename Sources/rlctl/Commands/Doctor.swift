@@ -13,7 +13,10 @@ struct Doctor: ParsableCommand {
         Checks, in order: whether this rlctl has the runloop LTTng provider compiled in, whether liblttng-ust is \
         loaded, whether libbabeltrace2 (the LTTng trace reader) is compiled in, whether lttng-tools is \
         installed, whether an LTTng session daemon answers, and whether a test loop's events go through a real \
-        LTTng session and come back. The embedded recorder (rlctl run's default) needs none of this.
+        LTTng session and come back. Sessions that rlctl processes killed by SIGKILL left active in the daemon \
+        (named rlctl-LABEL-PID.START-…, their process gone) are removed, and each is named; every LTTng-using rlctl \
+        command removes them too. A daemon started with --start-daemon keeps running after the doctor, for the \
+        commands that follow; one that record, run or top starts stops when they end. The embedded recorder (rlctl run's default) needs none of this.
 
         Then a warning, which does not fail the doctor: whether LTTng's consumer daemon can be starved of CPU. With \
         the kernel's autogroup scheduling on, the daemon runs in a scheduler group of its own, and a program that \
@@ -34,6 +37,7 @@ struct Doctor: ParsableCommand {
         let reader = checkReader(&report)
         let tools = checkTools(&report)
         let daemon = tools && checkDaemon(&report)
+        if daemon { removeLeftoverSessions(&report) }
         if provider && reader && daemon {
             checkRoundTrip(&report)
             checkConsumerScheduling(&report)
@@ -118,6 +122,13 @@ struct Doctor: ParsableCommand {
             report.add("session daemon", .failed, "cannot start one: \(error)", fix: "run lttng-sessiond in a terminal to see why it fails")
             return false
         }
+    }
+
+    /// Not a failure: the sessions are gone once the doctor has looked.
+    private func removeLeftoverSessions(_ report: inout DoctorReport) {
+        let removed = LTTngRecording.removeLeftovers()
+        report.add("orphan sessions", .passed, removed.isEmpty ? "none: every rlctl-… session belongs to a running rlctl"
+                                                              : removed.joined(separator: "; "))
     }
 
     /// A warning, not a failure: recording works, but a program that keeps every CPU busy may lose events.

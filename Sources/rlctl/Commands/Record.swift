@@ -55,10 +55,21 @@ struct Record: ParsableCommand {
         written packet; the summary says the recording was cut off. SIGINT, SIGTERM or SIGHUP with their default \
         action complete the trace before the program ends.
 
-        Ctrl-C goes to the program as usual; rlctl waits for it to end, then summarizes. SIGTERM sent to rlctl is \
-        passed on to the program. A SIGINT or SIGTERM that reaches rlctl before the program started means it does \
-        not start (exit status 1, rlctl says so). After the program ended, a further Ctrl-C (more than 0.3 s \
-        after the last) stops the recording, says the summary was skipped and ends rlctl at once (status 130).
+        Ctrl-C goes to the program as usual; rlctl waits for it to end, then summarizes. SIGTERM and SIGHUP (a \
+        closed terminal; under nohup, rlctl and the program both ignore it) sent to rlctl are passed on to the program, and rlctl summarizes once \
+        it ended (status 1 when the signal ended it). A SIGINT, SIGTERM or SIGHUP that reaches rlctl before the \
+        program started means it does not start (exit status 1, rlctl says so). After the program ended, a further \
+        Ctrl-C (more than 0.3 s after the last) stops the recording, says the summary was skipped and ends rlctl at \
+        once (status 130). The program never outlives rlctl: should rlctl be killed (SIGKILL, a crash), the kernel \
+        kills the program with SIGKILL (PR_SET_PDEATHSIG).
+
+        Nothing is left behind: however rlctl ends, it destroys its LTTng session, removes a temporary trace folder \
+        and stops a session daemon it had to start (unless another program's session is in it then; one it found \
+        running is left alone). Sessions are named rlctl-LABEL-PID.START-… after their rlctl; each LTTng-using \
+        command (and rlctl doctor) destroys those whose rlctl is gone, killed by SIGKILL, with their temporary \
+        folders, and says so. A session daemon that dies during the recording leaves what it wrote: rlctl \
+        summarizes it, says the daemon went away and the trace is cut off there, and exits 3 when the program \
+        succeeded.
 
         Any program, with no code change (--any): rlctl preloads its wait interposer (LD_PRELOAD, the program's \
         own preloads kept), which records every epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select and \
@@ -191,6 +202,9 @@ struct Record: ParsableCommand {
                 throw Failure.input("cannot set up the LTTng session: \(error)")
             }
         }
+        let made = session
+        let sessionCleanup = ExitCleanups.shared.add { made?.destroy() }
+        defer { ExitCleanups.shared.remove(sessionCleanup) }
 
         let ending = try runToItsEnd(child) { session?.destroy() }
         let started = session
@@ -198,17 +212,32 @@ struct Record: ParsableCommand {
             try? started?.stop()
             return destination.completedNote()
         }
+        // A session daemon that died during the recording cannot stop the session, but what its consumer wrote
+        // before is a readable trace: summarized, with the cause named, instead of lost.
+        var sessionLost: String?
         if let session {
-            do { try session.stop() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }
+            do { try session.stop() } catch {
+                guard !LTTngTools.isSessionDaemonReachable, TraceReaders.containsTrace(at: destination.path) else {
+                    throw Failure.input("cannot stop the LTTng session: \(error)")
+                }
+                sessionLost = "the LTTng session daemon went away during the recording, so the trace ends where it stopped writing"
+            }
         }
 
         let anyOutcome = anyProgram?.finish(ending: ending)
         // No trace at all: LTTng writes none for a program that never registered a runloop tracepoint, and the
         // program writes none that never installed the embedded recorder.
-        var summary = TraceReaders.containsTrace(at: destination.path)
-            ? try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil)) : nil
+        var summary: TraceSummary?
+        do {
+            summary = TraceReaders.containsTrace(at: destination.path)
+                ? try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil)) : nil
+        } catch let failure as Failure where sessionLost != nil {
+            throw Failure(message: "\(sessionLost!), and what it wrote is not a readable trace (\(failure.message))", status: failure.status)
+        }
+        if let sessionLost { note("\(sessionLost); the summary covers what it wrote") }
         // An LTTng trace does not know that a process was killed before it sent its last waits; its markers do.
         if useLTTng, let anyOutcome, !anyOutcome.cutOff.isEmpty { summary?.health.trace.recordingCutOff = true }
+        if sessionLost != nil { summary?.health.trace.recordingCutOff = true }
         guard let summary, summary.health.eventsRead > 0 else {
             // A program that failed before its loops ran (bad arguments, say) is a failed program first.
             guard ending.succeeded else {
@@ -235,6 +264,7 @@ struct Record: ParsableCommand {
                                         about: ["program: \(command.joined(separator: " ")) (\(ending))", "tracer: \(tracerName)"], to: report)
         }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
+        if let sessionLost { throw Failure(message: "the recording is incomplete: \(sessionLost)", status: .incomplete) }
         if let failure = summary.health.trace.writeFailure {
             throw Failure(message: "the trace in \(destination.path) is incomplete: the program's recorder could not write it (\(failure))",
                           status: .incomplete)
@@ -266,6 +296,8 @@ struct Record: ParsableCommand {
             child.abandon()
             throw Failure.input("cannot set up the LTTng snapshot session: \(error)")
         }
+        let sessionCleanup = ExitCleanups.shared.add { _ = session.finish() }
+        defer { ExitCleanups.shared.remove(sessionCleanup) }
         let ending = try runToItsEnd(child) { _ = session.finish() }
         // No snapshot: whether that is because no loop stalled, or because no event came at all (a program that
         // does not install the tracer), the ring tells.
@@ -348,6 +380,8 @@ struct Record: ParsableCommand {
             child.abandon()
             throw Failure.input("cannot stream to the relay daemon at \(url): \(error)")
         }
+        let sessionCleanup = ExitCleanups.shared.add { session.destroy() }
+        defer { ExitCleanups.shared.remove(sessionCleanup) }
         let ending = try runToItsEnd(child) { session.destroy() }
         let end: LTTngSession.StreamingEnd
         do { end = try session.stopStreaming() } catch { throw Failure.input("cannot stop the LTTng session: \(error)") }

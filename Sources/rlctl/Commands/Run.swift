@@ -12,11 +12,13 @@ struct Run: ParsableCommand {
         LTTng session instead (runloop:* for this process; rlctl starts the session daemon if none runs; see \
         rlctl doctor). --tracer none runs untraced, to measure tracing's own overhead.
 
-        Ctrl-C or SIGTERM at any moment: the run ends early (with --repeat, later repetitions do not start), the \
+        Ctrl-C, SIGTERM or SIGHUP (a closed terminal; ignored under nohup) at any moment: the run ends early (with --repeat, later repetitions do not start), the \
         trace is completed and the summary of what ran is printed, exit status as usual (0). A signal before the \
         workload started means it does not start: the trace and the summary are empty and rlctl says so. A second \
         Ctrl-C (more than 0.3 s after the first) completes the trace, says the summary was skipped and ends rlctl \
-        at once (status 130, 143 for SIGTERM).
+        at once (status 130, 143 for SIGTERM, 129 for SIGHUP). However rlctl ends, the LTTng session, the session \
+        daemon it had to start (unless another program's session is in it) and its temporary trace folder go with \
+        it; sessions that a rlctl killed by SIGKILL left are removed by the next LTTng-using rlctl (rlctl record).
 
         Examples:
           rlctl run timers --count 50 --interval 1ms --duration 5s

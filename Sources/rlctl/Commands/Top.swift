@@ -23,10 +23,14 @@ struct Top: ParsableCommand {
         With no --relayd, rlctl top shows every traced loop on this machine. Programs whose loops emit to LTTng \
         (the LTTng sink, or rlctl record with LTTng): it starts a relay daemon of its own on free loopback ports \
         and a live session of every process's runloop events (with the vtid and vpid contexts), and removes both \
-        when it ends; where LTTng cannot be used it says so once and shows the rest. And programs recording with \
-        the embedded recorder (rlctl record or run with the embedded recorder, RLCTL_TRACER=embedded): each \
-        registers its trace folder while it records (in $RLCTL_LIVE_DIR, else $XDG_RUNTIME_DIR/rlctl-live, else \
-        /tmp/rlctl-live-UID), and rlctl top reads the packets as the recorder writes them, every 200 ms (a thread's \
+        when it ends, by q, SIGINT, SIGTERM or SIGHUP alike (exit status 0; a second signal ends it at once and \
+        still removes them; a session daemon top had to start is stopped too). Should its relay daemon die, top \
+        starts it again on the same ports, with a new session, and says so on stderr. A top killed by SIGKILL \
+        leaves them: the next LTTng-using rlctl (or rlctl doctor) stops that relay daemon, destroys the session \
+        and removes the folder. Where LTTng cannot be used it says so once and shows the rest. And programs \
+        recording with the embedded recorder (rlctl record or run with the embedded recorder, \
+        RLCTL_TRACER=embedded): each registers its trace folder while it records (in $RLCTL_LIVE_DIR, else \
+        $XDG_RUNTIME_DIR/rlctl-live, else /tmp/rlctl-live-UID), and rlctl top reads the packets as the recorder writes them, every 200 ms (a thread's \
         packet reaches the disk within about 100 ms of its events while the thread is busy). A program that starts \
         later appears, one that ends drops out.
 
@@ -80,8 +84,10 @@ struct Top: ParsableCommand {
     }
 
     func run() throws {
+        Interruptions.shared.prepare("the view")
         let stall = UInt64(analysis.stall.nanoseconds)
         var local: LTTngLocalLiveSession?
+        var localCleanup: ExitCleanups.Token?
         let view: any LiveView
         let relay = relayd.map { LiveRelayView(relay: $0, stallThresholdNanoseconds: stall) }
         if let relay {
@@ -90,7 +96,10 @@ struct Top: ParsableCommand {
             var views: [any LiveView] = [LiveEmbeddedView(stallThresholdNanoseconds: stall)]
             do {
                 try LTTngRecording.requireUsable("LTTng")
-                local = try LTTngLocalLiveSession()
+                try LTTngRecording.ensureSessionDaemon()
+                let made = try LTTngLocalLiveSession(relayRestarted: { note($0) })
+                local = made
+                localCleanup = ExitCleanups.shared.add { made.close() }
                 views.append(LiveRelayView(relay: local!.liveURL, stallThresholdNanoseconds: stall))
             } catch let failure as Failure {
                 note("showing the embedded recorder's recordings only: \(failure.message)")
@@ -99,10 +108,14 @@ struct Top: ParsableCommand {
             }
             view = LiveViews(views)
         }
-        defer { local?.close() }
+        defer {
+            local?.close()
+            localCleanup.map(ExitCleanups.shared.remove)
+        }
         let shownAs = relayd ?? "this machine"
         defer { view.stop() }
         let screen = TopScreen(view: view, interval: interval, order: sort, relay: shownAs)
+        guard Interruptions.shared.startViewing(stop: { TopScreen.stop() }) else { return }
         // The first listing and attachment, before the view's first interval begins.
         view.refresh()
         view.waitUntilAttached(timeout: .seconds(10))

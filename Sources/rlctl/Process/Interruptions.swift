@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
 
-/// What SIGINT and SIGTERM mean at each moment of `run` and `record`.
+/// What SIGINT, SIGTERM and SIGHUP mean at each moment of `run`, `record` and `top`; SIGHUP (a closed terminal
+/// or connection) means what SIGTERM does, except that it is ignored under nohup(1).
 ///
 /// Installed first thing in `main` (and, for the moments before `main`, by CRecorder's load-time hook), so no
 /// signal finds the default action, which would end rlctl with status 130 and nothing: no summary, and a trace
@@ -9,7 +10,8 @@ import Glibc
 /// a running one is cancelled, a summary being computed is finished; the trace is completed and the summary
 /// printed either way. A second signal (at least ``TerminationSignals/repeatWindow`` later: one request
 /// delivered twice is one) completes the trace, says the summary was skipped and ends rlctl at once.
-/// Commands with nothing to save end as the signal would have ended them.
+/// `top` ends its view as `q` does. Commands with nothing to save end as the signal would have ended them.
+/// Whenever a signal ends rlctl, what it made goes first (``ExitCleanups``).
 final class Interruptions: @unchecked Sendable {
     static let shared = Interruptions()
 
@@ -20,8 +22,11 @@ final class Interruptions: @unchecked Sendable {
         case preparing
         /// The workload runs; the closure cancels it.
         case running(@Sendable () -> Void)
-        /// record's program runs: SIGTERM is passed on to it; SIGINT is its own (the terminal sent it there too).
+        /// record's program runs: SIGTERM and SIGHUP are passed on to it; SIGINT is its own (the terminal sent it
+        /// there too).
         case forwarding(pid_t)
+        /// top shows its view; the closure ends it, as `q` does.
+        case viewing(@Sendable () -> Void)
         /// Tracing stops and the summary is computed and printed.
         case summarizing
     }
@@ -73,20 +78,19 @@ final class Interruptions: @unchecked Sendable {
     }
 
     /// Moves to running; false (and no change) when a signal already asked to stop, so nothing starts.
-    func startRunning(cancel: @escaping @Sendable () -> Void) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        guard first == nil else { return false }
-        phase = .running(cancel)
-        return true
-    }
+    func startRunning(cancel: @escaping @Sendable () -> Void) -> Bool { start(.running(cancel)) }
+
+    /// top: the view starts; false when a signal already asked to stop, so none starts.
+    func startViewing(stop: @escaping @Sendable () -> Void) -> Bool { start(.viewing(stop)) }
 
     /// record: the program starts; false when a signal already asked to stop.
-    func startForwarding(to pid: pid_t) -> Bool {
+    func startForwarding(to pid: pid_t) -> Bool { start(.forwarding(pid)) }
+
+    private func start(_ next: Phase) -> Bool {
         lock.lock()
         defer { lock.unlock() }
         guard first == nil else { return false }
-        phase = .forwarding(pid)
+        phase = next
         return true
     }
 
@@ -123,9 +127,18 @@ final class Interruptions: @unchecked Sendable {
             lock.unlock()
             TerminationSignals.exit(reraising: signo)
         case .forwarding(let pid):
-            if signo == SIGTERM { kill(pid, SIGTERM) }
+            if signo == SIGTERM || signo == SIGHUP { kill(pid, signo) }
             if first == nil { first = signo }
             lock.unlock()
+        case .viewing(let stop):
+            guard first == nil else {
+                // A view slow to close (a relay daemon that does not answer) is ended at once by a second signal.
+                lock.unlock()
+                TerminationSignals.exit(reraising: signo)
+            }
+            first = signo
+            lock.unlock()
+            stop()
         case .preparing, .running, .summarizing:
             if first == nil {
                 first = signo
@@ -157,5 +170,10 @@ func note(_ text: String) {
 }
 
 func signalName(_ signo: Int32) -> String {
-    signo == SIGINT ? "SIGINT" : (signo == SIGTERM ? "SIGTERM" : "signal \(signo)")
+    switch signo {
+    case SIGINT: "SIGINT"
+    case SIGTERM: "SIGTERM"
+    case SIGHUP: "SIGHUP"
+    default: "signal \(signo)"
+    }
 }

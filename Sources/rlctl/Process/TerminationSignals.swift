@@ -2,7 +2,7 @@ import CProcess
 import Foundation
 import Glibc
 
-/// Turns SIGINT and SIGTERM into a call on an ordinary thread, so a recording can be stopped and its trace
+/// Turns SIGINT, SIGTERM and SIGHUP into a call on an ordinary thread, so a recording can be stopped and its trace
 /// completed before the process exits.
 enum TerminationSignals {
     /// Signals that arrive within this time of the last one passed on are the same request delivered again and
@@ -11,7 +11,7 @@ enum TerminationSignals {
     /// Ctrl-C twice to mean it takes longer than this.
     public static let repeatWindow: Duration = .milliseconds(300)
 
-    /// Calls `handler` with the signal number on a dedicated thread each time SIGINT or SIGTERM arrives (repeats
+    /// Calls `handler` with the signal number on a dedicated thread each time SIGINT, SIGTERM or SIGHUP arrives (repeats
     /// within ``repeatWindow`` excepted). The handler usually stops the recording and then calls
     /// ``exit(reraising:)``. A later `watch` replaces the handler: one watcher thread serves the process, so every
     /// signal reaches the newest handler.
@@ -21,7 +21,7 @@ enum TerminationSignals {
         watcher.handler = handler
         guard !watcher.started else { return }
         let fd = rlsig_install()
-        guard fd >= 0 else { throw Failure.input("cannot watch SIGINT/SIGTERM: \(String(cString: strerror(-fd)))") }
+        guard fd >= 0 else { throw Failure.input("cannot watch SIGINT/SIGTERM/SIGHUP: \(String(cString: strerror(-fd)))") }
         var thread = pthread_t()
         let rc = pthread_create(&thread, nil, { raw in
             TerminationSignals.serve(fd: Int32(Int(bitPattern: raw)))
@@ -57,8 +57,10 @@ enum TerminationSignals {
         }
     }
 
-    /// Ends the process as the signal would have (exit status 128 + signal number to the shell).
+    /// Ends the process as the signal would have (exit status 128 + signal number to the shell), once what rlctl
+    /// made is undone (``ExitCleanups``).
     public static func exit(reraising signal: Int32) -> Never {
+        ExitCleanups.shared.runAll()
         rlsig_reraise(signal)
         Glibc.exit(128 + signal)
     }

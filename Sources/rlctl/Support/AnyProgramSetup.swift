@@ -14,8 +14,11 @@ struct AnyProgramSetup {
         let folder: String
         if lttng {
             // LTTng writes the trace; the processes' markers go to a folder of their own.
-            folder = NSTemporaryDirectory() + "rlctl-any-markers-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            markerFolder = folder
+            let markers = NSTemporaryDirectory() + "rlctl-any-markers-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            folder = markers
+            markerFolder = markers
+            // Also when a signal ends rlctl before removeMarkerFolder runs.
+            ExitCleanups.shared.add { try? FileManager.default.removeItem(atPath: markers) }
         } else {
             folder = destination.path
             markerFolder = nil

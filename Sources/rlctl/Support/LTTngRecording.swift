@@ -20,15 +20,50 @@ enum LTTngRecording {
     /// building without it.
     static let rebuild = "swift build --manifest-cache none"
 
-    /// Starts the session daemon unless one answers, saying so on stderr.
+    /// Starts the session daemon unless one answers, saying so on stderr; one started here is stopped when rlctl
+    /// ends, however it ends short of SIGKILL, unless another program's session is still in it then (one found
+    /// running is left alone). Then removes the sessions rlctl processes killed by SIGKILL left in it.
     static func ensureSessionDaemon() throws {
         do {
             if try LTTngTools.ensureSessionDaemon() {
-                FileHandle.standardError.write(Data("rlctl: started the LTTng session daemon (lttng-sessiond --daemonize)\n".utf8))
+                let daemon = LTTngSessionDaemon.runningPID()
+                FileHandle.standardError.write(Data("rlctl: started the LTTng session daemon (lttng-sessiond --daemonize\(daemon.map { ", pid \($0)" } ?? "")); it stops when rlctl ends\n".utf8))
+                if let daemon {
+                    let started = ProcessStart.time(of: daemon)
+                    ExitCleanups.shared.add { LTTngSessionDaemon.stopIfIdle(daemon, started: started) }
+                }
             }
         } catch {
             throw Failure.input("cannot reach or start an LTTng session daemon: \(error)")
         }
+        for removed in removeLeftovers() { FileHandle.standardError.write(Data("rlctl: \(removed)\n".utf8)) }
+    }
+
+    /// Destroys the sessions whose rlctl is gone (``LTTngLeftoverSessions``), and the temporary trace folders they
+    /// wrote in, which their rlctl would have removed (a folder the user named keeps the trace up to the kill),
+    /// and stops the relay daemons of gone `rlctl top`s; returns a line for each.
+    static func removeLeftovers() -> [String] {
+        let removed = LTTngLeftoverSessions.removeOrphans()
+        for session in removed {
+            if let output = session.output, TraceDestination.isTemporary(output, madeBy: session.owner) {
+                try? FileManager.default.removeItem(atPath: output)
+            }
+        }
+        return removed.map(describe) + LTTngLocalLiveSession.removeOrphanedRelays().map(describe)
+    }
+
+    /// The line that says a leftover session went.
+    static func describe(_ removed: LTTngLeftoverSessions.Removed) -> String {
+        "removed the LTTng session \(removed.name), left by rlctl process \(removed.owner), which is gone"
+            + (removed.output.map { output in
+                if TraceDestination.isTemporary(output, madeBy: removed.owner) { return ", and its temporary folder \(output)" }
+                return output.hasPrefix("/") ? "; its trace stays in \(output)" : ""   // a relay's URL: the trace is there
+            } ?? "")
+    }
+
+    /// The line that says a relay daemon of a gone `rlctl top` was stopped.
+    static func describe(_ relay: LTTngLocalLiveSession.OrphanedRelay) -> String {
+        "stopped the relay daemon \(relay.relayd) of rlctl top process \(relay.owner), which is gone, and removed its folder \(relay.folder)"
     }
 
     /// What to do when an LTTng recording lost events, or nil when it lost none: where the consumer daemon can be
@@ -65,8 +100,11 @@ struct TraceDestination {
             path = URL(fileURLWithPath: requested).standardizedFileURL.path
             keep = true
         } else {
-            path = NSTemporaryDirectory() + "rlctl-\(label)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let path = NSTemporaryDirectory() + "rlctl-\(label)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            self.path = path
             keep = false
+            // Also when a signal ends rlctl before the owner's own removal runs.
+            ExitCleanups.shared.add { try? FileManager.default.removeItem(atPath: path) }
         }
     }
 
@@ -78,6 +116,14 @@ struct TraceDestination {
             guard empty else { throw Failure.input("\(requested) already exists: give a new folder for the trace") }
         }
         try requireWritableTraceFolder(requested)
+    }
+
+    /// Whether `path` is a temporary trace folder that rlctl process `owner` made (and would have removed).
+    static func isTemporary(_ path: String, madeBy owner: pid_t) -> Bool {
+        let folder = URL(fileURLWithPath: path)
+        let name = folder.lastPathComponent
+        return folder.deletingLastPathComponent().standardizedFileURL.path == URL(fileURLWithPath: NSTemporaryDirectory()).standardizedFileURL.path
+            && name.hasPrefix("rlctl-") && name.contains("-\(owner)-")
     }
 
     /// After a second signal: the kept trace is complete (say where); a temporary one goes.

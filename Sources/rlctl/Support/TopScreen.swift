@@ -3,8 +3,17 @@ import Foundation
 import Glibc
 import Workloads
 
-/// Set by SIGINT and SIGTERM while `rlctl top` owns the terminal, so that it leaves it as it found it.
-nonisolated(unsafe) private var topInterrupted: sig_atomic_t = 0
+/// Set when a signal asks `rlctl top` to end (``Interruptions``), so that it ends like `q`: the terminal, the
+/// session and the relay daemon rlctl started are left as they were.
+private final class StopRequest: @unchecked Sendable {
+    private let lock = NSLock()
+    private var requested = false
+
+    var isRequested: Bool { lock.withLock { requested } }
+    func request() { lock.withLock { requested = true } }
+}
+
+private let topStop = StopRequest()
 
 /// `rlctl top`'s screen: the table redrawn every interval on a terminal (keys read without echo), or printed
 /// one table after another when standard input or output is not a terminal.
@@ -24,17 +33,16 @@ struct TopScreen {
         self.interval = interval
         self.order = order
         self.relay = relay
-        // SIGINT and SIGTERM end the view like `q`, so that the terminal, the session and the relay daemon rlctl
-        // started are left as they were.
-        signal(SIGINT) { _ in topInterrupted = 1 }
-        signal(SIGTERM) { _ in topInterrupted = 1 }
     }
 
-    /// Waits `duration`, or less when SIGINT or SIGTERM came (then false).
+    /// Ends the view at its next check, as `q` does; safe from any thread.
+    static func stop() { topStop.request() }
+
+    /// Waits `duration`, or less when a signal asked to stop (then false).
     func pause(_ duration: Duration) -> Bool {
         let deadline = ContinuousClock.now + duration
-        while ContinuousClock.now < deadline && topInterrupted == 0 { usleep(20_000) }
-        return topInterrupted == 0
+        while ContinuousClock.now < deadline && !topStop.isRequested { usleep(20_000) }
+        return !topStop.isRequested
     }
 
     func run() throws {
@@ -62,9 +70,9 @@ struct TopScreen {
             print(terminal ? "\u{1B}[H\u{1B}[2J" + table : table + "\n")
             fflush(nil)
         }
-        while topInterrupted == 0 {
+        while !topStop.isRequested {
             let deadline = last + length
-            while ContinuousClock.now < deadline && topInterrupted == 0 {
+            while ContinuousClock.now < deadline && !topStop.isRequested {
                 guard terminal else {
                     usleep(50_000)
                     continue
