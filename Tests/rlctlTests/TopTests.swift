@@ -61,7 +61,7 @@ struct TopTests {
         #expect(lines.count == 3 && lines[1].hasPrefix("host ") && lines[2].contains("RunLoopCore"), "\(text.stdout)")
 
         recording.send(SIGTERM)
-        let ended = try recording.wait()
+        let ended = recording.wait()
         #expect(ended.stderr.contains("killed by signal 15"), "\(ended.termination): \(ended.stderr)")
         let after = try CLI.run(["top", "--relayd", relay.liveURL, "--once", "--format", "json", "--interval", "300ms"])
         #expect(try Self.rows(after).loops.isEmpty, "the program ended: \(after.stdout)")
@@ -74,7 +74,7 @@ struct TopTests {
         let relay = try LocalRelayDaemon()
         defer { relay.stop(); relay.removeOutput() }
         let recording = try CLI.start(["record", "--relayd", relay.recordURL, "--", CLI.sibling("runloop-demo"), "120"])
-        defer { recording.send(SIGTERM); _ = try? recording.wait() }
+        defer { recording.send(SIGTERM); _ = recording.wait() }
         try Self.waitUntilStreaming(relay)
         let deadline = ContinuousClock.now + .seconds(30)
         func listed() throws -> [LiveSession] { try LiveSessions.list(relay: relay.liveURL) }
@@ -90,7 +90,7 @@ struct TopTests {
                 "\(second.stdout)")
 
         first.send(SIGINT)
-        _ = try first.wait()
+        _ = first.wait()
         let freed = try CLI.run(["top", "--relayd", relay.liveURL, "--once", "--format", "json"])
         let (sessions, loops) = try Self.rows(freed)
         #expect(sessions == 1 && loops.count == 1, "\(freed.stdout)")
@@ -116,7 +116,7 @@ struct TopTests {
         }
         for program in programs {
             program.send(SIGTERM)
-            _ = try program.wait()
+            _ = program.wait()
         }
         let sessions = try runProcess("/usr/bin/env", ["lttng", "list"]).stdout
         #expect(!sessions.contains("rlctl-top-"), "\(sessions)")
@@ -136,7 +136,7 @@ struct TopTests {
         let recording = try CLI.start(["record", "--any", "--tracer", "lttng", "--", python, "-c", script])
         usleep(1_000_000)
         let shown = try CLI.run(["top", "--once", "--format", "json"])
-        _ = try recording.wait()
+        _ = recording.wait()
         #expect(shown.status == 0, "\(shown.stderr)")
         let pid = try #require(Int(try String(contentsOfFile: pidFile, encoding: .utf8)), "the program did not start")
         let waits = try Self.rows(shown).loops.filter { $0["kind"] as? String == "wait" && $0["processID"] as? Int == pid }
@@ -165,9 +165,9 @@ struct TopTests {
             usleep(200_000)
         }
         kill(top.pid, SIGINT)
-        let viewed = try top.wait()
+        let viewed = top.wait()
         recording.send(SIGTERM)
-        _ = try recording.wait()
+        _ = recording.wait()
         #expect(viewed.status == 0, "\(viewed.stderr)")
         let tables = viewed.stdout.components(separatedBy: "rlctl top — ").dropFirst()
         let down = tables.firstIndex { $0.contains("RELAY NOT ANSWERING: cannot connect to the relay daemon's live port") }
