@@ -34,10 +34,11 @@ enum LeftBehind {
         return (top, watching && top.isRunning ? relay : nil)
     }
 
-    /// The temporary folders rlctl process `pid` made (`rlctl-LABEL-PID-…` in the temporary folder).
+    /// The temporary folders rlctl process `pid` made (`rlctl-LABEL-PID.START-…` or `rlctl-LABEL-PID-…` in the
+    /// temporary folder).
     static func temporaryFolders(of pid: pid_t) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []
-        return names.filter { $0.hasPrefix("rlctl-") && $0.contains("-\(pid)-") }
+        return names.filter { $0.hasPrefix("rlctl-") && ($0.contains("-\(pid)-") || $0.contains("-\(pid).")) }
     }
 
     /// Whether an embedded recorder in one of rlctl process `pid`'s temporary folders has written a packet.
@@ -186,5 +187,22 @@ extension LeftBehindEmbeddedTests {
         let end = rlctl.wait()
         #expect(end.termination == .exited(1), "\(end.termination), stderr: \(end.stderr)")
         #expect(end.stderr.contains("runloop-demo was killed by signal 15 (Terminated)"), "\(end.stderr)")
+    }
+}
+
+extension LeftBehindEmbeddedTests {
+    /// The temporary trace folder of an rlctl killed by SIGKILL (a gone pid, named as rlctl names it) goes with
+    /// the next rlctl that makes one; a folder of a running rlctl stays.
+    @Test func theNextRlctlRemovesTheTemporaryFolderOfAKilledOne() throws {
+        let gone = try RunningProcess("/bin/true", [])
+        _ = gone.wait()
+        let temporary = NSTemporaryDirectory()
+        let orphan = temporary + "rlctl-trace-record-\(gone.pid).12345-42"
+        let alive = temporary + "rlctl-trace-record-\(getpid()).\(ProcessStart.time(of: getpid()) ?? 0)-43"
+        for folder in [orphan, alive] { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+        defer { try? FileManager.default.removeItem(atPath: alive) }
+        _ = try CLI.run(["record", "--tracer", "embedded", "--", "/bin/true"])
+        #expect(!FileManager.default.fileExists(atPath: orphan), "the killed rlctl's folder stays")
+        #expect(FileManager.default.fileExists(atPath: alive), "a running rlctl's folder went")
     }
 }

@@ -68,6 +68,12 @@ public enum LTTngLeftoverSessions {
         }
     }
 
+    /// Whether `name` is named by an rlctl process (``LTTngSession/uniqueName(_:)``: sessions, temporary trace
+    /// folders) that is gone. False for names of running rlctls and for other names.
+    public static func ownerIsGone(of name: String) -> Bool {
+        owner(of: name).map { !isRunning($0) } ?? false
+    }
+
     private static func isRunning(_ owner: (pid: pid_t, start: UInt64?)) -> Bool {
         guard let start = ProcessStart.time(of: owner.pid) else { return false }
         return owner.start.map { $0 == start } ?? true

@@ -127,7 +127,8 @@ struct Doctor: ParsableCommand {
     /// Not a failure: the sessions are gone once the doctor has looked.
     private func removeLeftoverSessions(_ report: inout DoctorReport) {
         let removed = LTTngRecording.removeLeftovers()
-        report.add("orphan sessions", .passed, removed.isEmpty ? "none: every rlctl-… session belongs to a running rlctl"
+            + TraceDestination.removeOrphanedTemporaryFolders().map { "removed the temporary trace folder \($0), whose rlctl is gone" }
+        report.add("orphan sessions", .passed, removed.isEmpty ? "none: every rlctl-… session and temporary trace folder belongs to a running rlctl"
                                                               : removed.joined(separator: "; "))
     }
 

@@ -100,7 +100,9 @@ struct TraceDestination {
             path = URL(fileURLWithPath: requested).standardizedFileURL.path
             keep = true
         } else {
-            let path = NSTemporaryDirectory() + "rlctl-\(label)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            // Named as sessions are (owner's pid and start time): the next rlctl removes it if this one is killed.
+            let path = NSTemporaryDirectory() + LTTngSession.uniqueName(Self.temporaryLabel + label)
+            Self.removeOrphanedTemporaryFolders()
             self.path = path
             keep = false
             // Also when a signal ends rlctl before the owner's own removal runs.
@@ -118,12 +120,33 @@ struct TraceDestination {
         try requireWritableTraceFolder(requested)
     }
 
+    /// What starts the label of a temporary trace folder's name.
+    static let temporaryLabel = "trace-"
+
     /// Whether `path` is a temporary trace folder that rlctl process `owner` made (and would have removed).
     static func isTemporary(_ path: String, madeBy owner: pid_t) -> Bool {
         let folder = URL(fileURLWithPath: path)
         let name = folder.lastPathComponent
         return folder.deletingLastPathComponent().standardizedFileURL.path == URL(fileURLWithPath: NSTemporaryDirectory()).standardizedFileURL.path
-            && name.hasPrefix("rlctl-") && name.contains("-\(owner)-")
+            && name.hasPrefix("rlctl-") && (name.contains("-\(owner)-") || name.contains("-\(owner)."))
+    }
+
+    /// Removes the temporary trace folders of rlctl processes that are gone (killed by SIGKILL, nothing of theirs
+    /// ran to remove them; a pid since reused does not count); returns their paths. Folders the user named are
+    /// never touched: only `rlctl-trace-LABEL-PID.START-RANDOM` ones in the temporary folder (others, such as
+    /// `top`'s, are removed with what they belong to).
+    @discardableResult
+    static func removeOrphanedTemporaryFolders() -> [String] {
+        let temporary = NSTemporaryDirectory()
+        var removed: [String] = []
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []
+        where name.hasPrefix("rlctl-" + temporaryLabel) && LTTngLeftoverSessions.ownerIsGone(of: name) {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: temporary + name, isDirectory: &isDirectory), isDirectory.boolValue,
+                  (try? FileManager.default.removeItem(atPath: temporary + name)) != nil else { continue }
+            removed.append(temporary + name)
+        }
+        return removed
     }
 
     /// After a second signal: the kept trace is complete (say where); a temporary one goes.
