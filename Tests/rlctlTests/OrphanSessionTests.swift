@@ -35,9 +35,13 @@ struct OrphanSessionTests {
         let later = next == "doctor" ? try CLI.run(["doctor"])
                                      : try CLI.run(["record", "--tracer", "lttng", "--", CLI.sibling("runloop-demo"), "1"])
         let said = later.stdout + later.stderr
-        #expect(said.contains("removed the LTTng session \(session!), left by rlctl process \(rlctl.pid), which is gone, and its temporary folder"),
-                "\(said)")
         #expect(LeftBehind.sessions(of: rlctl.pid).isEmpty)
+        // Every LTTng-using rlctl removes orphans: in the parallel suite another test's rlctl can come first, and
+        // says so on its own output (seen in CI). The end state above is what must hold; the message, when ours.
+        withKnownIssue("another test's rlctl removed the orphan session first", isIntermittent: true) {
+            #expect(said.contains("removed the LTTng session \(session!), left by rlctl process \(rlctl.pid), which is gone, and its temporary folder"),
+                    "\(said)")
+        }
         #expect(folders.allSatisfy { !FileManager.default.fileExists(atPath: NSTemporaryDirectory() + $0) }, "left: \(folders)")
     }
 
