@@ -47,8 +47,19 @@ import Testing
     }
 
     @Test func aCountBeyondWhatADoubleHoldsExactlyIsRefused() throws {
-        #expect(budgetRefusal("stalls.count <= 1e99\n") == "b:1: the limit 1e99 for stalls.count is out of range (a count limit is at most 9007199254740992)")
+        #expect(budgetRefusal("stalls.count <= 10000000000000000\n") == "b:1: the limit 10000000000000000 for stalls.count is out of range (a count limit is at most 9007199254740992)")
+        #expect(budgetRefusal("stalls.count <= 1e99\n") == "b:1: \"1e99\" is not a whole number (stalls.count is a count)")
         #expect(try rules("stalls.count <= 9007199254740992\n").map(\.limit) == [9_007_199_254_740_992])
+    }
+
+    /// Only numbers written out in decimal: Double's parser also takes hex, exponents (1e-999 is 0), inf and nan.
+    @Test func aLimitIsANumberWrittenOutInDecimal() throws {
+        for limit in ["0x1", "1e-999", "inf", "nan", "1e0", "+0.5", "0.5.1", ".", "-"] {
+            #expect(budgetRefusal("loop.utilization <= \(limit)\n") == "b:1: \"\(limit)\" is not a ratio (write 0.8 or 80%)", "\(limit)")
+        }
+        #expect(budgetRefusal("loop.utilization <= 1e-999%\n") == "b:1: \"1e-999%\" is not a ratio (write 0.8 or 80%)")
+        #expect(budgetRefusal("trace.lost <= 0x10\n") == "b:1: \"0x10\" is not a whole number (trace.lost is a count)")
+        #expect(try rules("loop.utilization <= 0.25\nloop.utilization <= .5\nloop.utilization <= 80%\n").map(\.limit) == [0.25, 0.5, 0.8])
     }
 
     @Test func aFractionOfANanosecondIsRefused() {

@@ -91,11 +91,11 @@ public struct Budget: Sendable {
                 }
             }
         case .ratio:
-            if text.hasSuffix("%"), let percent = Double(text.dropLast()), percent.isFinite { return percent / 100 }
-            guard let value = Double(text), value.isFinite else { throw BudgetError("\(at): \"\(text)\" is not a ratio (write 0.8 or 80%)") }
+            if text.hasSuffix("%"), let percent = plainNumber(String(text.dropLast())) { return percent / 100 }
+            guard let value = plainNumber(text) else { throw BudgetError("\(at): \"\(text)\" is not a ratio (write 0.8 or 80%)") }
             return value
         case .count:
-            guard let value = Double(text), value.isFinite, value == value.rounded() else {
+            guard let value = plainNumber(text), value == value.rounded() else {
                 throw BudgetError("\(at): \"\(text)\" is not a whole number (\(metric.name) is a count)")
             }
             // Above 2^53 a Double no longer holds every whole number: the limit compared would not be the one written.
@@ -121,6 +121,16 @@ public struct Budget: Sendable {
     }
 
     static let largestExactCount = 9_007_199_254_740_992.0
+
+    /// A number written out in decimal (`12`, `0.8`, `-3`), nothing else: `Double(_:)` also takes `0x10`, `1e-999`
+    /// (read as 0), `inf` and `nan`, which in a gate would compare against something other than what was meant.
+    static func plainNumber(_ text: String) -> Double? {
+        let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
+        let parts = digits.split(separator: ".", omittingEmptySubsequences: false)
+        guard !digits.isEmpty, parts.count <= 2, parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+              parts.contains(where: { !$0.isEmpty }) else { return nil }
+        return Double(text)
+    }
 
     /// The metrics that measure how incomplete a trace is. A budget allows a kind of incompleteness only with a
     /// rule on its metrics (`trace.lost <= 100`, `trace.runs_incomplete <= 1`) that holds.
