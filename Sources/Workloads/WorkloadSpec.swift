@@ -185,24 +185,25 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
 
     /// Checks every value; the message says which element and field is wrong.
     public func validate() throws(WorkloadError) {
-        guard duration.nanoseconds > 0 else { throw WorkloadError("duration must be greater than zero (got \(duration))") }
-        guard !elements.isEmpty else { throw WorkloadError("a workload needs at least one element") }
+        guard duration.nanoseconds > 0 else { throw WorkloadError("duration must be greater than zero (got \(duration))", at: ["duration"]) }
+        guard !elements.isEmpty else { throw WorkloadError("a workload needs at least one element", at: ["elements"]) }
         for (index, element) in elements.enumerated() {
             let at = "element \(index + 1)"
+            func field(_ name: String) -> [String] { ["elements", "\(index)", name] }
             switch element {
             case .timers(let t):
-                guard (1...100_000).contains(t.count) else { throw WorkloadError("\(at) (timers): count must be 1 to 100000 (got \(t.count))") }
-                guard t.interval.nanoseconds > 0 else { throw WorkloadError("\(at) (timers): interval must be greater than zero") }
+                guard (1...100_000).contains(t.count) else { throw WorkloadError("\(at) (timers): count must be 1 to 100000 (got \(t.count))", at: field("count")) }
+                guard t.interval.nanoseconds > 0 else { throw WorkloadError("\(at) (timers): interval must be greater than zero", at: field("interval")) }
             case .sources(let p), .ports(let p), .io(let p), .blocks(let p):
-                guard (1...256).contains(p.threads) else { throw WorkloadError("\(at): threads must be 1 to 256 (got \(p.threads))") }
-                guard Producers.isPossibleRate(p.rate) else { throw WorkloadError("\(at): rate must be \(Producers.possibleRates) (got \(p.rate))") }
-                guard (0...(1 << 20)).contains(p.bytes) else { throw WorkloadError("\(at): bytes must be 0 to 1048576 (got \(p.bytes))") }
+                guard (1...256).contains(p.threads) else { throw WorkloadError("\(at): threads must be 1 to 256 (got \(p.threads))", at: field("threads")) }
+                guard Producers.isPossibleRate(p.rate) else { throw WorkloadError("\(at): rate must be \(Producers.possibleRates) (got \(p.rate))", at: field("rate")) }
+                guard (0...(1 << 20)).contains(p.bytes) else { throw WorkloadError("\(at): bytes must be 0 to 1048576 (got \(p.bytes))", at: field("bytes")) }
             case .modes(let m):
-                guard m.period.nanoseconds > 0, m.interval.nanoseconds > 0 else { throw WorkloadError("\(at) (modes): period and interval must be greater than zero") }
-                guard m.hold.nanoseconds < m.period.nanoseconds else { throw WorkloadError("\(at) (modes): hold (\(m.hold)) must be shorter than period (\(m.period))") }
+                guard m.period.nanoseconds > 0, m.interval.nanoseconds > 0 else { throw WorkloadError("\(at) (modes): period and interval must be greater than zero", at: field(m.period.nanoseconds > 0 ? "interval" : "period")) }
+                guard m.hold.nanoseconds < m.period.nanoseconds else { throw WorkloadError("\(at) (modes): hold (\(m.hold)) must be shorter than period (\(m.period))", at: field("hold")) }
             case .jank(let j):
-                guard j.interval.nanoseconds > 0 else { throw WorkloadError("\(at) (jank): interval must be greater than zero") }
-                guard j.every >= 1 else { throw WorkloadError("\(at) (jank): every must be at least 1 (got \(j.every))") }
+                guard j.interval.nanoseconds > 0 else { throw WorkloadError("\(at) (jank): interval must be greater than zero", at: field("interval")) }
+                guard j.every >= 1 else { throw WorkloadError("\(at) (jank): every must be at least 1 (got \(j.every))", at: field("every")) }
             }
         }
     }
@@ -211,7 +212,13 @@ public struct WorkloadSpec: Codable, Sendable, Equatable {
 /// A workload that cannot run as described, in one line.
 public struct WorkloadError: Error, CustomStringConvertible {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// Where in a workload file the wrong value is: keys, and element indexes as text (`elements`, `0`, `count`);
+    /// empty when the error is about no one value.
+    public let path: [String]
+    public init(_ description: String, at path: [String] = []) {
+        self.description = description
+        self.path = path
+    }
 }
 
 /// Any key, to list what a mapping holds.

@@ -256,11 +256,14 @@ import TestSupport
         try expectUsageError(["run", "--file", lasers], "\(lasers):3: unknown element kind \"lasers\" (use timers, sources, ports, io, blocks, modes or jank) at elements[0].kind")
         let fast = try CLI.file("bad.json", "{\"duration\": \"fast\", \"elements\": []}")
         try expectUsageError(["run", "--file", fast], "\(fast):1: \"fast\" is not a duration: write a number and a unit (500us, 2ms, 1.5s) at duration")
-        try expectUsageError(["run", "--file", try CLI.file("empty.json", "{\"duration\": \"1s\", \"elements\": []}")], "a workload needs at least one element")
+        let noElements = try CLI.file("empty.json", "{\"duration\": \"1s\", \"elements\": []}")
+        try expectUsageError(["run", "--file", noElements], "\(noElements):1: a workload needs at least one element")
+        let empty = try CLI.file("empty.yaml", "\n  \n")
+        try expectUsageError(["run", "--file", empty], "\(empty): the workload file is empty (it needs at least `elements:`; rlctl run --help shows one)")
         let broken = try CLI.file("broken.json", "{\"duration\": ")
         try expectUsageError(["run", "--file", broken], "\(broken):1: not valid JSON")
         let hold = try CLI.file("hold.yaml", "duration: 1s\nelements:\n  - kind: modes\n    period: 10ms\n    hold: 20ms\n")
-        try expectUsageError(["run", "--file", hold], "element 1 (modes): hold (20ms) must be shorter than period (10ms)")
+        try expectUsageError(["run", "--file", hold], "\(hold):5: element 1 (modes): hold (20ms) must be shorter than period (10ms)")
     }
 
     @Test func missingOrCorruptTraces() throws {

@@ -178,8 +178,7 @@ struct Run: ParsableCommand {
     private func workloadSpec() throws -> WorkloadSpec {
         var spec: WorkloadSpec
         if let file {
-            spec = try WorkloadFile.load(file)
-            if let duration { spec.duration = duration }
+            spec = try WorkloadFile.load(file, duration: duration)
         } else {
             var o = BuiltInWorkload.Overrides()
             o.count = count; o.interval = interval; o.tolerance = tolerance; o.handlerCost = handlerCost

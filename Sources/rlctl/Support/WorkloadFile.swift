@@ -5,7 +5,9 @@ import Yams
 
 /// Reads a workload file: JSON (`.json`) or YAML (anything else).
 enum WorkloadFile {
-    static func load(_ path: String) throws -> WorkloadSpec {
+    /// Reads and checks the workload file at `path`, with `duration` (the command line's) in place of its own; an
+    /// error names the file and, where it can, the line.
+    static func load(_ path: String, duration: DurationValue? = nil) throws -> WorkloadSpec {
         // Through a file handle, not FileManager.contents: that refuses pipes, and `--file <(generate-workload)`
         // is one.
         var isDirectory: ObjCBool = false
@@ -20,13 +22,14 @@ enum WorkloadFile {
         }
         let isJSON = path.hasSuffix(".json")
         let text = String(decoding: data, as: UTF8.self).droppingByteOrderMark
+        guard text.contains(where: { !$0.isWhitespace }) else {
+            throw Failure.input("\(path): the workload file is empty (it needs at least `elements:`; rlctl run --help shows one)")
+        }
         let written = isJSON ? try WrittenValue(json: data, file: path) : try WrittenValue(yaml: text, file: path)
         if let ambiguity = written?.firstAmbiguity(file: path) { throw Failure.input(ambiguity) }
+        var spec: WorkloadSpec
         do {
-            if isJSON {
-                return try JSONDecoder().decode(WorkloadSpec.self, from: data)
-            }
-            return try YAMLDecoder().decode(WorkloadSpec.self, from: text)
+            spec = isJSON ? try JSONDecoder().decode(WorkloadSpec.self, from: data) : try YAMLDecoder().decode(WorkloadSpec.self, from: text)
         } catch let decoding as DecodingError {
             var error = decoding
             // JSONDecoder says only "not valid JSON", nowhere, of valid JSON holding a number its field cannot
@@ -39,6 +42,21 @@ enum WorkloadFile {
         } catch {
             throw Failure.input("\(path): not valid \(isJSON ? "JSON" : "YAML"): \(String(describing: error).split(separator: "\n").first ?? "")")
         }
+        if let duration { spec.duration = duration }
+        do { try spec.validate() } catch {
+            let line = error.path.isEmpty ? nil : written?.line(at: error.path.map(WrittenKey.init))
+            throw Failure.input("\(path)\(line.map { ":\($0)" } ?? ""): \(error.description)")
+        }
+        return spec
+    }
+
+    /// A key of a written value's path: a mapping's key, or a sequence's index written as a number.
+    private struct WrittenKey: CodingKey {
+        let stringValue: String
+        var intValue: Int? { Int(stringValue) }
+        init(_ text: String) { stringValue = text }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { stringValue = "\(intValue)" }
     }
 
     private static func context(of error: DecodingError) -> DecodingError.Context? {
