@@ -154,7 +154,9 @@ extension TopTests {
         var second: pid_t?
         let restarted = eventually(timeout: .seconds(30)) {
             second = relay()
-            return (second != nil && second != first && LeftBehind.sessions(of: top.pid, active: true).contains { $0 != firstSession })
+            // The note comes after the new session is listed: waited for too, so that SIGTERM does not overtake it.
+            return (second != nil && second != first && LeftBehind.sessions(of: top.pid, active: true).contains { $0 != firstSession }
+                    && top.outputSoFar.stderr.contains("died: started it again"))
                 || !top.isRunning
         }
         defer { if let second, LeftBehind.isRunning(second) { kill(second, SIGKILL) } }
