@@ -16,10 +16,10 @@ import Foundation
 /// its index lists packets, or a CPU missing from a channel's numbering, is damage, counted as lost packets with
 /// their time window (babeltrace2 would read the rest as if it were all).
 enum CTFPreflight {
-    /// Checks the folder; returns the damage found (lost packets, their windows and what is missing), to be
-    /// added to the reader's health.
-    static func check(traceDirectory directory: String) throws(TraceReadError) -> TraceHealth {
-        try checkMetadata(directory + "/metadata")
+    /// Checks the folder; notes the damage found (lost events and packets, their windows and what is missing) in
+    /// the reader's `health`.
+    static func check(traceDirectory directory: String, noting health: inout TraceHealth) throws(TraceReadError) {
+        let metadata = try checkMetadata(directory + "/metadata")
         let streams = CTFTraceFolders.streamFiles(in: directory)
         for stream in streams {
             let index = directory + "/index/" + stream + ".idx"
@@ -27,23 +27,21 @@ enum CTFPreflight {
                 try checkIndex(index, stream: directory + "/" + stream)
             }
         }
-        var health = damage(in: directory, streams: streams)
-        let renamed = renamedSchemaEvents(metadata: directory + "/metadata")
+        noteDamage(in: directory, streams: streams, health: &health)
+        let renamed = renamedSchemaEvents(in: metadata)
         if !renamed.isEmpty {
             // babeltrace2 skips events of unknown names; how many there were is not known here: at least one.
             health.damage.append("the metadata declares events under names this schema does not know and lacks the schema's \(TraceSchema.someNames(renamed)) (renamed: damaged metadata); their events are lost, how many is unknown")
             health.eventsLost = health.eventsLost.addingLoss(1)
             health.noteLossWindow(.init(stream: directory, from: 0, to: .max, events: 1))
         }
-        return health
     }
 
     /// The schema's events a trace's metadata lacks while it declares `runloop:` events the schema does not know, or
     /// declares a schema event under another provider's name (`runl#op:run_begin`): a renamed event, whose events
     /// babeltrace2 would skip unseen. Empty otherwise (an older provider's trace lacks newer events, and declares
     /// no unknown one).
-    static func renamedSchemaEvents(metadata path: String) -> [String] {
-        guard let data = try? Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe) else { return [] }
+    static func renamedSchemaEvents(in data: Data) -> [String] {
         // Packetized or not, the declarations are TSDL text: `name = "runloop:timer_fire_begin";`.
         let marker = Array("name = \"".utf8)
         var declared: [(provider: Substring, event: Substring)] = []
@@ -74,8 +72,7 @@ enum CTFPreflight {
 
     // ===== the trace's own accounting =====
 
-    static func damage(in directory: String, streams: [String]) -> TraceHealth {
-        var health = TraceHealth()
+    static func noteDamage(in directory: String, streams: [String], health: inout TraceHealth) {
         let indexFolder = directory + "/index"
         let indexed = ((try? FileManager.default.contentsOfDirectory(atPath: indexFolder)) ?? [])
             .filter { $0.hasSuffix(".idx") }.map { String($0.dropLast(4)) }.sorted()
@@ -101,7 +98,6 @@ enum CTFPreflight {
             health.packetsLost = health.packetsLost.addingLoss(UInt64(absent.count))   // at least one packet each
             health.noteLossWindow(.init(stream: directory, from: 0, to: .max, events: 0))
         }
-        return health
     }
 
     /// How many packets an index lists, and the time they cover; nil for an index that cannot be read.
@@ -125,7 +121,8 @@ enum CTFPreflight {
     static let metadataHeaderSize = 37
     static let metadataMagic: UInt32 = 0x75D1_1D57
 
-    static func checkMetadata(_ path: String) throws(TraceReadError) {
+    /// Checks the metadata file and returns its bytes.
+    static func checkMetadata(_ path: String) throws(TraceReadError) -> Data {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe)
@@ -143,7 +140,7 @@ enum CTFPreflight {
         } else if data.readUInt32(at: 0, bigEndian: true) == metadataMagic {
             bigEndian = true
         } else {
-            return    // TSDL text: babeltrace2's parser reports its own errors
+            return data   // TSDL text: babeltrace2's parser reports its own errors
         }
         var offset = 0
         var packet = 0
@@ -172,6 +169,7 @@ enum CTFPreflight {
             offset += Int(packetBits / 8)
             packet += 1
         }
+        return data
     }
 
     // ===== packet index =====

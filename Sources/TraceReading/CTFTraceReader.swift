@@ -76,11 +76,7 @@ public final class CTFTraceReader: TraceEventReader {
         guard !directories.isEmpty else { throw TraceReadError(path: reportedPath, reason: "no CTF trace folder given") }
         traceDirectories = directories
         for directory in traceDirectories {
-            let damage = try CTFPreflight.check(traceDirectory: directory)
-            health.damage += damage.damage
-            health.eventsLost = health.eventsLost.addingLoss(damage.eventsLost)
-            health.packetsLost = health.packetsLost.addingLoss(damage.packetsLost)
-            for window in damage.lossWindows { health.noteLossWindow(window) }
+            try CTFPreflight.check(traceDirectory: directory, noting: &health)
         }
         handle = try Self.open(traceDirectories, reportedPath: reportedPath, stallTimeout: stallTimeout)
     }
@@ -378,15 +374,18 @@ struct LossCounters {
         var highest: UInt64 = 0
     }
 
-    private var counters: [String: Counter] = [:]
+    private struct Key: Hashable {
+        let stream: String
+        let packets: Bool
+    }
+
+    private var counters: [Key: Counter] = [:]
 
     /// How much of `delta` (babeltrace2's count for the stream's next discard message) is new loss.
     mutating func newLoss(stream: String, packets: Bool, delta: UInt64) -> UInt64 {
-        var counter = counters[(packets ? "p " : "e ") + stream, default: Counter()]
-        counter.value &+= delta
-        let new = counter.value > counter.highest ? counter.value - counter.highest : 0
-        counter.highest = max(counter.highest, counter.value)
-        counters[(packets ? "p " : "e ") + stream] = counter
-        return new
+        let previous = counters[Key(stream: stream, packets: packets), default: Counter()]
+        let value = previous.value &+ delta
+        counters[Key(stream: stream, packets: packets)] = Counter(value: value, highest: max(previous.highest, value))
+        return value > previous.highest ? value - previous.highest : 0
     }
 }

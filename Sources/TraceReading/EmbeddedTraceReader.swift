@@ -48,8 +48,11 @@ public struct EmbeddedTraceReader: TraceEventReader {
         if Self.value(of: "rlctl_end_file", in: head) != nil {
             var isDirectory = false
             health.recordingCutOff = !Self.exists(path + "/" + TraceSchema.endFileName, isDirectory: &isDirectory)
-            if !health.recordingCutOff { accounting = try Self.accounting(path + "/" + TraceSchema.endFileName) }
-            if health.recordingCutOff { health.writeFailure = Self.writeFailure(in: path) }
+            if health.recordingCutOff {
+                health.writeFailure = Self.writeFailure(in: path)
+            } else {
+                accounting = try Self.accounting(path + "/" + TraceSchema.endFileName)
+            }
         }
         if !plan.undeclaredSchemaEvents.isEmpty {
             let names = TraceSchema.someNames(plan.undeclaredSchemaEvents)
@@ -64,7 +67,7 @@ public struct EmbeddedTraceReader: TraceEventReader {
         for name in names {
             // A stream file shorter than its recording wrote was cut short afterwards: its last packet may be cut,
             // and what is missing is a loss (counted when the stream ends), not a reason to read nothing.
-            let cutShort = accounting?.streams[name].map { Self.fileSize(path + "/" + name) < $0.bytes } ?? false
+            let cutShort = accounting?.streams[name].map { (CTFTraceFolders.fileSize(path + "/" + name) ?? 0) < $0.bytes } ?? false
             let cursor = try StreamCursor(path: path + "/" + name, uuid: uuid, plan: plan,
                                           mayEndMidPacket: health.recordingCutOff || cutShort)
             streams.append(cursor)
@@ -244,11 +247,6 @@ public struct EmbeddedTraceReader: TraceEventReader {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    static func fileSize(_ path: String) -> UInt64 {
-        var info = stat()
-        return stat(path, &info) == 0 ? UInt64(info.st_size) : 0
-    }
-
     static func exists(_ path: String, isDirectory: inout Bool) -> Bool {
         var info = stat()
         guard stat(path, &info) == 0 else { return false }
@@ -258,30 +256,26 @@ public struct EmbeddedTraceReader: TraceEventReader {
 
     /// The errno text of the recording's write-failure marker, if it left one.
     static func writeFailure(in path: String) -> String? {
-        guard let dir = opendir(path) else { return nil }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name.hasPrefix(TraceSchema.writeFailurePrefix), let code = Int32(name.dropFirst(TraceSchema.writeFailurePrefix.count)) {
-                return String(cString: strerror(code))
-            }
-        }
-        return nil
+        let prefix = TraceSchema.writeFailurePrefix
+        let code = (try? names(in: path))?.lazy.compactMap { $0.hasPrefix(prefix) ? Int32($0.dropFirst(prefix.count)) : nil }.first
+        return code.map { String(cString: strerror($0)) }
     }
 
     static func streamFiles(in path: String) throws(TraceReadError) -> [String] {
+        try names(in: path).filter { $0.hasPrefix("stream-") }.sorted()
+    }
+
+    /// Every name in the folder at `path`.
+    private static func names(in path: String) throws(TraceReadError) -> [String] {
         guard let dir = opendir(path) else {
             throw TraceReadError(path: path, reason: "cannot list the trace folder: \(String(cString: strerror(errno)))")
         }
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name.hasPrefix("stream-") { names.append(name) }
+            names.append(withUnsafeBytes(of: entry.pointee.d_name) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) })
         }
-        return names.sorted()
+        return names
     }
 
     /// The value in a TSDL `name = value;` line (first occurrence).

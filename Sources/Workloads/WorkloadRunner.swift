@@ -334,8 +334,7 @@ public final class BlockBacklog: Sendable {
     public struct Figures: Sendable, Equatable {
         /// The most blocks each producer may have performed and not seen run.
         public var limitPerProducer: Int
-        /// Blocks performed and not run yet, every producer's together: now, and the most at any moment.
-        public var queued: Int
+        /// The most blocks performed and not run yet at any moment, every producer's together.
         public var mostQueued: Int
         /// How many times a producer found its limit reached and waited for the loop, and how long in all.
         public var heldBack: UInt64
@@ -343,7 +342,7 @@ public final class BlockBacklog: Sendable {
     }
 
     public var figures: Figures {
-        Figures(limitPerProducer: limitPerProducer, queued: queued.load(ordering: .relaxed), mostQueued: mostQueued.load(ordering: .relaxed),
+        Figures(limitPerProducer: limitPerProducer, mostQueued: mostQueued.load(ordering: .relaxed),
                 heldBack: heldBack.load(ordering: .relaxed), heldBackNanoseconds: heldBackNanoseconds.load(ordering: .relaxed))
     }
 

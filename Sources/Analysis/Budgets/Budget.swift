@@ -100,7 +100,7 @@ public struct Budget: Sendable {
             }
             // Above 2^53 a Double no longer holds every whole number: the limit compared would not be the one written.
             guard abs(value) <= Self.largestExactCount else {
-                throw BudgetError("\(at): the limit \(text) for \(metric.name) is out of range (a count limit is at most 9007199254740992)")
+                throw BudgetError("\(at): the limit \(text) for \(metric.name) is out of range (a count limit is at most \(UInt64(Self.largestExactCount)))")
             }
             return value
         }

@@ -140,12 +140,8 @@ public struct TraceSummarizer {
     /// The NIO loop `loopID`, created on its first event (its loop_adapted normally, or a tick when that was lost).
     @inline(__always)
     private mutating func nioLoop(_ loopID: UInt64, _ event: TraceEvent) -> Int? {
-        if lastNIO?.id != loopID, nioIndexes[loopID] == nil, nioLoops.count >= Limits.nioLoops {
-            leftOut += 1
-            return nil
-        }
         let (options, labels, timeline) = (options, labels, timeline)
-        return Self.index(of: loopID, in: &nioLoops, indexes: &nioIndexes, last: &lastNIO) {
+        return Self.index(of: loopID, in: &nioLoops, indexes: &nioIndexes, last: &lastNIO, limit: Limits.nioLoops, leftOut: &leftOut) {
             var tracker = NIOLoopTracker(loopID: loopID, threadID: event.threadID, options: options, labels: labels)
             tracker.timeline = timeline
             return tracker
@@ -153,25 +149,27 @@ public struct TraceSummarizer {
     }
 
     private mutating func timer(_ timerID: UInt64, loopID: UInt64) -> Int? {
-        if lastTimer?.id != timerID, timerIndexes[timerID] == nil, timers.count >= Limits.timers {
-            leftOut += 1
-            return nil
-        }
-        return Self.index(of: timerID, in: &timers, indexes: &timerIndexes, last: &lastTimer) {
+        Self.index(of: timerID, in: &timers, indexes: &timerIndexes, last: &lastTimer, limit: Limits.timers, leftOut: &leftOut) {
             TimerStatistics(timerID: timerID, loopID: loopID)
         }
     }
 
     /// The index of `id`'s tracker in `items`, made on its first sight; `last` keeps the previous answer, as
-    /// an item's events come in runs.
+    /// an item's events come in runs. Nil for a new id once `items` holds `limit` trackers (``Limits``): the event
+    /// is counted in `leftOut` instead.
     @inline(__always)
     static func index<Key: Hashable, Tracker>(of id: Key, in items: inout [Tracker], indexes: inout [Key: Int],
-                                              last: inout (id: Key, index: Int)?, make: () -> Tracker) -> Int {
+                                              last: inout (id: Key, index: Int)?, limit: Int, leftOut: inout UInt64,
+                                              make: () -> Tracker) -> Int? {
         if let last, last.id == id { return last.index }
         let index: Int
         if let known = indexes[id] {
             index = known
         } else {
+            guard items.count < limit else {
+                leftOut += 1
+                return nil
+            }
             index = items.count
             items.append(make())
             indexes[id] = index

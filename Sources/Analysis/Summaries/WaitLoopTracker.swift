@@ -211,11 +211,8 @@ struct WaitTracking {
 
     @inline(__always)
     private mutating func thread(_ threadID: Int32) -> Int? {
-        if lastThread?.id != threadID, threadIndexes[threadID] == nil, threads.count >= TraceSummarizer.Limits.waitThreads {
-            leftOut += 1
-            return nil
-        }
-        return TraceSummarizer.index(of: threadID, in: &threads, indexes: &threadIndexes, last: &lastThread) { ThreadState() }
+        TraceSummarizer.index(of: threadID, in: &threads, indexes: &threadIndexes, last: &lastThread,
+                              limit: TraceSummarizer.Limits.waitThreads, leftOut: &leftOut) { ThreadState() }
     }
 
     /// Breaks the thread's chain if a loss window lies between its previous event and this one at `ts`: a window

@@ -107,8 +107,8 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     private var liveEntry: String?
     private let metadata: String
     private var streams: [Int32: Int32] = [:]       // tid -> fd, writer thread only (then stop)
-    private var writeError: String?
-    private var writeFailure: WriteFailure?
+    /// The first write that failed: what it was, and why.
+    private var writeError: (what: String, failure: WriteFailure)?
     private var bytesWritten: UInt64 = 0
     /// Bytes written to each thread's stream file, for the end file's accounting.
     private var streamBytes: [Int32: UInt64] = [:]
@@ -239,21 +239,16 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         if let snapshots { return try stopSnapshots(snapshots) }
         let stats = stopAndEmpty(writing: true)
         for fd in streams.values {
-            if fsync(fd) != 0 && writeError == nil {
-                writeFailure = WriteFailure(code: errno)
-                writeError = "fsync: \(writeFailure!)"
-            }
+            if fsync(fd) != 0 && writeError == nil { writeError = ("fsync", WriteFailure(code: errno)) }
             close(fd)
         }
         streams.removeAll()
         if let writeError {
             // An empty file needs no data block, so it can still be made on a full disk: readers then say why the
             // trace ends early instead of taking the recording for killed.
-            if let writeFailure {
-                let marker = directory + "/" + TraceSchema.writeFailureMarker(errno: writeFailure.code)
-                close(Glibc.open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644))
-            }
-            throw RecorderError("the trace in \(directory) is incomplete: \(writeError)")
+            let marker = directory + "/" + TraceSchema.writeFailureMarker(errno: writeError.failure.code)
+            close(Glibc.open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644))
+            throw RecorderError("the trace in \(directory) is incomplete: \(writeError.what): \(writeError.failure)")
         }
         // Last: its presence says every packet is in place (readers take a trace without it as cut off), and what
         // it lists is what readers must find in the stream files.
@@ -324,15 +319,13 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         } else {
             fd = Glibc.open(directory + "/stream-\(packet.tid)", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard fd >= 0 else {
-                writeFailure = WriteFailure(code: errno)
-                writeError = "cannot create stream-\(packet.tid): \(writeFailure!)"
+                writeError = ("cannot create stream-\(packet.tid)", WriteFailure(code: errno))
                 return
             }
             streams[packet.tid] = fd
         }
         if let problem = writeWhole(fd, packet.data, Int(packet.size)) {
-            writeFailure = problem
-            writeError = "writing stream-\(packet.tid): \(problem)"
+            writeError = ("writing stream-\(packet.tid)", problem)
             return
         }
         bytesWritten += UInt64(packet.size)

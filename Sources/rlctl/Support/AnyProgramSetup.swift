@@ -14,7 +14,7 @@ struct AnyProgramSetup {
         let folder: String
         if lttng {
             // LTTng writes the trace; the processes' markers go to a folder of their own.
-            let markers = NSTemporaryDirectory() + "rlctl-any-markers-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let markers = TraceDestination.temporaryFolder("any-markers")
             folder = markers
             markerFolder = markers
             // Also when a signal ends rlctl before removeMarkerFolder runs.

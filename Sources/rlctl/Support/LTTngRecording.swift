@@ -100,8 +100,7 @@ struct TraceDestination {
             path = URL(fileURLWithPath: requested).standardizedFileURL.path
             keep = true
         } else {
-            // Named as sessions are (owner's pid and start time): the next rlctl removes it if this one is killed.
-            let path = NSTemporaryDirectory() + LTTngSession.uniqueName(Self.temporaryLabel + label)
+            let path = Self.temporaryFolder(label)
             Self.removeOrphanedTemporaryFolders()
             self.path = path
             keep = false
@@ -122,6 +121,12 @@ struct TraceDestination {
 
     /// What starts the label of a temporary trace folder's name.
     static let temporaryLabel = "trace-"
+
+    /// A new path for a temporary folder of this rlctl's, named as sessions are (owner's pid and start time,
+    /// `rlctl-trace-LABEL-PID.START-RANDOM`): the next rlctl removes it if this one is killed.
+    static func temporaryFolder(_ label: String) -> String {
+        NSTemporaryDirectory() + LTTngSession.uniqueName(temporaryLabel + label)
+    }
 
     /// Whether `path` is a temporary trace folder that rlctl process `owner` made (and would have removed).
     static func isTemporary(_ path: String, madeBy owner: pid_t) -> Bool {

@@ -15,7 +15,13 @@ func requireWritableOutputs(_ paths: String?...) throws {
 private func whyNotWritable(_ path: String) -> Int32? {
     var isDirectory: ObjCBool = false
     if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return EISDIR }
-    let folder = AtomicFile.folder(of: path)
+    return whyNotWritableFolder(AtomicFile.folder(of: path))
+}
+
+/// Why nothing can be written in `folder`: it is missing (ENOENT), is no folder (ENOTDIR), or refuses writes
+/// (access's errno: EACCES, EROFS); nil when files can be made there.
+private func whyNotWritableFolder(_ folder: String) -> Int32? {
+    var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) else { return ENOENT }
     guard isDirectory.boolValue else { return ENOTDIR }
     return access(folder, W_OK) == 0 ? nil : errno
@@ -44,12 +50,12 @@ struct SummaryDestination {
 func requireWritableTraceFolder(_ path: String?) throws {
     guard let path else { return }
     var candidate = URL(fileURLWithPath: path).standardizedFileURL.path
-    var isDirectory: ObjCBool = false
-    while !FileManager.default.fileExists(atPath: candidate, isDirectory: &isDirectory) {
+    while !FileManager.default.fileExists(atPath: candidate) {
         let parent = (candidate as NSString).deletingLastPathComponent
         if parent == candidate || parent.isEmpty { return }
         candidate = parent
     }
-    let failure = !isDirectory.boolValue ? ENOTDIR : (access(candidate, W_OK) == 0 ? nil : errno)
-    if let failure { throw Failure.input("cannot write the trace in \(path): \(OutputFileError.reason(failure, folder: candidate))") }
+    if let failure = whyNotWritableFolder(candidate) {
+        throw Failure.input("cannot write the trace in \(path): \(OutputFileError.reason(failure, folder: candidate))")
+    }
 }
