@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages rlctl uses: LTTng-UST (headers and library, for the tracepoint provider),
+# Installs the Debian packages rlctl uses: libbpf (the kernel view's BPF loader, with bpftool to check that nothing
+# is left loaded and linux-perf for the cost benchmark), LTTng-UST (headers and library, for the tracepoint provider),
 # lttng-tools (the session daemon and `lttng` CLI), babeltrace2 (reading LTTng's CTF traces), wrk (the HTTP
 # load generator that drives the SwiftNIO example server, Adapters/NIO, and the Node.js server of the `--any` tests),
 # and the programs nobody here wrote that `rlctl record --any` is tested on: redis-server (with redis-benchmark), and
@@ -9,7 +10,7 @@
 # Idempotent and quiet when everything is there already; needs root (or sudo) only when something is missing.
 set -euo pipefail
 
-packages=(liblttng-ust-dev lttng-tools babeltrace2 libbabeltrace2-dev pkg-config iproute2 util-linux wrk redis-server redis-tools strace valgrind chromium fonts-dejavu-core)
+packages=(liblttng-ust-dev libbpf-dev bpftool linux-perf lttng-tools babeltrace2 libbabeltrace2-dev pkg-config iproute2 util-linux wrk redis-server redis-tools strace valgrind chromium fonts-dejavu-core)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

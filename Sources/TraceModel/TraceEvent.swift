@@ -105,6 +105,81 @@ public struct TraceEvent: Sendable, Equatable {
         /// time, sent together after they ended: what the interposer sends through LTTng instead of `wait_begin`
         /// and `wait_end`.
         case waitBatch(WaitBatch)
+        /// `runloop:kernel_begin`: the kernel view follows process `pid`'s threads from here on.
+        case kernelBegin(pid: Int32, command: String)
+        /// `runloop:kernel_task`: names a task that kernel events mention (`pid` 0: a kernel thread or idle).
+        case kernelTask(threadID: Int32, pid: Int32, command: String)
+        /// `runloop:kernel_timer`: the hrtimer whose expiry woke `threadID` in the `kernelOffCPU` that follows.
+        case kernelTimer(threadID: Int32, due: UInt64, latest: UInt64, fired: UInt64)
+        /// `runloop:kernel_run_queue`: who held the CPU `threadID` waited for, in the `kernelOffCPU` that follows.
+        case kernelRunQueue(KernelRunQueue)
+        /// `runloop:kernel_off_cpu`: one time `threadID` was off its CPU, why, and what it waited for.
+        case kernelOffCPU(KernelOffCPU)
+        /// `runloop:kernel_lost`: the kernel recorder lost `records` records since `from`.
+        case kernelLost(records: UInt64, from: UInt64)
+    }
+
+    /// What `runloop:kernel_run_queue` holds: the tasks that held CPU `cpu` while `threadID` was runnable there.
+    public struct KernelRunQueue: Sendable, Equatable {
+        public var threadID: Int32
+        public var cpu: Int32
+        /// Time held by tasks beyond ``culprits`` (and time queued on a CPU it then migrated from).
+        public var others: UInt64
+        /// Longest first.
+        public var culprits: [Culprit]
+
+        public struct Culprit: Sendable, Equatable {
+            public var threadID: Int32
+            public var nanoseconds: UInt64
+
+            public init(threadID: Int32, nanoseconds: UInt64) {
+                self.threadID = threadID
+                self.nanoseconds = nanoseconds
+            }
+        }
+
+        public init(threadID: Int32, cpu: Int32, others: UInt64, culprits: [Culprit]) {
+            self.threadID = threadID
+            self.cpu = cpu
+            self.others = others
+            self.culprits = culprits
+        }
+    }
+
+    /// What `runloop:kernel_off_cpu` holds: thread `threadID` off its CPU from `left` to `back`.
+    public struct KernelOffCPU: Sendable, Equatable {
+        public var threadID: Int32
+        public var reason: KernelOffCPUReason
+        /// The system call it blocked in (the machine's number), -1 when none (a page fault, or it left runnable).
+        public var syscall: Int32
+        public var left: UInt64
+        /// When it became runnable again (`left` when it left runnable).
+        public var woken: UInt64
+        /// When a CPU ran it again.
+        public var back: UInt64
+        public var cpu: Int32
+        /// The task that woke it, 0 for an interrupt or the idle task, -1 when it left runnable.
+        public var wakerThreadID: Int32
+        /// Of `woken` to `back`, the time its cgroup was out of CPU quota.
+        public var throttled: UInt64
+
+        public init(threadID: Int32, reason: KernelOffCPUReason, syscall: Int32, left: UInt64, woken: UInt64, back: UInt64, cpu: Int32,
+                    wakerThreadID: Int32, throttled: UInt64) {
+            self.threadID = threadID
+            self.reason = reason
+            self.syscall = syscall
+            self.left = left
+            self.woken = woken
+            self.back = back
+            self.cpu = cpu
+            self.wakerThreadID = wakerThreadID
+            self.throttled = throttled
+        }
+
+        /// Blocked: from `left` to `woken` (0 when it left runnable).
+        public var blocked: UInt64 { woken &- left }
+        /// Runnable and waiting for a CPU: from `woken` to `back`, the throttled part included.
+        public var runnable: UInt64 { back &- woken }
     }
 
     /// What `runloop:wait_batch` holds: waits of thread `threadID`, in its order.
@@ -231,6 +306,12 @@ extension TraceEvent.Payload {
         case .loopStall: return "loop_stall"
         case .loopHang: return "loop_hang"
         case .waitBatch: return "wait_batch"
+        case .kernelBegin: return "kernel_begin"
+        case .kernelTask: return "kernel_task"
+        case .kernelTimer: return "kernel_timer"
+        case .kernelRunQueue: return "kernel_run_queue"
+        case .kernelOffCPU: return "kernel_off_cpu"
+        case .kernelLost: return "kernel_lost"
         }
     }
 }

@@ -122,6 +122,7 @@ public enum TraceSchema {
         case waitBegin, waitEnd, waitThread
         case loopStall, loopHang
         case waitBatch
+        case kernelBegin, kernelTask, kernelTimer, kernelRunQueue, kernelOffCPU, kernelLost
 
         // Inlinable: the recorder calls this for every activity event it writes, from another module.
         @inlinable

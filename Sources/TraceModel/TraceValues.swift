@@ -96,6 +96,16 @@ extension WaitCall {
     }
 }
 
+extension KernelOffCPUReason {
+    /// preempted 0, throttled 1, sleeping 2, disk_sleep 3, other 4.
+    public var traceValue: Int64 { Int64(rawValue) }
+
+    public init?(traceValue: Int64) {
+        guard let value = UInt8(exactly: traceValue), let reason = KernelOffCPUReason(rawValue: value) else { return nil }
+        self = reason
+    }
+}
+
 extension LoopCalloutKind {
     /// none 0, timer 1, source 2, descriptor 3, port 4, observer 5, block 6, main_queue 7, job 8.
     public var traceValue: Int64 { Int64(rawValue) }

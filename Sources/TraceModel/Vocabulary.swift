@@ -143,6 +143,19 @@ public enum WaitCall: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     public var isEpoll: Bool { rawValue <= WaitCall.epollPwait2.rawValue }
 }
 
+/// How a thread left its CPU, as the kernel saw it (`kernel_off_cpu`): still runnable (``preempted`` by the
+/// scheduler, or ``throttled`` by its cgroup's CPU quota), or blocked (``sleeping``, interruptible; ``diskSleep``,
+/// uninterruptible: I/O, a page fault); ``other``: stopped, traced or dead.
+public enum KernelOffCPUReason: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    case preempted, throttled, sleeping, diskSleep, other
+
+    private static let names = ["preempted", "throttled", "sleeping", "disk_sleep", "other"]
+    /// The trace name (these never change, traces are read by it).
+    public var description: String { Self.names[Int(rawValue)] }
+    /// Whether the thread was still runnable when it left (it waited for a CPU, not for an event).
+    public var leftRunnable: Bool { self == .preempted || self == .throttled }
+}
+
 /// What a traced SwiftNIO channel's pipeline handled, as `nio_io` reports it.
 public enum NIOIOEvent: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case read, readComplete, active, inactive, writabilityChanged, userEvent, error

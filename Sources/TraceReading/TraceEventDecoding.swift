@@ -152,6 +152,40 @@ enum TraceEventDecoding {
                                          error: try signed32(v.element(9, index), field: 9, "an errno")))
             }
             return .waitBatch(batch)
+        case .kernelBegin:
+            // pid, command
+            return .kernelBegin(pid: try signed32(v.integer(0), field: 0, "a process id"), command: v.string(1))
+        case .kernelTask:
+            // tid, pid, command
+            let threadID = try signed32(v.integer(0), field: 0, "a thread id"), pid = try signed32(v.integer(1), field: 1, "a process id")
+            return .kernelTask(threadID: threadID, pid: pid, command: v.string(2))
+        case .kernelTimer:
+            // tid, due_ns, latest_ns, fired_ns
+            return .kernelTimer(threadID: try signed32(v.integer(0), field: 0, "a thread id"), due: v.integer(1), latest: v.integer(2),
+                                fired: v.integer(3))
+        case .kernelRunQueue:
+            // tid, cpu, others_ns, culprits, culprit_tid[], culprit_ns[]
+            let culprits = v.integer(3)
+            for field in 4..<6 where UInt64(v.count(field)) != culprits {
+                throw FieldValueProblem(field: field, value: UInt64(v.count(field)), expected: "an array of `culprits` (\(culprits)) elements")
+            }
+            var queue = TraceEvent.KernelRunQueue(threadID: try signed32(v.integer(0), field: 0, "a thread id"),
+                                                  cpu: try signed32(v.integer(1), field: 1, "a CPU"), others: v.integer(2), culprits: [])
+            queue.culprits.reserveCapacity(Int(culprits))
+            for index in 0..<Int(culprits) {
+                queue.culprits.append(.init(threadID: try signed32(v.element(4, index), field: 4, "a thread id"), nanoseconds: v.element(5, index)))
+            }
+            return .kernelRunQueue(queue)
+        case .kernelOffCPU:
+            // tid, reason, syscall, left_ns, woken_ns, back_ns, cpu, waker_tid, throttled_ns
+            let reason = try label(v.integer(1), field: 1, KernelOffCPUReason.init(traceValue:), "an off-CPU reason")
+            return .kernelOffCPU(.init(threadID: try signed32(v.integer(0), field: 0, "a thread id"), reason: reason,
+                                       syscall: try signed32(v.integer(2), field: 2, "a system call number"), left: v.integer(3),
+                                       woken: v.integer(4), back: v.integer(5), cpu: try signed32(v.integer(6), field: 6, "a CPU"),
+                                       wakerThreadID: try signed32(v.integer(7), field: 7, "a thread id"), throttled: v.integer(8)))
+        case .kernelLost:
+            // records, from_ns
+            return .kernelLost(records: v.integer(0), from: v.integer(1))
         }
     }
 

@@ -226,6 +226,8 @@ struct ChromeTraceWriter {
             // What the loop itself reported, at its own threshold (the stall tracks are the summary's, at --stall).
             let culprit = s.culpritKind == .none ? "no callout" : (s.culpritLabel.isEmpty ? "\(s.culpritKind) \(s.culpritID)" : "\(s.culpritKind) \(s.culpritLabel)")
             emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\(jsonString("loop reported stall \(milliseconds(s.busy)) ms: \(culprit)")),\"cat\":\"reported-stall\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"loop\":\(s.loopID),\"iteration\":\(s.iteration),\"busy_ns\":\(s.busy),\"threshold_ns\":\(s.threshold),\"culprit_ns\":\(s.culpritDuration)}}")
+        case .kernelBegin, .kernelTask, .kernelTimer, .kernelRunQueue, .kernelOffCPU, .kernelLost:
+            break   // KERNEL-EXPORT: thread states to come
         case .loopHang(let loop, let iteration, let busy, _):
             emit("{\"ph\":\"i\",\"s\":\"g\",\"name\":\(jsonString("watchdog: loop \(loop) stuck for \(milliseconds(busy)) ms")),\"cat\":\"hang\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"loop\":\(loop),\"iteration\":\(iteration),\"busy_ns\":\(busy)}}")
         }

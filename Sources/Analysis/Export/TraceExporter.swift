@@ -172,6 +172,8 @@ public struct TraceExporter {
             r.loop = "\(loop)"; r.iteration = "\(iteration)"; r.busy = "\(busy)"; r.threshold = "\(threshold)"
         case .waitBatch:
             break   // written as its waits (forEachRow(of:_:))
+        case .kernelBegin, .kernelTask, .kernelTimer, .kernelRunQueue, .kernelOffCPU, .kernelLost:
+            break   // KERNEL-EXPORT: columns to come
         }
         return r
     }

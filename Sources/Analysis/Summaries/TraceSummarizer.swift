@@ -249,6 +249,8 @@ public struct TraceSummarizer {
             reported.stall(stall, at: ts)
         case .loopHang(let loopID, let iteration, let busy, let threshold):
             reported.hang(loopID: loopID, iteration: iteration, busy: busy, threshold: threshold, at: ts)
+        case .kernelBegin, .kernelTask, .kernelTimer, .kernelRunQueue, .kernelOffCPU, .kernelLost:
+            break   // KERNEL-ANALYSIS: the kernel facet to come
         }
     }
 

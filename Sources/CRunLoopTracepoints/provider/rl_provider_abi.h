@@ -21,8 +21,9 @@
  * runloop_events.def, the activities included; 3: main_queue_begin and main_queue_end, the wake reason
  * main_queue, job_begin and job_end; 4: the adapters' loop_adapted, nio_tick, nio_io and probe_fire, the item kind
  * channel; 5: wait_begin, wait_end and wait_thread of the wait interposer; 6: loop_stall, loop_hang and the callout kind; 7: wait_batch, the
- * first event with arrays). */
-#define RL_PROVIDER_ABI 7
+ * first event with arrays; 8: the kernel view's kernel_begin, kernel_task, kernel_timer, kernel_run_queue,
+ * kernel_off_cpu and kernel_lost). */
+#define RL_PROVIDER_ABI 8
 #define RL_PROVIDER_SYMBOL "rl_lttng_provider_v1"
 #define RL_PROVIDER_FILE "librunloop-lttng-provider.so"
 
