@@ -168,6 +168,14 @@ enum CTFTestTrace {
              + [("uint64_t", "begin_ns"), ("uint64_t", "end_ns"), ("uint8_t", "call"), ("int32_t", "target"), ("uint32_t", "set_size"),
                 ("int64_t", "timeout_ns"), ("int32_t", "ready"), ("int32_t", "error")]
                 .map { "uint32_t _\($0.1)_length; \($0.0) \($0.1)[_\($0.1)_length];" }.joined(separator: " ")),
+            ("kernel_begin", "int32_t pid; string command;"),
+            ("kernel_task", "int32_t tid; int32_t pid; string command;"),
+            ("kernel_timer", "int32_t tid; uint64_t due_ns; uint64_t latest_ns; uint64_t fired_ns;"),
+            ("kernel_run_queue", "int32_t tid; int32_t cpu; uint64_t others_ns; uint32_t culprits; "
+             + "uint32_t _culprit_tid_length; int32_t culprit_tid[_culprit_tid_length]; uint32_t _culprit_ns_length; uint64_t culprit_ns[_culprit_ns_length];"),
+            ("kernel_off_cpu", "int32_t tid; enum : uint8_t { preempted = 0, throttled = 1, sleeping = 2, disk_sleep = 3, other = 4 } reason; int32_t syscall; "
+             + "uint64_t left_ns; uint64_t woken_ns; uint64_t back_ns; int32_t cpu; int32_t waker_tid; uint64_t throttled_ns;"),
+            ("kernel_lost", "uint64_t records; uint64_t from_ns;"),
         ]
         var text = """
         /* CTF 1.8 */
@@ -373,6 +381,22 @@ enum CTFTestTrace {
             func array<T: FixedWidthInteger>(_ values: [T]) { data.appendLE(UInt32(values.count)); for value in values { data.appendLE(value) } }
             array(waits.map(\.begin)); array(waits.map { $0.end ?? 0 }); array(waits.map(\.call.rawValue)); array(waits.map(\.target))
             array(waits.map(\.setSize)); array(waits.map(\.timeout)); array(waits.map(\.ready)); array(waits.map(\.error))
+        case .kernelBegin(let pid, let command):
+            data.appendLE(pid); string(command)
+        case .kernelTask(let tid, let pid, let command):
+            data.appendLE(tid); data.appendLE(pid); string(command)
+        case .kernelTimer(let tid, let due, let latest, let fired):
+            data.appendLE(tid); for value in [due, latest, fired] { data.appendLE(value) }
+        case .kernelRunQueue(let queue):
+            data.appendLE(queue.threadID); data.appendLE(queue.cpu); data.appendLE(queue.others); data.appendLE(UInt32(queue.culprits.count))
+            data.appendLE(UInt32(queue.culprits.count)); for culprit in queue.culprits { data.appendLE(culprit.threadID) }
+            data.appendLE(UInt32(queue.culprits.count)); for culprit in queue.culprits { data.appendLE(culprit.nanoseconds) }
+        case .kernelOffCPU(let off):
+            data.appendLE(off.threadID); data.append(off.reason.rawValue); data.appendLE(off.syscall)
+            for value in [off.left, off.woken, off.back] { data.appendLE(value) }
+            data.appendLE(off.cpu); data.appendLE(off.wakerThreadID); data.appendLE(off.throttled)
+        case .kernelLost(let records, let from):
+            data.appendLE(records); data.appendLE(from)
         }
         return data
     }

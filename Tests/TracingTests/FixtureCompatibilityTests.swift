@@ -54,8 +54,9 @@ import Testing
             set("loop_id", loop); set("id", id); set("enqueued_ns", enqueued); set("priority", priority)
         case .jobEnd(let loop, let id):
             set("loop_id", loop); set("id", id)
-        case .loopAdapted, .nioTick, .nioIO, .probeFire, .waitBegin, .waitEnd, .waitThread, .loopStall, .loopHang, .waitBatch:
-            Issue.record("the fixtures predate the adapters', the wait interposer's and the stall events: \(event.payload.eventName) cannot be in them")
+        case .loopAdapted, .nioTick, .nioIO, .probeFire, .waitBegin, .waitEnd, .waitThread, .loopStall, .loopHang, .waitBatch,
+             .kernelBegin, .kernelTask, .kernelTimer, .kernelRunQueue, .kernelOffCPU, .kernelLost:
+            Issue.record("the fixtures predate the adapters', the wait interposer's, the stall and the kernel events: \(event.payload.eventName) cannot be in them")
         }
         return row.filter { !$0.value.isEmpty }
     }

@@ -251,7 +251,8 @@ enum LTTngWorkload {
             case .loopStall(let stall): return stall.loopID == loopID
             case .sourceSignal(let source): return source == sourceID
             case .itemLabel(let item, _, _): return [timerID, sourceID, observerID].contains(item)
-            case .waitBegin, .waitEnd, .waitThread, .waitBatch: return false
+            case .waitBegin, .waitEnd, .waitThread, .waitBatch, .kernelBegin, .kernelTask, .kernelTimer, .kernelRunQueue, .kernelOffCPU,
+                 .kernelLost: return false
             }
         }
     }
