@@ -177,8 +177,17 @@ public enum TraceSchema {
     /// The most fields any event has.
     public static var maxFieldCount: Int { Int(rl_schema_max_fields()) }
 
-    /// The CTF 1.8 metadata for a trace with this UUID and clock offset (realtime − monotonic, in ns).
-    public static func metadata(uuid: [UInt8], clockOffsetNanoseconds: Int64, hostname: String) -> String {
+    /// The folder inside a trace folder (an embedded trace, or an LTTng output folder) that holds its kernel view: a
+    /// trace of its own in this format, written by rlctl's kernel recorder, whose events the readers merge with the
+    /// trace's by time.
+    public static let kernelViewFolder = "kernel"
+    /// What a kernel view's metadata says it is (`rlctl_trace_part` in `env`): a part of the trace around it, never a
+    /// trace (a host, a session) of its own.
+    public static let kernelViewPart = "kernel"
+
+    /// The CTF 1.8 metadata for a trace with this UUID and clock offset (realtime − monotonic, in ns); `part`: for a
+    /// trace that is part of another (``kernelViewPart``), said in `env` as `rlctl_trace_part`.
+    public static func metadata(uuid: [UInt8], clockOffsetNanoseconds: Int64, hostname: String, part: String? = nil) -> String {
         let uuidText = formatUUID(uuid)
         var text = """
         /* CTF 1.8 */
@@ -205,7 +214,7 @@ public enum TraceSchema {
             tracer_name = "rlctl-recorder";
             rlctl_trace_format = \(formatVersion);
             rlctl_end_file = "\(endFileName)";
-            hostname = "\(hostname.filter { $0 != "\"" && $0 != "\\" })";
+            hostname = "\(hostname.filter { $0 != "\"" && $0 != "\\" })";\(part.map { "\n    rlctl_trace_part = \"\($0)\";" } ?? "")
         };
 
         clock {

@@ -24,13 +24,16 @@ public struct TraceOrigin: Sendable, Equatable {
     public var name: String
     /// Whether it is one snapshot (its name is then its folder).
     public var isSnapshot: Bool
+    /// The kernel view recorded with it (``TraceSchema/kernelViewFolder``), read with its traces.
+    public var kernelView: String?
 
-    public init(host: String, session: String, directories: [String], name: String, isSnapshot: Bool = false) {
+    public init(host: String, session: String, directories: [String], name: String, isSnapshot: Bool = false, kernelView: String? = nil) {
         self.host = host
         self.session = session
         self.directories = directories
         self.name = name
         self.isSnapshot = isSnapshot
+        self.kernelView = kernelView
     }
 }
 
@@ -68,7 +71,10 @@ public enum TraceOrigins {
             TraceOrigin(host: snapshot.host, session: snapshot.session, directories: snapshot.directories.sorted(),
                         name: snapshot.folder, isSnapshot: true)
         }
-        return (unknown + named + taken).sorted { ($0.name, $0.directories.first ?? "") < ($1.name, $1.directories.first ?? "") }
+        var origins = (unknown + named + taken).sorted { ($0.name, $0.directories.first ?? "") < ($1.name, $1.directories.first ?? "") }
+        // A kernel view belongs to the one recording of the folder it is in (rlctl writes it beside a local trace).
+        if origins.count == 1, !origins[0].isSnapshot { origins[0].kernelView = KernelViewFolders.find(besides: path) }
+        return origins
     }
 
     /// The snapshot `directory` belongs to, as a path relative to `root` (the folder searched; "" when it is the
@@ -128,9 +134,13 @@ extension TraceReaders {
     /// A reader for one origin's traces (``TraceOrigins``): the embedded reader for a single embedded trace, else
     /// the CTF reader over its folders.
     public static func open(_ origin: TraceOrigin) throws(TraceReadError) -> any TraceEventReader {
+        let reader: any TraceEventReader
         if origin.directories.count == 1, EmbeddedTraceReader.recognizes(path: origin.directories[0]) {
-            return try EmbeddedTraceReader(path: origin.directories[0])
+            reader = try EmbeddedTraceReader(path: origin.directories[0])
+        } else {
+            reader = try CTFTraceReader(directories: origin.directories, reportedPath: origin.directories.count == 1 ? origin.directories[0] : origin.name)
         }
-        return try CTFTraceReader(directories: origin.directories, reportedPath: origin.directories.count == 1 ? origin.directories[0] : origin.name)
+        guard let kernelView = origin.kernelView else { return reader }
+        return try KernelViewMergingReader(trace: reader, kernelView: kernelView)
     }
 }

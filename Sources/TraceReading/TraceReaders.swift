@@ -26,12 +26,16 @@ public enum TraceReaders {
     public static func open(_ path: String, host: String? = nil) throws(TraceReadError) -> any TraceEventReader {
         if let host { return try open(TraceOrigins.find(at: path, selecting: host), path: path) }
         if let origins = try? TraceOrigins.find(at: path), origins.count > 1 { return try open(origins, path: path) }
+        let reader: any TraceEventReader
         switch kind(of: path) {
         case .embedded:
-            return try EmbeddedTraceReader(path: path)
+            reader = try EmbeddedTraceReader(path: path)
         case .ctf:
-            return try CTFTraceReader(path: path)
+            reader = try CTFTraceReader(path: path)
         }
+        // The kernel's view of the loops' threads, recorded beside them (rlctl run and record --kernel).
+        guard let kernelView = KernelViewFolders.find(besides: path) else { return reader }
+        return try KernelViewMergingReader(trace: reader, kernelView: kernelView)
     }
 
     private static func open(_ origins: [TraceOrigin], path: String) throws(TraceReadError) -> any TraceEventReader {
