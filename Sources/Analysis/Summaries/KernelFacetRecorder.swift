@@ -58,7 +58,9 @@ struct KernelFacetRecorder {
     /// An iteration from `from` to `to` that was busy `busyTime` (its sleeps left out): its split, for a stall.
     /// `outermost`: its time is the loop's (a nested run's iterations are inside an outer one's).
     mutating func iteration(from: UInt64, to: UInt64, busy busyTime: UInt64, outermost: Bool) -> TraceSummary.KernelSplit? {
-        guard let window = window(from: from, to: to) else { return nil }
+        guard var window = window(from: from, to: to) else { return nil }
+        // Its sleeps (its own, and those of runs nested in it) are not busy time: the loop left them out already.
+        window.asleep = 0
         let off = window.workOffCPU
         let onCPU = busyTime >= off ? busyTime - off : 0
         onCPUPerIteration.record(onCPU)
@@ -107,8 +109,11 @@ struct KernelFacetRecorder {
         // The rest is the loop's own work before the callout, split by what happened inside it.
         let rest = callout - point
         var work = view.split(from: point, to: callout) ?? KernelWindow(wall: rest)
+        // The wake-up's wait for a CPU, apart from the sleep it ended (the episode is the loop's wait).
         var waited = KernelWindow(wall: runnable)
-        waited.add(episode, from: runnableFrom, to: runnableFrom + runnable)
+        var wakeUp = episode
+        wakeUp.inLoopWait = false
+        waited.add(wakeUp, from: runnableFrom, to: runnableFrom + runnable)
         lateWaits.merge(waited)
         lateWaits.merge(work)
         // Within the rest whatever the trace says (a damaged one must not break the sum): capped part by part.

@@ -149,8 +149,10 @@ struct KernelWindow {
             others += queued
             return
         }
-        // Culprits are the kernel's for the whole wait: a window that holds part of it gets its share of each.
-        let whole = e.back &- e.woken
+        // Culprits are the kernel's for the whole wait on the run queue (throttled time is off it): a window that
+        // holds part of it gets its share of each.
+        let runnable = e.back &- e.woken
+        let whole = runnable - min(e.throttled, runnable)
         func share(_ nanoseconds: UInt64) -> UInt64 {
             queued >= whole || whole == 0 ? nanoseconds : UInt64(Double(nanoseconds) * Double(queued) / Double(whole))
         }
