@@ -38,7 +38,7 @@ extension SummaryReport {
             } else {
                 out.append("  I/O handling: not measured, counted as sleep (add RunLoopNIO's channel handler)")
             }
-            out.append("  busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))")
+            out.append("  busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))" + onCPUShareText(l.kernel))
             out.append("  busy per iteration (I/O before a tick + its tasks): " + row(l.busyPerIteration))
             out += bars(l.busyPerIteration, indent: "    ")
             out.append("  sleep: " + row(l.sleep))

@@ -66,6 +66,8 @@ public struct ComparisonReport: Sendable {
     }
 
     /// What the machine did, for the contention line: the machine's metrics that rose, the on-CPU ones that held.
+    public var contentionText: String? { contentionLine }
+
     private var contentionLine: String? {
         guard let c = contention, !explainedByContention.isEmpty else { return nil }
         func changes(_ results: [Comparison.Result]) -> String {

@@ -63,6 +63,12 @@ extension SummaryReport {
         return text
     }
 
+    /// After a loop's utilization: the part of it on the CPU (the rest waited for a CPU, was throttled or blocked).
+    static func onCPUShareText(_ k: TraceSummary.KernelFacet?) -> String {
+        guard let k, k.busy.onCPUNanoseconds > 0 || k.coversWholeLoop else { return "" }
+        return " (on CPU \(formatPercent(k.onCPUShare)))"
+    }
+
     /// A loop's kernel lines (any kind of loop), after its own figures; empty without a kernel facet.
     static func kernelLines(_ k: TraceSummary.KernelFacet?, indent: String) -> [String] {
         guard let k else { return [] }
@@ -74,8 +80,7 @@ extension SummaryReport {
             out.append(indent + "kernel: busy time not available (its iterations began before the kernel view)" + mark)
         } else {
             let coverage = k.coversWholeLoop ? "" : " (since the kernel view began)"
-            out.append(indent + "kernel: busy \(formatNanoseconds(busy))\(coverage) = " + kernelSplitText(k.busy)
-                       + "; on-CPU share of wall \(formatPercent(k.onCPUShare))" + mark)
+            out.append(indent + "kernel: busy \(formatNanoseconds(busy))\(coverage) = " + kernelSplitText(k.busy) + mark)
         }
         if k.onCPUPerIteration.count > 0 { out.append(indent + "  on CPU per iteration: " + row(k.onCPUPerIteration) + mark) }
         if k.onCPUPerCallout.count > 0 { out.append(indent + "  on CPU per callout: " + row(k.onCPUPerCallout) + mark) }

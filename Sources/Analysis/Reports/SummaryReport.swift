@@ -167,7 +167,7 @@ public enum SummaryReport {
         }
         out.append(indent + runsLine(l, health: health) + mark)
         let upTo = l.cutOffAtNanoseconds == nil ? "" : " (up to the cut-off)"
-        out.append(indent + "wall \(formatNanoseconds(l.wallNanoseconds))\(upTo), busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))" + mark)
+        out.append(indent + "wall \(formatNanoseconds(l.wallNanoseconds))\(upTo), busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))" + onCPUShareText(l.kernel) + mark)
         if l.busyPerIteration.count > 0 {
             out.append(indent + "busy per iteration: " + row(l.busyPerIteration) + mark)
             out += bars(l.busyPerIteration, indent: indent + "  ")

@@ -50,7 +50,7 @@ extension SummaryReport {
             out.append("")
             let mark = lossMark(affected: l.affectedByLoss, lostEvents: l.lostEventsAffecting)
             out.append("wait loop: \(heading(l)) — \(callsText(l.calls))\(mark)")
-            out.append("  iterations \(l.iterations) (\(waitRate(l.iterationsPerSecond))/s), busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))")
+            out.append("  iterations \(l.iterations) (\(waitRate(l.iterationsPerSecond))/s), busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))" + onCPUShareText(l.kernel))
             out.append("  busy per iteration (wait end → next wait): " + row(l.busyPerIteration))
             out += bars(l.busyPerIteration, indent: "    ")
             out.append("  sleep (one blocking wait): " + row(l.sleep))

@@ -52,6 +52,12 @@ public enum HTMLReport {
 
     /// The comparison `rlctl compare` decides, metric by metric in its order: both sides' repetitions, the medians,
     /// the bootstrap interval of the change against the threshold, and the verdict.
+    /// A metric's verdict in words: a wall-clock metric slower because of the machine is not a regression.
+    private static func state(_ result: Comparison.Result) -> String {
+        if result.explainedByContention { return "slower: the machine, not the code" }
+        return result.regressed ? "regressed" : result.improved ? "improved" : "within noise"
+    }
+
     public static func comparison(_ c: ComparisonReport, baseline: RunReport, current: RunReport, context: Context) -> String {
         var body = header(context)
         let verdict = c.regressed ? "\(c.regressions.count) regression(s) beyond \(c.thresholdText)" : "no regression beyond \(c.thresholdText)"
@@ -59,23 +65,26 @@ public enum HTMLReport {
         if let mismatch = c.mismatch {
             body.append(.element("p", ["class": "problem"], text: "These may be different workloads: \(mismatch)."))
         }
+        if let contention = c.contentionText {
+            body.append(.element("p", ["class": "note"], text: contention + "."))
+        }
         body.append(.element("p", ["class": "note"], text:
             "Baseline: \(c.baselineRepetitions) repetition(s) of \(baseline.workloadName ?? "its workload"); current: \(c.currentRepetitions) of \(current.workloadName ?? "its workload"). "
             + "A metric regresses only when the whole 95% bootstrap interval of its change is past the threshold (ratios change in points)."))
         var rows: [Node] = [row(["metric", "baseline (median)", "current (median)", "change", "95% interval", "verdict"], header: true)]
         for result in c.results {
             let unit = Metric.named(result.metric)?.unit ?? .count
-            let state = result.regressed ? "regressed" : result.improved ? "improved" : "within noise"
             rows.append(row([result.metric, formatMetric(result.baseline, unit: unit), formatMetric(result.current, unit: unit),
-                             change(result.change, result.inPoints), change(result.low, result.inPoints) + " … " + change(result.high, result.inPoints), state],
-                            cls: result.regressed ? "fail" : result.improved ? "pass" : nil))
+                             change(result.change, result.inPoints), change(result.low, result.inPoints) + " … " + change(result.high, result.inPoints),
+                             state(result)],
+                            cls: result.regressed && !result.explainedByContention ? "fail" : result.improved ? "pass" : nil))
         }
         body.append(.element("table", [:], rows))
         for result in c.results {
             guard let metric = Metric.named(result.metric) else { continue }
             let unit = { (value: Double) in formatMetric(value, unit: metric.unit) }
             body.append(.element("section", ["class": "metric"], [
-                .element("h3", text: result.metric + " — " + (result.regressed ? "regressed" : result.improved ? "improved" : "within noise")),
+                .element("h3", text: result.metric + " — " + state(result)),
                 Chart.comparison(metric: result.metric, baseline: baseline.values(of: metric), current: current.values(of: metric), unit: unit),
                 Chart.changeInterval(result, threshold: c.threshold),
             ] + overlaidDistributions(metric, baseline: baseline, current: current, unit: unit)))
