@@ -248,7 +248,7 @@ extension TraceBuilder {
         #expect(s.loops[0].kernel?.lostRecordsAffecting == 3)
         let text = SummaryReport.text(s)
         #expect(text.contains("kernel view: on, 1 thread followed, 1 records, 3 lost (causes over those windows are marked (!): incomplete)"))
-        #expect(text.contains("(!) kernel records lost in it"))
+        #expect(text.contains("(!) incomplete: kernel records missing in it"))
         #expect(Metric.named("kernel.lost")?.value(in: s) == 3)
     }
 
@@ -405,5 +405,25 @@ extension TraceBuilder {
         let c = try #require(ComparisonReport(baseline: quiet, current: hog, metrics: Comparison.defaultMetrics, threshold: 0.1, thresholdText: "10%"))
         #expect(c.contention == nil && c.regressed)
         #expect(!c.results.contains { Metric.isKernel($0.metric) }, "a kernel metric is compared only where both sides have it")
+    }
+}
+
+extension KernelCauseTests {
+    /// A thread keeps its latest episodes only: a window reaching past them is marked incomplete, never silently short.
+    @Test func aWindowOlderThanTheKeptEpisodesIsIncomplete() throws {
+        var t = TraceBuilder()
+        t.kernelBegin(0)
+        t.runBegin(0)
+        t.activity(0, .beforeTimers)
+        let episodes = KernelThreadView.capacity + 10
+        t.timer(1, scheduled: 1, at: 1, until: 2 + Double(episodes))
+        for i in 0..<episodes { t.offCPU(.preempted, left: 1.5 + Double(i), back: 2 + Double(i)) }
+        t.activity(3 + Double(episodes), .exit)
+        t.runEnd(3 + Double(episodes))
+        let s = try t.inTimeOrder.summarize()
+        let k = try #require(s.loops[0].slowestCallouts.first?.kernel)
+        #expect(k.incomplete == true)
+        #expect(SummaryReport.text(s).contains("on CPU of \(formatNanoseconds(k.onCPUNanoseconds + k.offCPUNanoseconds))"))
+        #expect(SummaryReport.text(s).contains("(!) incomplete: kernel records missing in it"))
     }
 }

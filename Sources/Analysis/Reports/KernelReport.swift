@@ -41,7 +41,7 @@ extension SummaryReport {
             parts.append("0 blocked")
         }
         if let asleep = k.asleepNanoseconds, asleep > 0 { parts.append("\(formatNanoseconds(asleep)) asleep in a nested run") }
-        return parts.joined(separator: ", ") + (k.incomplete == true ? " (!) kernel records lost in it" : "")
+        return parts.joined(separator: ", ") + (k.incomplete == true ? " (!) incomplete: kernel records missing in it" : "")
     }
 
     /// Where the late wake-ups' time went, the non-zero parts in the order the time passed.

@@ -20,8 +20,10 @@ final class KernelThreadView {
     private var head = 0
     /// The end of the newest episode dropped: a window that begins before it may have lost some.
     private(set) var droppedUpTo: UInt64 = 0
-    /// Each thread keeps this many of its latest episodes: windows are a stall or a callout long, far less.
-    static let capacity = 1 << 14
+    /// Each thread keeps this many of its latest episodes: windows are a stall or a callout long, far less (a
+    /// window older than the oldest kept is marked incomplete). With ``KernelViews/threadLimit`` it bounds memory
+    /// whatever a damaged trace holds.
+    static let capacity = 4096
     fileprivate var pendingTimer: (due: UInt64, latest: UInt64, fired: UInt64)?
     fileprivate var pendingRunQueue: TraceEvent.KernelRunQueue?
     private unowned let views: KernelViews
@@ -225,9 +227,11 @@ final class KernelViews {
     private(set) var leftOut: UInt64 = 0
 
     /// Threads the view keeps apart; their episodes come from the trace, so a damaged one must not size memory.
-    static let threadLimit = 4096
+    static let threadLimit = 1024
     static let taskLimit = 65_536
     static let processLimit = 1024
+    /// Loss windows kept apart; past this many each new one is merged into the last (its count stays exact).
+    static let lossWindowLimit = 1 << 16
 
     func consume(_ event: TraceEvent) {
         switch event.payload {
@@ -252,7 +256,13 @@ final class KernelViews {
             view.add(offCPU)
         case .kernelLost(let count, let from):
             lostRecords = lostRecords.addingLoss(count)
-            lost.append((from, event.timestamp, count))
+            if lost.count < Self.lossWindowLimit {
+                lost.append((min(from, event.timestamp), event.timestamp, count))
+            } else {
+                lost[lost.count - 1].from = min(lost[lost.count - 1].from, from)
+                lost[lost.count - 1].to = max(lost[lost.count - 1].to, event.timestamp)
+                lost[lost.count - 1].records = lost[lost.count - 1].records.addingLoss(count)
+            }
         default:
             break
         }
@@ -270,8 +280,14 @@ final class KernelViews {
 
     var threadsFollowed: Int { threads.count }
 
+    /// Windows come in the order of their end (each is stamped when the recorder noticed), and trackers ask about
+    /// recent windows: the search stops at the first loss that ended before `from`.
     func lostOverlaps(from: UInt64, to: UInt64) -> Bool {
-        lost.contains { $0.from <= to && $0.to >= from }
+        for window in lost.reversed() {
+            if window.to < from { return false }
+            if window.from <= to { return true }
+        }
+        return false
     }
 
     /// Records lost in windows overlapping [from, to].
