@@ -427,3 +427,17 @@ extension KernelCauseTests {
         #expect(SummaryReport.text(s).contains("(!) incomplete: kernel records missing in it"))
     }
 }
+
+extension KernelCauseTests {
+    /// `rlctl report`'s page: the kernel's side of each loop (bars of where its busy and late time went, who held its
+    /// CPU), the slowest callouts by time on the CPU; a page of a trace without the kernel view has none of it.
+    @Test func theReportPageDrawsTheKernelsSide() throws {
+        let jank = HTMLReport.summary(try Self.jankBesideHogs().summarize(), context: .init(title: "jank"))
+        #expect(jank.contains("<h3>The kernel&#39;s side</h3>"))
+        #expect(jank.contains("Slowest callouts (by time on the CPU)"))
+        #expect(jank.contains("<title>on CPU: 6.50ms (15.3%)</title>") && jank.contains("<title>waiting for a CPU: 36.0ms (84.7%)</title>"))
+        #expect(jank.contains("<td>sh (pid 4242)</td><td>0</td><td>20.0ms</td><td>busy</td>"))
+        let quiet = HTMLReport.summary(try HTMLReportTests.summary(), context: .init(title: "quiet"))
+        #expect(!quiet.contains("kernel"))
+    }
+}
