@@ -55,9 +55,19 @@ struct KernelFacetRecorder {
         return wake
     }
 
-    /// An iteration from `from` to `to` that was busy `busyTime` (its sleeps left out): its split, for a stall.
+    /// What a window measured: its time on the CPU, and the rest, kept as gathered until a summary needs its split
+    /// (a slowest callout, a stall): naming and ranking culprits for every callout would cost more than the rest.
+    struct Measured {
+        let onCPU: UInt64
+        fileprivate let window: KernelWindow
+    }
+
+    /// The split of a measured window, for a summary.
+    func split(_ measured: Measured) -> TraceSummary.KernelSplit { measured.window.split(onCPU: measured.onCPU, names: views) }
+
+    /// An iteration from `from` to `to` that was busy `busyTime` (its sleeps left out), measured.
     /// `outermost`: its time is the loop's (a nested run's iterations are inside an outer one's).
-    mutating func iteration(from: UInt64, to: UInt64, busy busyTime: UInt64, outermost: Bool) -> TraceSummary.KernelSplit? {
+    mutating func iteration(from: UInt64, to: UInt64, busy busyTime: UInt64, outermost: Bool) -> Measured? {
         guard var window = window(from: from, to: to) else { return nil }
         // Its sleeps (its own, and those of runs nested in it) are not busy time: the loop left them out already.
         window.asleep = 0
@@ -69,15 +79,16 @@ struct KernelFacetRecorder {
             busyCovered += busyTime
             onCPUCovered += onCPU
         }
-        return window.split(onCPU: onCPU, names: views)
+        return Measured(onCPU: onCPU, window: window)
     }
 
-    /// A callout from `from` to `to`: its split (on-CPU = wall − every time off the CPU inside it).
-    mutating func callout(from: UInt64, to: UInt64) -> TraceSummary.KernelSplit? {
+    /// A callout from `from` to `to`, measured (on-CPU = wall − every time off the CPU inside it).
+    mutating func callout(from: UInt64, to: UInt64) -> Measured? {
         guard let window = window(from: from, to: to) else { return nil }
-        let split = window.split(names: views)
-        onCPUPerCallout.record(split.onCPUNanoseconds)
-        return split
+        let off = window.workOffCPU + window.asleep
+        let measured = Measured(onCPU: window.wall >= off ? window.wall - off : 0, window: window)
+        onCPUPerCallout.record(measured.onCPU)
+        return measured
     }
 
     /// Work due at `due` while the loop was asleep, called out at `callout`, `threshold` or more late: where the

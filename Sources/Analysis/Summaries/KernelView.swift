@@ -201,11 +201,6 @@ struct KernelWindow {
         return s
     }
 
-    /// The split of a window whose on-CPU time is its wall minus everything off the CPU (a callout).
-    func split(names: KernelViews) -> TraceSummary.KernelSplit {
-        let off = workOffCPU + asleep
-        return split(onCPU: wall >= off ? wall - off : 0, names: names)
-    }
 }
 
 /// The kernel view of a trace, fed by its kernel events: which processes it follows since when, the tasks it

@@ -234,17 +234,18 @@ struct LoopTracker {
         while openIterations.count >= depth, let iteration = openIterations.popLast() {
             let elapsed = ts >= iteration.start ? ts - iteration.start : 0
             let busy = elapsed >= iteration.slept ? elapsed - iteration.slept : 0
-            var split: TraceSummary.KernelSplit?
+            var measured: KernelFacetRecorder.Measured?
             if options.figures == .all {
                 busyPerIteration.record(busy)
-                split = kernel.iteration(from: iteration.start, to: ts, busy: busy, outermost: openIterations.isEmpty)
+                measured = kernel.iteration(from: iteration.start, to: ts, busy: busy, outermost: openIterations.isEmpty)
             }
             if busy > options.stallThreshold {
                 stalls += 1
                 let cause = (iteration.longest.map { name($0.kind, id: $0.id) }
                     ?? (activitiesOnly ? Self.causeNotAvailable : "loop overhead")) + (cutOff ? Self.cutOffMark : "")
                 keepWorst(TraceSummary.Stall(loopID: loopID, iteration: iteration.number, atNanoseconds: iteration.start,
-                                             busyNanoseconds: busy, cause: cause, cutOff: cutOff ? true : nil, kernel: split))
+                                             busyNanoseconds: busy, cause: cause, cutOff: cutOff ? true : nil,
+                                             kernel: measured.map { kernel.split($0) }))
                 timeline?.stall(.loop(loopID), at: iteration.start, busy: busy, cause: cause)
             }
         }
@@ -398,20 +399,20 @@ struct LoopTracker {
         }
         guard options.figures == .all else { return }
         calloutDurations[callout.kind.rawValue].record(duration)
-        let split = kernel.callout(from: callout.start, to: ts)
+        let measured = kernel.callout(from: callout.start, to: ts)
         let mode = callout.depth >= 1 && callout.depth <= runStack.count ? runStack[callout.depth - 1].mode : ModeTable.unknown
         holds.remember(.init(start: callout.start, end: ts, what: .callout(callout.kind, id: callout.id),
                              depth: callout.depth, mode: mode))
-        keepSlowest(callout, duration: duration, kernel: split)
+        keepSlowest(callout, duration: duration, kernel: measured)
     }
 
     /// Ranked by ``TraceSummary/Callout/rankNanoseconds``: time on the CPU where the kernel view shows it, so a
     /// callout that waited for a CPU does not pass for a slow one.
-    private mutating func keepSlowest(_ callout: OpenCallout, duration: UInt64, kernel split: TraceSummary.KernelSplit?) {
-        let rank = split?.onCPUNanoseconds ?? duration
+    private mutating func keepSlowest(_ callout: OpenCallout, duration: UInt64, kernel measured: KernelFacetRecorder.Measured?) {
+        let rank = measured?.onCPU ?? duration
         func entry() -> TraceSummary.Callout {
             TraceSummary.Callout(label: name(callout.kind, id: callout.id), kind: callout.kind.name,
-                                 durationNanoseconds: duration, atNanoseconds: callout.start, kernel: split)
+                                 durationNanoseconds: duration, atNanoseconds: callout.start, kernel: measured.map { kernel.split($0) })
         }
         if slowest.count < options.keep {
             slowest.append(entry())

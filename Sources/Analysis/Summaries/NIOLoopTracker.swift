@@ -110,8 +110,9 @@ struct NIOLoopTracker {
         // NIO's sleep also holds the I/O handled before the tick: only the times it blocked there are its wait.
         let iterationStart = start >= sleep ? start - sleep : 0
         _ = kernel.wait(from: iterationStart, to: start, blockedOnly: true)
-        let split = kernel.iteration(from: iterationStart, to: end, busy: iterationBusy, outermost: true)
+        let measured = kernel.iteration(from: iterationStart, to: end, busy: iterationBusy, outermost: true)
         if iterationBusy > options.stallThreshold {
+            let split = measured.map { kernel.split($0) }
             stalls += 1
             let stall: TraceSummary.Stall
             if let culprit = longestIO, culprit.duration > taskPhase {

@@ -116,8 +116,9 @@ struct WaitLoopTracker {
             busy += before.busy
             busyPerIteration.record(iterationBusy)
             // A non-blocking check's time is the iteration's work: its window runs to the check's end.
-            let split = kernel.iteration(from: before.from, to: timeout == 0 ? end : begin, busy: iterationBusy, outermost: true)
+            let measured = kernel.iteration(from: before.from, to: timeout == 0 ? end : begin, busy: iterationBusy, outermost: true)
             if iterationBusy > options.stallThreshold {
+                let split = measured.map { kernel.split($0) }
                 stalls += 1
                 timeline?.stall(timelineKey, at: before.from, busy: iterationBusy, cause: nil)
                 worstStalls.keepLargest(TraceSummary.WaitStall(
