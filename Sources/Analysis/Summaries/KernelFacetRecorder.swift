@@ -132,10 +132,9 @@ struct KernelFacetRecorder {
         func cap(_ value: inout UInt64) { value = min(value, left); left -= value }
         cap(&work.runQueue); cap(&work.throttled); cap(&work.blocked); cap(&work.asleep)
         parts.loopWork = work.split(onCPU: left, names: views)
-        let incomplete = view.split(from: due, to: callout)?.incomplete ?? true
         late.explained += 1
         late.latenessNanoseconds += callout - due
-        if incomplete { late.incomplete += 1 }
+        if view.missesRecords(from: due, to: callout) { late.incomplete += 1 }
         late.parts.add(parts)
     }
 

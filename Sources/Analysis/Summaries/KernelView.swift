@@ -84,13 +84,18 @@ final class KernelThreadView {
         return wake
     }
 
+    /// Whether episodes of [from, to] may be missing: the kernel recorder lost records then, or this view no longer
+    /// keeps them.
+    func missesRecords(from: UInt64, to: UInt64) -> Bool {
+        from < droppedUpTo || views.lostOverlaps(from: from, to: to)
+    }
+
     /// The split of [from, to] (`wall` = to − from): every episode's part inside it. Nil when the kernel view did
     /// not follow the thread yet at `from`.
     func split(from: UInt64, to: UInt64) -> KernelWindow? {
         guard from >= followedSince else { return nil }
         var window = KernelWindow(wall: to >= from ? to - from : 0)
-        if from < droppedUpTo { window.incomplete = true }
-        if views.lostOverlaps(from: from, to: to) { window.incomplete = true }
+        window.incomplete = missesRecords(from: from, to: to)
         guard let last = episodes.last, last.offCPU.back > from else { return window }
         var index = firstEnding(after: from)
         while index < episodes.count {
