@@ -441,3 +441,28 @@ extension KernelCauseTests {
         #expect(!quiet.contains("kernel"))
     }
 }
+
+extension KernelCauseTests {
+    /// Between the wait's return and the loop's wake-up event the loop may block on its own lock: the wake-up is the
+    /// wait's (its last time in the call it blocked in first, after a spurious wake-up inside it), and the lock is
+    /// part of the return path.
+    @Test func theWakeUpIsTheWaitsNotALockOnTheWayBack() throws {
+        var t = TraceBuilder()
+        t.kernelBegin(0)
+        t.runBegin(0)
+        t.activity(0, .beforeTimers)
+        t.offCPU(.sleeping, left: 0.1, woken: 4, back: 4.1, syscall: 232)                       // woken without an event
+        t.offCPU(.sleeping, left: 4.2, woken: 10.5, back: 11, syscall: 232, timer: (10, 10, 10.5)) // the timer's wake-up
+        t.offCPU(.sleeping, left: 11.2, woken: 11.6, back: 11.7, syscall: 202)                  // the state lock
+        t.sleep(from: 0, to: 12)
+        t.timer(1, scheduled: 10, at: 12.2, until: 12.3)
+        t.activity(13, .exit)
+        t.runEnd(13)
+        let k = try #require(try t.inTimeOrder.summarize().loops[0].kernel)
+        #expect(k.runQueuePerWakeUp == WaitLoopSummaryTests.distribution([Self.ms(0.5)]))
+        let p = k.lateWakeUps.parts
+        #expect(p.interruptDeliveryNanoseconds == Self.ms(0.5) && p.runQueueNanoseconds == Self.ms(0.5))
+        #expect(p.returnPathNanoseconds == Self.ms(1) && p.loopWork.onCPUNanoseconds == Self.ms(0.2))
+        #expect(p.totalNanoseconds == Self.ms(2.2))
+    }
+}

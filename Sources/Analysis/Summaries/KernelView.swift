@@ -64,20 +64,29 @@ final class KernelThreadView {
     }
 
     /// Marks the episodes inside the loop's wait [from, to] as its sleep (`blockedOnly`: only those it blocked
-    /// in, when the loop's measure of its sleep also holds work, as NIO's does), and returns the one that woke
-    /// it: the last it blocked in.
+    /// in, when the loop's measure of its sleep also holds work, as NIO's does), and returns the one that woke it.
+    ///
+    /// That is the last time it blocked in the system call it blocked in first: the wait is the first thing the
+    /// loop blocks in once its measure began, a wait woken without an event sleeps again in the same call, and what
+    /// it blocks in after the wait returned (a lock on its way back, RunLoopCore's under its state lock) is a
+    /// different call.
     func markLoopWait(from: UInt64, to: UInt64, blockedOnly: Bool = false) -> KernelEpisode? {
         guard let last = episodes.last, last.offCPU.back > from else { return nil }
         var wake: KernelEpisode?
+        var waitCall: Int32?
         var index = firstEnding(after: from)
         while index < episodes.count, episodes[index].offCPU.back <= to {
             let offCPU = episodes[index].offCPU
+            let blocked = !offCPU.reason.leftRunnable
             // A wait the loop measured from just before its system call may start a little after the thread
             // blocked in it: the wake-up inside the loop's measure is what makes it the wait's.
-            let inside = offCPU.left >= from || (!offCPU.reason.leftRunnable && offCPU.woken >= from)
-            if inside, !blockedOnly || !offCPU.reason.leftRunnable {
+            let inside = offCPU.left >= from || (blocked && offCPU.woken >= from)
+            if inside, !blockedOnly || blocked {
                 episodes[index].inLoopWait = true
-                if !offCPU.reason.leftRunnable { wake = episodes[index] }
+                if blocked {
+                    if waitCall == nil { waitCall = offCPU.syscall }
+                    if offCPU.syscall == waitCall { wake = episodes[index] }
+                }
             }
             index += 1
         }
