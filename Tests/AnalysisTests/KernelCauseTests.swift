@@ -466,3 +466,25 @@ extension KernelCauseTests {
         #expect(p.totalNanoseconds == Self.ms(2.2))
     }
 }
+
+extension KernelCauseTests {
+    /// A timer and run queue belong to the episode stamped at their time: when that episode's record was lost, the
+    /// next episode does not take them.
+    @Test func aLostEpisodesTimerIsNotTheNextOnes() throws {
+        var t = TraceBuilder()
+        t.kernelBegin(0)
+        t.runBegin(0)
+        t.activity(0, .beforeTimers)
+        t.offCPU(.sleeping, left: 1, woken: 2, back: 3, syscall: 232, timer: (2, 2, 2), culprits: [(9, 1)])
+        t.events.removeLast()                        // the kernel_off_cpu at 3 ms: lost
+        t.kernelLost(1, from: 2.5, at: 3.5)
+        t.offCPU(.sleeping, left: 4, woken: 11, back: 11.5, syscall: 232)
+        t.sleep(from: 3.8, to: 12)
+        t.timer(1, scheduled: 10, at: 12.5, until: 12.6)
+        t.activity(13, .exit)
+        t.runEnd(13)
+        let late = try #require(try t.inTimeOrder.summarize().loops[0].kernel?.lateWakeUps)
+        #expect(late.explained == 1 && late.parts.timerSlackNanoseconds == 0 && late.parts.wakePathNanoseconds == Self.ms(1))
+        #expect(late.culprits.isEmpty && late.parts.totalNanoseconds == Self.ms(2.5))
+    }
+}

@@ -24,8 +24,10 @@ final class KernelThreadView {
     /// window older than the oldest kept is marked incomplete). With ``KernelViews/threadLimit`` it bounds memory
     /// whatever a damaged trace holds.
     static let capacity = 4096
-    fileprivate var pendingTimer: (due: UInt64, latest: UInt64, fired: UInt64)?
-    fileprivate var pendingRunQueue: TraceEvent.KernelRunQueue?
+    /// The timer and run queue of the episode to come, with the time they were stamped: they belong to the
+    /// episode stamped at the same time, not to a later one when that episode's record was lost.
+    fileprivate var pendingTimer: (at: UInt64, due: UInt64, latest: UInt64, fired: UInt64)?
+    fileprivate var pendingRunQueue: (at: UInt64, queue: TraceEvent.KernelRunQueue)?
     private unowned let views: KernelViews
 
     fileprivate init(threadID: Int32, views: KernelViews) {
@@ -38,8 +40,8 @@ final class KernelThreadView {
 
     fileprivate func add(_ offCPU: TraceEvent.KernelOffCPU) {
         var episode = KernelEpisode(offCPU: offCPU)
-        episode.timer = pendingTimer
-        episode.runQueue = pendingRunQueue
+        if let timer = pendingTimer, timer.at == offCPU.back { episode.timer = (timer.due, timer.latest, timer.fired) }
+        if let queue = pendingRunQueue, queue.at == offCPU.back { episode.runQueue = queue.queue }
         pendingTimer = nil
         pendingRunQueue = nil
         episodes.append(episode)
@@ -253,9 +255,9 @@ final class KernelViews {
         case .kernelTask(let tid, let pid, let command):
             if tasks.count < Self.taskLimit || tasks[tid] != nil { tasks[tid] = (pid, command) }
         case .kernelTimer(let tid, let due, let latest, let fired):
-            thread(tid)?.pendingTimer = (due, latest, fired)
+            thread(tid)?.pendingTimer = (event.timestamp, due, latest, fired)
         case .kernelRunQueue(let queue):
-            thread(queue.threadID)?.pendingRunQueue = queue
+            thread(queue.threadID)?.pendingRunQueue = (event.timestamp, queue)
         case .kernelOffCPU(let offCPU):
             records += 1
             guard let view = thread(offCPU.threadID) else {
