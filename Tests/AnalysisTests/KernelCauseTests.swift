@@ -225,6 +225,10 @@ extension TraceBuilder {
         var tried = s
         tried.noteKernelViewUnavailable("not root and no CAP_BPF")
         #expect(SummaryReport.text(tried).contains("kernel view: not available — not root and no CAP_BPF"))
+        #expect(try SummaryReport.json(tried).contains("\"unavailableReason\" : \"not root and no CAP_BPF\""))
+        var off = s
+        off.noteKernelViewNotRecorded()
+        #expect(SummaryReport.text(off).contains("\nkernel view: not recorded\n"))
     }
 
     @Test func lostKernelRecordsMarkTheCausesOverTheirWindow() throws {

@@ -180,6 +180,13 @@ extension TraceSummary {
         view.unavailableReason = reason
         kernel = view
     }
+
+    /// The kernel view was not asked for (`--kernel off`): the summary says "kernel view: not recorded". A trace
+    /// summarized without this says nothing of it, as summaries always did.
+    public mutating func noteKernelViewNotRecorded() {
+        guard kernel == nil else { return }
+        kernel = KernelView(status: KernelView.notRecorded)
+    }
 }
 
 extension TraceSummary.NotAvailable {
