@@ -321,14 +321,21 @@ extension TraceBuilder {
         t.offCPU(.sleeping, left: 1, woken: 9.5, back: 9.9, syscall: 232)
         t.offCPU(.preempted, left: 10.5, back: 11.5)
         t.add(12, .nioTick(loopID: 5, start: Self.ms(10), end: Self.ms(12), sleep: Self.ms(10), tasks: 3))
+        // The next iteration: a read handled before the tick, preempted 0.5 of its 2 ms, is a callout.
+        t.offCPU(.sleeping, left: 12.1, woken: 20, back: 20.1, syscall: 232)
+        t.offCPU(.preempted, left: 21, back: 21.5)
+        t.add(22.2, .nioIO(loopID: 5, channelID: 3, event: .read, start: Self.ms(20.2), end: Self.ms(22.2)))
+        t.add(23, .nioTick(loopID: 5, start: Self.ms(22.5), end: Self.ms(23), sleep: Self.ms(10.5), tasks: 1))
         let s = try t.inTimeOrder.summarize()
         let loop = try #require(s.nio?.loops.first)
         let k = try #require(loop.kernel)
         #expect(k.notAvailable == TraceSummary.NotAvailable.kernelNIO)
-        #expect(k.runQueuePerWakeUp == WaitLoopSummaryTests.distribution([Self.ms(0.4)]))
-        #expect(k.onCPUPerIteration == WaitLoopSummaryTests.distribution([Self.ms(1)]))
-        #expect(k.busy.runQueueNanoseconds == Self.ms(1) && k.busy.onCPUNanoseconds == Self.ms(1))
-        #expect(SummaryReport.text(s).contains("kernel: busy 2.00ms = 1.00ms on CPU, 1.00ms waiting for CPU 0, 0 blocked"))
+        #expect(k.runQueuePerWakeUp == WaitLoopSummaryTests.distribution([Self.ms(0.4), Self.ms(0.1)]))
+        // Busy 2 ms with 1 ms preempted; then the read's 2 ms and the 0.5 ms tick, with 0.5 ms preempted.
+        #expect(k.onCPUPerIteration == WaitLoopSummaryTests.distribution([Self.ms(1), Self.ms(2)]))
+        #expect(k.onCPUPerCallout == WaitLoopSummaryTests.distribution([Self.ms(1.5)]))
+        #expect(k.busy.runQueueNanoseconds == Self.ms(1.5) && k.busy.onCPUNanoseconds == Self.ms(3))
+        #expect(SummaryReport.text(s).contains("kernel: busy 4.50ms = 3.00ms on CPU, 1.50ms waiting for CPU 0, 0 blocked"))
     }
 
     @Test func theJSONHasOneKernelShapeForEveryKindOfLoop() throws {
