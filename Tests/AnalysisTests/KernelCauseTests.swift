@@ -92,7 +92,7 @@ extension TraceBuilder {
         #expect(text.contains("kernel view: on, 1 thread followed, 4 records, 0 lost"))
         #expect(text.contains("wall 52.0ms, busy 42.5ms, asleep 9.50ms, utilization 81.7% (on CPU 12.5%)"))
         #expect(text.contains("slowest callouts (by time on CPU): timer jank-1 5.00ms on CPU of 41.0ms"))
-        #expect(text.contains("worst: 41.5ms in timer jank-1 (5.50ms on CPU, 36.0ms waiting for CPU 0 behind sh (pid 4242) and 1 more, 0 blocked)"))
+        #expect(text.contains("worst: 41.5ms in timer jank-1 (5.50ms on CPU, 36.0ms waiting for CPU 0 behind sh (pid 4242) 20.0ms and sh (pid 4243) 16.0ms, 0 blocked)"))
         #expect(s.kernel?.overall?.onCPUPerCallout == facet.onCPUPerCallout)
     }
 

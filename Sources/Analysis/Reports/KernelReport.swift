@@ -18,10 +18,13 @@ extension SummaryReport {
         return line
     }
 
-    /// A culprit as the summary names it: `sh (pid 4242)`.
+    /// Who held the CPU: `behind sh (pid 4242)`, or with several the first two and their times (two hogs are
+    /// usually the same command), `behind sh (pid 4242) 20.0ms and sh (pid 4243) 16.0ms`, then how many more.
     static func culpritText(_ culprits: [TraceSummary.KernelCulprit]?) -> String {
         guard let culprits, let top = culprits.first else { return "" }
-        return " behind \(top.name)" + (culprits.count > 1 ? " and \(culprits.count - 1) more" : "")
+        guard culprits.count > 1 else { return " behind \(top.name)" }
+        let named = culprits.prefix(2).map { "\($0.name) \(formatNanoseconds($0.nanoseconds))" }.joined(separator: " and ")
+        return " behind " + named + (culprits.count > 2 ? " and \(culprits.count - 2) more" : "")
     }
 
     /// `5.00ms on CPU, 36.0ms waiting for CPU 0 behind sh (pid 4242), 0 blocked`: where a window's time went.
