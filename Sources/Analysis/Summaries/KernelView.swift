@@ -14,7 +14,6 @@ struct KernelEpisode {
 /// a window (a callout, an iteration, a wake-up), what happened inside it. A class: the trackers of every loop on
 /// the thread share it.
 final class KernelThreadView {
-    let threadID: Int32
     /// Episodes from `head` on; older ones were dropped past ``capacity``.
     private var episodes: [KernelEpisode] = []
     private var head = 0
@@ -30,8 +29,7 @@ final class KernelThreadView {
     fileprivate var pendingRunQueue: (at: UInt64, queue: TraceEvent.KernelRunQueue)?
     private unowned let views: KernelViews
 
-    fileprivate init(threadID: Int32, views: KernelViews) {
-        self.threadID = threadID
+    fileprivate init(views: KernelViews) {
         self.views = views
     }
 
@@ -284,7 +282,7 @@ final class KernelViews {
         guard isOn else { return nil }
         if let view = threads[threadID] { return view }
         guard threads.count < Self.threadLimit else { return nil }
-        let view = KernelThreadView(threadID: threadID, views: self)
+        let view = KernelThreadView(views: self)
         threads[threadID] = view
         return view
     }
