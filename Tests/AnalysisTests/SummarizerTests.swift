@@ -29,8 +29,11 @@ struct TraceBuilder {
     var mode = "kCFRunLoopDefaultMode"
     var depth: UInt32 = 1
 
+    /// Milliseconds as nanoseconds, rounded: 10.2 ms is 10_200_000 ns, not the 10_199_999 a truncation gives.
+    static func ns(_ ms: Double) -> UInt64 { UInt64((ms * 1_000_000).rounded()) }
+
     mutating func add(_ ms: Double, _ payload: TraceEvent.Payload) {
-        events.append(TraceEvent(timestamp: UInt64(ms * 1_000_000), threadID: 7, payload: payload))
+        events.append(TraceEvent(timestamp: TraceBuilder.ns(ms), threadID: 7, payload: payload))
     }
     mutating func activity(_ ms: Double, _ activity: Loop.Activity) {
         if activity == .beforeTimers { iteration += 1 }
@@ -40,20 +43,20 @@ struct TraceBuilder {
     mutating func runEnd(_ ms: Double, _ result: Loop.RunResult = .timedOut) { add(ms, .runEnd(loopID: 1, mode: mode, result: result)) }
     mutating func sleep(from: Double, to: Double, reason: Loop.WakeReason = .timer) {
         activity(from, .beforeWaiting)
-        add(to, .wakeUp(loopID: 1, reason: reason, slept: UInt64((to - from) * 1_000_000)))
+        add(to, .wakeUp(loopID: 1, reason: reason, slept: Self.ns(to - from)))
         activity(to, .afterWaiting)
     }
     mutating func timer(_ id: UInt64, scheduled: Double, at: Double, until: Double, tolerance: Double = 0, missed: UInt64 = 0) {
-        add(at, .timerFireBegin(loopID: 1, timerID: id, scheduled: UInt64(scheduled * 1_000_000),
-                                tolerance: UInt64(tolerance * 1_000_000), interval: 1_000_000, missed: missed))
+        add(at, .timerFireBegin(loopID: 1, timerID: id, scheduled: Self.ns(scheduled),
+                                tolerance: Self.ns(tolerance), interval: 1_000_000, missed: missed))
         add(until, .timerFireEnd(loopID: 1, timerID: id))
     }
     mutating func block(_ id: UInt64, enqueued: Double, at: Double, until: Double) {
-        add(at, .blockBegin(loopID: 1, blockID: id, enqueued: UInt64(enqueued * 1_000_000)))
+        add(at, .blockBegin(loopID: 1, blockID: id, enqueued: Self.ns(enqueued)))
         add(until, .blockEnd(loopID: 1, blockID: id))
     }
     mutating func source(_ id: UInt64, signaled: Double, at: Double, until: Double) {
-        add(at, .sourcePerformBegin(loopID: 1, sourceID: id, kind: .custom, order: 0, signaled: UInt64(signaled * 1_000_000)))
+        add(at, .sourcePerformBegin(loopID: 1, sourceID: id, kind: .custom, order: 0, signaled: Self.ns(signaled)))
         add(until, .sourcePerformEnd(loopID: 1, sourceID: id))
     }
 

@@ -51,6 +51,57 @@ public enum Metric {
     static let noFoundationLoop = "no Foundation loop in the trace"
     static let noLoopRuns = "no RunLoopCore or Foundation loop in the trace; NIO loops have nio.*, wait loops wait.*"
     static let noWaitLoop = "no wait loop in the trace"
+    static let noKernelView = "no kernel view in the trace (record with --kernel on: rlctl doctor says what it needs)"
+
+    /// A metric of the kernel view (`kernel.*`): without one it has no data, whatever its type; `compare` judges it
+    /// only between sides that both have it.
+    private static func kernel(_ definitions: [Definition]) -> [Definition] {
+        definitions.map { d in
+            Definition(name: d.name, unit: d.unit, help: d.help, higherIsWorse: d.higherIsWorse,
+                       hasData: { $0.kernel?.overall != nil && d.hasData($0) }, noDataReason: noKernelView, distribution: d.distribution, read: d.read)
+        }
+    }
+
+    /// Whether `name` is a metric of the kernel view.
+    public static func isKernel(_ name: String) -> Bool { name.hasPrefix("kernel.") }
+
+    /// The kernel metrics: every loop's kernel figures together (``TraceSummary/KernelView/overall``).
+    private static var kernelMetrics: [Definition] {
+        @Sendable func facet(_ s: TraceSummary) -> TraceSummary.KernelFacet { s.kernel?.overall ?? TraceSummary.KernelFacet() }
+        @Sendable func busy(_ s: TraceSummary) -> UInt64 {
+            let b = facet(s).busy
+            return b.onCPUNanoseconds + b.runQueueNanoseconds + b.throttledNanoseconds + b.blockedNanoseconds
+        }
+        @Sendable func share(_ s: TraceSummary, _ part: UInt64) -> Double { busy(s) > 0 ? Double(part) / Double(busy(s)) : 0 }
+        var list = kernel(distribution("kernel.oncpu_per_callout", "time on the CPU of one callout: its wall time minus its time off the CPU") {
+            facet($0).onCPUPerCallout
+        })
+        list += kernel(distribution("kernel.oncpu_per_iteration", "time on the CPU of one iteration's busy time") { facet($0).onCPUPerIteration })
+        list += kernel(distribution("kernel.run_queue_per_wakeup", "runnable → on a CPU at a loop's wake-up (throttling included)") {
+            facet($0).runQueuePerWakeUp
+        })
+        list += kernel([
+            Definition(name: "kernel.oncpu_share", unit: .ratio, help: "the loops' busy time on the CPU ÷ their wall time (utilization's on-CPU part)",
+                       higherIsWorse: true, hasData: { busy($0) > 0 }) { facet($0).onCPUShare },
+            Definition(name: "kernel.run_queue", unit: .duration, help: "busy time spent waiting for a CPU (not throttled), all loops",
+                       higherIsWorse: true) { Double(facet($0).busy.runQueueNanoseconds) },
+            Definition(name: "kernel.run_queue_share", unit: .ratio, help: "busy time waiting for a CPU ÷ busy time", higherIsWorse: true,
+                       hasData: { busy($0) > 0 }) { share($0, facet($0).busy.runQueueNanoseconds) },
+            Definition(name: "kernel.throttled", unit: .duration, help: "busy time throttled by the cgroup's CPU quota, all loops",
+                       higherIsWorse: true) { Double(facet($0).busy.throttledNanoseconds) },
+            Definition(name: "kernel.throttled_share", unit: .ratio, help: "busy time throttled ÷ busy time", higherIsWorse: true,
+                       hasData: { busy($0) > 0 }) { share($0, facet($0).busy.throttledNanoseconds) },
+            Definition(name: "kernel.blocked", unit: .duration, help: "busy time blocked outside the loops' waits (system calls, page faults)",
+                       higherIsWorse: true) { Double(facet($0).busy.blockedNanoseconds) },
+            Definition(name: "kernel.blocked_share", unit: .ratio, help: "busy time blocked outside the loops' waits ÷ busy time", higherIsWorse: true,
+                       hasData: { busy($0) > 0 }) { share($0, facet($0).busy.blockedNanoseconds) },
+            count("kernel.late_wakeups", "late wake-ups (work due while the loop slept, called out past the late threshold)") {
+                facet($0).lateWakeUps.count
+            },
+            count("kernel.lost", "kernel records the kernel recorder lost (they also count in trace.lost)") { $0.kernel?.lostRecords ?? 0 },
+        ])
+        return list
+    }
 
     /// A metric of the wait-loop totals: without wait loops (rare waiters are none) it has no data, whatever its type.
     private static func wait(_ definitions: [Definition]) -> [Definition] {
@@ -239,6 +290,7 @@ public enum Metric {
         list += nioMetrics
         list += foundationMetrics
         list += waitMetrics
+        list += kernelMetrics
         return list
     }()
 

@@ -9,7 +9,7 @@ extension SummaryReport {
 
     private static func worstStalls(_ stalls: [TraceSummary.Stall], health: TraceSummary.Health) -> String {
         stalls.isEmpty ? "" : "; worst: " + stalls.prefix(3).map {
-            "\(formatNanoseconds($0.busyNanoseconds)) at \(offset($0.atNanoseconds, in: health)) in \($0.cause)"
+            "\(formatNanoseconds($0.busyNanoseconds)) at \(offset($0.atNanoseconds, in: health)) in \(stallCause($0.cause, $0.kernel))"
         }.joined(separator: ", ")
     }
 
@@ -38,7 +38,7 @@ extension SummaryReport {
             } else {
                 out.append("  I/O handling: not measured, counted as sleep (add RunLoopNIO's channel handler)")
             }
-            out.append("  busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))")
+            out.append("  busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))" + onCPUShareText(l.kernel))
             out.append("  busy per iteration (I/O before a tick + its tasks): " + row(l.busyPerIteration))
             out += bars(l.busyPerIteration, indent: "    ")
             out.append("  sleep: " + row(l.sleep))
@@ -50,6 +50,7 @@ extension SummaryReport {
             } else {
                 out.append("  task lateness: not available (no lateness probe in the trace)")
             }
+            out += kernelLines(l.kernel, indent: "  ")
         }
         for g in nio.groups {
             out.append("")

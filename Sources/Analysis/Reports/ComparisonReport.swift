@@ -19,11 +19,19 @@ public struct ComparisonReport: Sendable {
     public let thresholdText: String
     /// Why the two sides may be different workloads, nil when nothing suggests it.
     public let mismatch: String?
+    /// Set when the wall-clock regressions are explained by contention on the machine (``Comparison/contention``).
+    public let contention: Comparison.Contention?
 
     /// Compares `metrics` of the two reports; nil when no metric has data on both sides.
     public init?(baseline: RunReport, current: RunReport, metrics: [String], threshold: Double, thresholdText: String) {
-        let results = Comparison.compare(baseline: baseline, current: current, metrics: metrics, threshold: threshold)
+        var results = Comparison.compare(baseline: baseline, current: current, metrics: metrics, threshold: threshold)
         guard !results.isEmpty else { return nil }
+        contention = Comparison.contention(baseline: baseline, current: current, threshold: threshold)
+        if let contention {
+            for index in results.indices where results[index].regressed && contention.explains(results[index].metric) {
+                results[index].explainedByContention = true
+            }
+        }
         self.results = results
         baselineRepetitions = baseline.repetitions.count
         currentRepetitions = current.repetitions.count
@@ -32,7 +40,10 @@ public struct ComparisonReport: Sendable {
         mismatch = Comparison.workloadMismatch(baseline: baseline, current: current)
     }
 
-    public var regressions: [Comparison.Result] { results.filter(\.regressed) }
+    /// Metrics past the threshold in the worse direction that the machine does not explain.
+    public var regressions: [Comparison.Result] { results.filter { $0.regressed && !$0.explainedByContention } }
+    /// Wall-clock metrics past the threshold that contention on the machine explains: not counted.
+    public var explainedByContention: [Comparison.Result] { results.filter(\.explainedByContention) }
     /// The comparison fails: some metric got worse beyond the threshold, whatever the noise.
     public var regressed: Bool { !regressions.isEmpty }
 
@@ -49,7 +60,22 @@ public struct ComparisonReport: Sendable {
     }
 
     private var verdict: String {
-        regressed ? "\(regressions.count) regression(s) beyond \(thresholdText)" : "no regression beyond \(thresholdText)"
+        let verdict = regressed ? "\(regressions.count) regression(s) beyond \(thresholdText)" : "no regression beyond \(thresholdText)"
+        let explained = explainedByContention.count
+        return explained == 0 ? verdict : verdict + "; \(explained) metric(s) past it \(Comparison.Contention.phrase)"
+    }
+
+    /// What the machine did, for the contention line: the machine's metrics that rose, the on-CPU ones that held.
+    public var contentionText: String? { contentionLine }
+
+    private var contentionLine: String? {
+        guard let c = contention, !explainedByContention.isEmpty else { return nil }
+        func changes(_ results: [Comparison.Result]) -> String {
+            results.map { "\($0.metric) \(formatMetric($0.baseline, unit: unit($0))) → \(formatMetric($0.current, unit: unit($0)))" }
+                .joined(separator: ", ")
+        }
+        return "\(Comparison.Contention.phrase): " + changes(c.machine.filter(\.regressed)) + " rose, while time on the CPU did not move ("
+            + changes(c.onCPU) + ")"
     }
 
     private func unit(_ result: Comparison.Result) -> Metric.Unit { Metric.named(result.metric)!.unit }
@@ -66,10 +92,11 @@ public struct ComparisonReport: Sendable {
             out.append("note: \(baselineRepetitions) vs \(currentRepetitions) repetitions — intervals need several repetitions per side")
         }
         for r in results {
-            let outcome = r.regressed ? "REGRESSED" : (r.improved ? "improved" : "ok")
+            let outcome = r.explainedByContention ? "slower: the machine" : r.regressed ? "REGRESSED" : (r.improved ? "improved" : "ok")
             out.append(r.metric.padded(30) + formatMetric(r.baseline, unit: unit(r)).leftPad(10) + " → " + formatMetric(r.current, unit: unit(r)).padded(10)
                        + " " + signed(r.change, r.inPoints).leftPad(9) + "  95% CI [\(signed(r.low, r.inPoints)), \(signed(r.high, r.inPoints))]  " + outcome)
         }
+        if let contentionLine { out.append(contentionLine) }
         out.append(verdict)
         return out.joined(separator: "\n")
     }
@@ -80,9 +107,11 @@ public struct ComparisonReport: Sendable {
         out.append("| metric | baseline | current | change | 95% CI | |")
         out.append("| --- | --- | --- | --- | --- | --- |")
         for r in results {
-            out.append("| `\(r.metric)` | \(formatMetric(r.baseline, unit: unit(r))) | \(formatMetric(r.current, unit: unit(r))) | \(signed(r.change, r.inPoints)) | [\(signed(r.low, r.inPoints)), \(signed(r.high, r.inPoints))] | \(r.regressed ? "❌" : (r.improved ? "🟢" : "✅")) |")
+            let mark = r.explainedByContention ? "🖥️ the machine" : r.regressed ? "❌" : (r.improved ? "🟢" : "✅")
+            out.append("| `\(r.metric)` | \(formatMetric(r.baseline, unit: unit(r))) | \(formatMetric(r.current, unit: unit(r))) | \(signed(r.change, r.inPoints)) | [\(signed(r.low, r.inPoints)), \(signed(r.high, r.inPoints))] | \(mark) |")
         }
         out.append("")
+        if let contentionLine { out += [contentionLine.markdownEscaped + ".", ""] }
         out.append("Repetitions: \(baselineRepetitions) baseline, \(currentRepetitions) current.")
         return out.joined(separator: "\n")
     }
@@ -98,20 +127,24 @@ public struct ComparisonReport: Sendable {
             var low: JSONNumber
             var high: JSONNumber
             var regressed: Bool
+            /// Past the threshold, explained by contention on the machine: not counted in `regressions`.
+            var explainedByContention: Bool?
         }
         struct Document: Encodable {
             var threshold: JSONNumber
             var regressions: Int
             var warning: String?
+            /// Why wall-clock metrics past the threshold are not counted (the machine, not the code).
+            var contention: String?
             var metrics: [Metric]
         }
         let metrics = results.map {
             Metric(metric: $0.metric, baseline: JSONNumber($0.baseline), current: JSONNumber($0.current), change: JSONNumber($0.change),
                    changeUnit: $0.inPoints ? "points" : "relative", low: JSONNumber($0.low), high: JSONNumber($0.high),
-                   regressed: $0.regressed)
+                   regressed: $0.regressed && !$0.explainedByContention, explainedByContention: $0.explainedByContention ? true : nil)
         }
         return ReportJSON.line(Document(threshold: JSONNumber(threshold), regressions: regressions.count, warning: warning,
-                                        metrics: metrics))
+                                        contention: contentionLine, metrics: metrics))
     }
 }
 
@@ -134,12 +167,66 @@ public enum Comparison {
         /// The whole interval is past the threshold in the better direction.
         public var improved: Bool
         public var higherIsWorse: Bool
+        /// Regressed, but contention on the machine explains it (``Comparison/contention(baseline:current:threshold:)``):
+        /// not counted as a regression.
+        public var explainedByContention = false
+    }
+
+    /// The rule of "the machine, not the code": when both sides have the kernel view in every repetition, the
+    /// loops' time on the CPU did not move (no on-CPU metric regressed) while waiting for a CPU or throttling rose
+    /// (one of ``machineMetrics`` regressed), a regression of wall-clock metrics is the machine's contention and is
+    /// not counted. A handler that got slower moves its time on the CPU, so it still fails.
+    public struct Contention: Sendable {
+        /// The on-CPU metrics (none regressed) and the machine's (some regressed), compared as the user's metrics are.
+        public let onCPU: [Result]
+        public let machine: [Result]
+
+        static let phrase = "explained by contention on this machine (the machine, not the code)"
+
+        /// Whether a regression of `metric` is explained: wall-clock metrics and the machine's own; never an on-CPU
+        /// metric (the code's), nor a count of lost or late things.
+        func explains(_ metric: String) -> Bool {
+            if Comparison.onCPUMetrics.contains(where: { metric.hasPrefix(Self.family($0)) }) { return false }
+            if Comparison.machineMetrics.contains(metric) || metric.hasPrefix("kernel.run_queue") || metric.hasPrefix("kernel.throttled") {
+                return true
+            }
+            return Comparison.wallClockPrefixes.contains { metric.hasPrefix($0) }
+        }
+
+        private static func family(_ metric: String) -> String {
+            String(metric[..<(metric.lastIndex(of: ".") ?? metric.endIndex)])
+        }
+    }
+
+    /// On-CPU counterparts of the wall-clock figures: if one of them regressed, the code did.
+    public static let onCPUMetrics = ["kernel.oncpu_per_callout.p50", "kernel.oncpu_per_callout.p99",
+                                      "kernel.oncpu_per_iteration.p50", "kernel.oncpu_per_iteration.p99"]
+    /// What contention on the machine shows as.
+    public static let machineMetrics = ["kernel.run_queue_per_wakeup.p50", "kernel.run_queue_per_wakeup.p99",
+                                        "kernel.run_queue_share", "kernel.throttled_share"]
+    /// Metrics measured in wall-clock time, which contention lengthens without the code changing.
+    static let wallClockPrefixes = ["timer.lateness.", "timer.beyond_tolerance.", "wake.", "loop.busy_per_iteration.", "loop.utilization",
+                                    "callout.", "stalls.worst", "wait.busy.", "wait.lateness.", "nio.busy.", "nio.tick.",
+                                    "nio.utilization.", "wait.utilization.", "nio.probe.lateness.", "foundation.busy.", "foundation.utilization"]
+
+    /// The machine's contention explaining wall-clock regressions, or nil: when a side lacks the kernel view in a
+    /// repetition, when no on-CPU metric has data, when one regressed, or when neither run-queue delay nor throttling rose.
+    public static func contention(baseline: RunReport, current: RunReport, threshold: Double) -> Contention? {
+        let viewed = { (report: RunReport) in report.repetitions.allSatisfy { $0.kernel?.overall != nil } }
+        guard viewed(baseline), viewed(current) else { return nil }
+        let onCPU = compare(baseline: baseline, current: current, metrics: onCPUMetrics, threshold: threshold)
+        let machine = compare(baseline: baseline, current: current, metrics: machineMetrics, threshold: threshold)
+        guard !onCPU.isEmpty, !onCPU.contains(where: \.regressed), machine.contains(where: \.regressed) else { return nil }
+        return Contention(onCPU: onCPU, machine: machine)
     }
 
     /// The tail metrics a comparison looks at by default.
     public static let defaultMetrics = [
         "timer.lateness.p99", "timer.lateness.p50", "loop.busy_per_iteration.p99", "wake.source.p99", "wake.block.p99",
         "wake.port.p99", "callout.timer.p99", "loop.utilization",
+        // Compared only when both sides have the kernel view; with it, the loops' own time on the CPU beside the wall
+        // clock, and the machine's contention.
+        "kernel.oncpu_per_callout.p99", "kernel.oncpu_per_iteration.p99", "kernel.run_queue_per_wakeup.p99",
     ]
 
     /// Compares medians with a percentile bootstrap over repetitions (2,000 resamples, fixed seed so a verdict is
@@ -150,6 +237,8 @@ public enum Comparison {
         var random = SplitMix64(seed: 0x51ab1e)
         for name in metrics {
             guard let metric = Metric.named(name) else { continue }
+            // A side without the kernel view has no kernel figure: a 0 there would be a change of everything.
+            if Metric.isKernel(name), !(baseline.repetitions + current.repetitions).allSatisfy({ metric.isMeasured(in: $0) }) { continue }
             let a = baseline.values(of: metric), b = current.values(of: metric)
             guard !a.isEmpty, !b.isEmpty else { continue }
             let ma = median(a), mb = median(b)

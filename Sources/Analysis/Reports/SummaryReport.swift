@@ -102,6 +102,7 @@ public enum SummaryReport {
             out += problems.map { "  " + $0 }
         }
         if let skipped = skippedNote(h) { out.append("  " + skipped) }
+        if let kernel = kernelStatusLine(s) { out.append(kernel) }
         for loop in s.loops {
             out.append("")
             let mark = lossMark(affected: loop.affectedByLoss, lostEvents: loop.lostEventsAffecting)
@@ -166,7 +167,7 @@ public enum SummaryReport {
         }
         out.append(indent + runsLine(l, health: health) + mark)
         let upTo = l.cutOffAtNanoseconds == nil ? "" : " (up to the cut-off)"
-        out.append(indent + "wall \(formatNanoseconds(l.wallNanoseconds))\(upTo), busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))" + mark)
+        out.append(indent + "wall \(formatNanoseconds(l.wallNanoseconds))\(upTo), busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))" + onCPUShareText(l.kernel) + mark)
         if l.busyPerIteration.count > 0 {
             out.append(indent + "busy per iteration: " + row(l.busyPerIteration) + mark)
             out += bars(l.busyPerIteration, indent: indent + "  ")
@@ -202,10 +203,11 @@ public enum SummaryReport {
             }
         }
         if !l.slowestCallouts.isEmpty {
-            out.append(indent + "slowest callouts: " + l.slowestCallouts.prefix(5).map { "\($0.label) \(formatNanoseconds($0.durationNanoseconds))" }.joined(separator: ", ") + mark)
+            out.append(indent + slowestCalloutsText(l.slowestCallouts) + mark)
         }
-        let worst = l.worstStalls.isEmpty ? "" : "; worst: " + l.worstStalls.prefix(3).map { "\(formatNanoseconds($0.busyNanoseconds)) in \($0.cause)" }.joined(separator: ", ")
+        let worst = l.worstStalls.isEmpty ? "" : "; worst: " + l.worstStalls.prefix(3).map { "\(formatNanoseconds($0.busyNanoseconds)) in \(stallCause($0.cause, $0.kernel))" }.joined(separator: ", ")
         out.append(indent + "stalls (> threshold): \(l.stalls) iterations busier than \(formatNanoseconds(stallThreshold))" + worst + mark)
+        out += kernelLines(l.kernel, indent: indent)
         if let missing = l.notAvailable {
             out.append(indent + "traced by the \(l.adapter ?? "an") adapter; " + notAvailableLine(missing))
         }
@@ -225,6 +227,13 @@ public enum SummaryReport {
             out += problems.map { "- " + $0 }
         }
         if let skipped = skippedNote(s.health) { out.append(""); out.append("Note: " + skipped + ".") }
+        if let kernel = kernelStatusLine(s) {
+            out.append("")
+            out.append(String(kernel.prefix(1).uppercased() + kernel.dropFirst()).markdownEscaped + ".")
+            if let overall = s.kernel?.overall {
+                out += kernelLines(overall, indent: "").map { "- " + $0.trimmingCharacters(in: .whitespaces).markdownEscaped }
+            }
+        }
         let o = s.overall
         let mark = o.affectedByLoss ? " (!)" : ""
         // A trace of NIO or wait loops alone has no runs: its run figures would be zeros that describe nothing.

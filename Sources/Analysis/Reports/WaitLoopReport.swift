@@ -39,6 +39,7 @@ extension SummaryReport {
     private static func waitStalls(_ stalls: [TraceSummary.WaitStall], health: TraceSummary.Health, named: Bool) -> String {
         stalls.isEmpty ? "" : "; worst: " + stalls.prefix(3).map {
             "\(formatNanoseconds($0.busyNanoseconds)) at \(offset($0.atNanoseconds, in: health))" + (named ? " in \($0.loopName)" : "")
+                + ($0.kernel.map { " (" + kernelSplitText($0) + ")" } ?? "")
         }.joined(separator: ", ")
     }
 
@@ -49,7 +50,7 @@ extension SummaryReport {
             out.append("")
             let mark = lossMark(affected: l.affectedByLoss, lostEvents: l.lostEventsAffecting)
             out.append("wait loop: \(heading(l)) — \(callsText(l.calls))\(mark)")
-            out.append("  iterations \(l.iterations) (\(waitRate(l.iterationsPerSecond))/s), busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))")
+            out.append("  iterations \(l.iterations) (\(waitRate(l.iterationsPerSecond))/s), busy \(formatNanoseconds(l.busyNanoseconds)), asleep \(formatNanoseconds(l.sleepNanoseconds)), utilization \(formatPercent(l.utilization))" + onCPUShareText(l.kernel))
             out.append("  busy per iteration (wait end → next wait): " + row(l.busyPerIteration))
             out += bars(l.busyPerIteration, indent: "    ")
             out.append("  sleep (one blocking wait): " + row(l.sleep))
@@ -61,6 +62,7 @@ extension SummaryReport {
                 out.append("  iteration chain broken \(l.chainBreaks)× at lost or missing events: no busy or sleep counted across those gaps")
             }
             if l.waitingAtEnd { out.append("  still waiting when the trace ended (that wait is not counted)") }
+            out += kernelLines(l.kernel, indent: "  ")
         }
         if !w.rareWaiters.isEmpty {
             out.append("")

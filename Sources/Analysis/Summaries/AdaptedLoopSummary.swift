@@ -65,6 +65,8 @@ extension TraceSummary {
         /// Events lost in windows overlapping this loop's activity, and those windows: its figures may undercount.
         public var lostEventsAffecting: UInt64
         public var lossWindowsAffecting: UInt64
+        /// The kernel's side of its busy time, I/O events and wake-ups: nil when the trace has no kernel view of it.
+        public var kernel: KernelFacet? = nil
         public var affectedByLoss: Bool { lostEventsAffecting > 0 || lossWindowsAffecting > 0 }
     }
 

@@ -74,13 +74,20 @@ struct LoopTracker {
 
     private var holds = HoldHistory()
 
+    /// The kernel's side of its iterations, callouts and wake-ups (nothing without a kernel view).
+    private(set) var kernel: KernelFacetRecorder
+    /// The loop's last wait: when it began and ended, and the time off the CPU that woke it (late wake-ups are
+    /// split along it).
+    private var lastWake: (from: UInt64, end: UInt64, episode: KernelEpisode?)?
+
     /// The wake-up whose backlog is being counted, until the loop sleeps again.
     private var backlogWake: UInt64?
     private var backlogCount: UInt64 = 0
 
-    init(loopID: UInt64, threadID: Int32, options: TraceSummarizer.Options, modes: ModeTable, labels: LabelTable) {
+    init(loopID: UInt64, threadID: Int32, options: TraceSummarizer.Options, modes: ModeTable, labels: LabelTable, kernel: KernelViews) {
         self.loopID = loopID
         self.threadID = threadID
+        self.kernel = KernelFacetRecorder(threadID: threadID, views: kernel)
         self.options = options
         self.modes = modes
         self.labels = labels
@@ -199,6 +206,7 @@ struct LoopTracker {
             slept += duration
             if options.figures == .all { sleeps.record(duration) }
             timeline?.slept(.loop(loopID), from: since, to: ts)
+            if options.figures == .all { lastWake = (since, ts, kernel.wait(from: since, to: ts)) }
             for index in openIterations.indices { openIterations[index].slept += duration }
             if options.figures == .all && !runStack.isEmpty {
                 holds.remember(.init(start: since, end: ts, what: .sleep, depth: runStack.count, mode: runStack[runStack.count - 1].mode))
@@ -226,13 +234,18 @@ struct LoopTracker {
         while openIterations.count >= depth, let iteration = openIterations.popLast() {
             let elapsed = ts >= iteration.start ? ts - iteration.start : 0
             let busy = elapsed >= iteration.slept ? elapsed - iteration.slept : 0
-            if options.figures == .all { busyPerIteration.record(busy) }
+            var measured: KernelFacetRecorder.Measured?
+            if options.figures == .all {
+                busyPerIteration.record(busy)
+                measured = kernel.iteration(from: iteration.start, to: ts, busy: busy, outermost: openIterations.isEmpty)
+            }
             if busy > options.stallThreshold {
                 stalls += 1
                 let cause = (iteration.longest.map { name($0.kind, id: $0.id) }
                     ?? (activitiesOnly ? Self.causeNotAvailable : "loop overhead")) + (cutOff ? Self.cutOffMark : "")
                 keepWorst(TraceSummary.Stall(loopID: loopID, iteration: iteration.number, atNanoseconds: iteration.start,
-                                             busyNanoseconds: busy, cause: cause, cutOff: cutOff ? true : nil))
+                                             busyNanoseconds: busy, cause: cause, cutOff: cutOff ? true : nil,
+                                             kernel: measured.map { kernel.split($0) }))
                 timeline?.stall(.loop(loopID), at: iteration.start, busy: busy, cause: cause)
             }
         }
@@ -279,6 +292,8 @@ struct LoopTracker {
         wakeReasons[Int(reason.rawValue)] += 1
         for index in openIterations.indices { openIterations[index].slept += duration }
         if options.figures == .all {
+            let from = ts >= duration ? ts - duration : 0
+            lastWake = (from, ts, kernel.wait(from: from, to: ts))
             sleeps.record(duration)
             holds.remember(.init(start: ts >= duration ? ts - duration : 0, end: ts, what: .sleep,
                                  depth: runStack.count, mode: runStack[runStack.count - 1].mode))
@@ -314,13 +329,30 @@ struct LoopTracker {
         case .custom:
             if signaled != 0 && options.figures != .totals { sourceLatency.record(ts >= signaled ? ts - signaled : 0) }
             countBacklog(dueAt: signaled)
+            lateIfAsleep(signaled: signaled, at: ts)
         case .port:
             if signaled != 0 && options.figures != .totals { portLatency.record(ts >= signaled ? ts - signaled : 0) }
             countBacklog(dueAt: signaled)
+            lateIfAsleep(signaled: signaled, at: ts)
         case .descriptor:
             countBacklog(dueAt: 0)   // ready when the loop woke
         }
         beginCallout(CalloutKind(kind), id: sourceID, at: ts)
+    }
+
+    /// A source signalled while the loop was asleep and performed more than the late threshold after: a late
+    /// wake-up, split by the kernel view.
+    private mutating func lateIfAsleep(signaled: UInt64, at ts: UInt64) {
+        guard options.figures == .all, signaled != 0, ts >= signaled, ts - signaled > options.lateThreshold,
+              let wake = lastWake, wake.from <= signaled, signaled <= wake.end else { return }
+        kernel.lateWakeUp(due: signaled, callout: ts, woke: (wake.end, wake.episode))
+    }
+
+    /// A timer due at `due` while the loop was asleep, fired late at `ts` (its cause is ``asleep``): the kernel's
+    /// split of its lateness, along the loop's last wait when that covered the fire date.
+    mutating func lateWakeUp(due: UInt64, at ts: UInt64) {
+        let woke = lastWake.flatMap { $0.from <= due && due <= $0.end ? ($0.end, $0.episode) : nil }
+        kernel.lateWakeUp(due: due, callout: ts, woke: woke)
     }
 
     mutating func blockRan(_ blockID: UInt64, enqueued: UInt64, at ts: UInt64) {
@@ -367,21 +399,27 @@ struct LoopTracker {
         }
         guard options.figures == .all else { return }
         calloutDurations[callout.kind.rawValue].record(duration)
+        let measured = kernel.callout(from: callout.start, to: ts)
         let mode = callout.depth >= 1 && callout.depth <= runStack.count ? runStack[callout.depth - 1].mode : ModeTable.unknown
         holds.remember(.init(start: callout.start, end: ts, what: .callout(callout.kind, id: callout.id),
                              depth: callout.depth, mode: mode))
-        keepSlowest(callout, duration: duration)
+        keepSlowest(callout, duration: duration, kernel: measured)
     }
 
-    private mutating func keepSlowest(_ callout: OpenCallout, duration: UInt64) {
+    /// Ranked by ``TraceSummary/Callout/rankNanoseconds``: time on the CPU where the kernel view shows it, so a
+    /// callout that waited for a CPU does not pass for a slow one.
+    private mutating func keepSlowest(_ callout: OpenCallout, duration: UInt64, kernel measured: KernelFacetRecorder.Measured?) {
+        let rank = measured?.onCPU ?? duration
+        func entry() -> TraceSummary.Callout {
+            TraceSummary.Callout(label: name(callout.kind, id: callout.id), kind: callout.kind.name,
+                                 durationNanoseconds: duration, atNanoseconds: callout.start, kernel: measured.map { kernel.split($0) })
+        }
         if slowest.count < options.keep {
-            slowest.append(TraceSummary.Callout(label: name(callout.kind, id: callout.id), kind: callout.kind.name,
-                                                durationNanoseconds: duration, atNanoseconds: callout.start))
-            if slowest.count == options.keep { slowestFloor = slowest.map(\.durationNanoseconds).min() ?? 0 }
-        } else if duration > slowestFloor, let index = slowest.indices.min(by: { slowest[$0].durationNanoseconds < slowest[$1].durationNanoseconds }) {
-            slowest[index] = TraceSummary.Callout(label: name(callout.kind, id: callout.id), kind: callout.kind.name,
-                                                  durationNanoseconds: duration, atNanoseconds: callout.start)
-            slowestFloor = slowest.map(\.durationNanoseconds).min() ?? 0
+            slowest.append(entry())
+            if slowest.count == options.keep { slowestFloor = slowest.map(\.rankNanoseconds).min() ?? 0 }
+        } else if rank > slowestFloor, let index = slowest.indices.min(by: { slowest[$0].rankNanoseconds < slowest[$1].rankNanoseconds }) {
+            slowest[index] = entry()
+            slowestFloor = slowest.map(\.rankNanoseconds).min() ?? 0
         }
     }
 
@@ -434,6 +472,7 @@ struct LoopTracker {
         for (index, histogram) in other.calloutDurations.enumerated() { calloutDurations[index].merge(histogram) }
         for (index, count) in other.wakeReasons.enumerated() { wakeReasons[index] += count }
         stalls += other.stalls
+        kernel.absorb(other.kernel)
         firstTimestamp = min(firstTimestamp, other.firstTimestamp)
         lastTimestamp = max(lastTimestamp, other.lastTimestamp)
     }
@@ -478,9 +517,11 @@ struct LoopTracker {
             durations[kind.name] = calloutDurations[kind.rawValue].summary(for: options)
         }
         s.calloutDurations = durations
-        s.slowestCallouts = slowest.sorted { $0.durationNanoseconds > $1.durationNanoseconds }
+        s.slowestCallouts = slowest.sorted { $0.rankNanoseconds > $1.rankNanoseconds }
         s.stalls = stalls
         s.worstStalls = worstStalls.sorted { $0.busyNanoseconds > $1.busyNanoseconds }
+        s.kernel = kernel.facet(utilization: s.utilization, first: firstTimestamp, last: lastTimestamp,
+                                notAvailable: activitiesOnly ? TraceSummary.NotAvailable.kernelFoundation : nil)
         if activitiesOnly {
             s.adapter = LoopAdapter.foundation.description
             s.notAvailable = TraceSummary.NotAvailable.foundation

@@ -50,13 +50,17 @@ struct NIOLoopTracker {
     private var pendingIO: UInt64 = 0
     private var longestIO: (duration: UInt64, start: UInt64, channelID: UInt64, event: NIOIOEvent)?
 
+    /// The kernel's side of its iterations, I/O events and wake-ups (nothing without a kernel view).
+    private(set) var kernel: KernelFacetRecorder
+
     private var probeFirings: UInt64 = 0
     private var probeLateness = LatencyHistogram()
     private var probeCost = LatencyHistogram()
 
-    init(loopID: UInt64, threadID: Int32, options: TraceSummarizer.Options, labels: LabelTable) {
+    init(loopID: UInt64, threadID: Int32, options: TraceSummarizer.Options, labels: LabelTable, kernel: KernelViews) {
         self.loopID = loopID
         self.threadID = threadID
+        self.kernel = KernelFacetRecorder(threadID: threadID, views: kernel)
         self.options = options
         self.labels = labels
     }
@@ -78,6 +82,7 @@ struct NIOLoopTracker {
         seen(end)
         let duration = end >= start ? end - start : 0
         ioDurations.record(duration)
+        _ = kernel.callout(from: start, to: end)
         pendingIO += duration
         if duration > (longestIO?.duration ?? 0) || longestIO == nil {
             longestIO = (duration, start, channelID, event)
@@ -102,16 +107,21 @@ struct NIOLoopTracker {
         timeline?.slept(.nio(loopID), from: start >= iterationSleep ? start - iterationSleep : 0, to: start)
         busyPerIteration.record(iterationBusy)
         sleeps.record(iterationSleep)
+        // NIO's sleep also holds the I/O handled before the tick: only the times it blocked there are its wait.
+        let iterationStart = start >= sleep ? start - sleep : 0
+        _ = kernel.wait(from: iterationStart, to: start, blockedOnly: true)
+        let measured = kernel.iteration(from: iterationStart, to: end, busy: iterationBusy, outermost: true)
         if iterationBusy > options.stallThreshold {
+            let split = measured.map { kernel.split($0) }
             stalls += 1
             let stall: TraceSummary.Stall
             if let culprit = longestIO, culprit.duration > taskPhase {
                 let channel = labels[culprit.channelID] ?? "channel-\(culprit.channelID)"
                 stall = .init(loopID: loopID, iteration: ticks, atNanoseconds: culprit.start, busyNanoseconds: iterationBusy,
-                              cause: "\(culprit.event) on \(channel)")
+                              cause: "\(culprit.event) on \(channel)", kernel: split)
             } else {
                 stall = .init(loopID: loopID, iteration: ticks, atNanoseconds: start, busyNanoseconds: iterationBusy,
-                              cause: "tasks (\(taskCount))")
+                              cause: "tasks (\(taskCount))", kernel: split)
             }
             timeline?.stall(.nio(loopID), at: stall.atNanoseconds, busy: iterationBusy, cause: stall.cause)
             worstStalls.keepLargest(stall, limit: options.stallsKeptPerLoop, by: \.busyNanoseconds)
@@ -149,7 +159,9 @@ struct NIOLoopTracker {
             utilization: span > 0 ? Double(busy) / Double(span) : 0,
             busyPerIteration: busyPerIteration.summary(for: options), sleep: sleeps.summary(for: options), stalls: stalls,
             worstStalls: worstStalls.sorted { $0.busyNanoseconds > $1.busyNanoseconds }, probe: probe,
-            notAvailable: notAvailable, lostEventsAffecting: 0, lossWindowsAffecting: 0)
+            notAvailable: notAvailable, lostEventsAffecting: 0, lossWindowsAffecting: 0,
+            kernel: kernel.facet(utilization: span > 0 ? Double(busy) / Double(span) : 0, first: firstTimestamp, last: lastTimestamp,
+                                 notAvailable: TraceSummary.NotAvailable.kernelNIO))
     }
 
     /// Totals over `trackers` (with their summaries, for the per-loop utilizations and rates).

@@ -86,6 +86,8 @@ public struct TraceSummarizer {
     /// Any program's waits (`rlctl record --any`): loops found in wait calls, kept apart like NIO's.
     private var waits: WaitTracking
     private var reported: ReportedStallTracker
+    /// The kernel's view of the loops' threads, when the trace has one: every kind of loop consults it.
+    private let kernel = KernelViews()
     /// The trace's first and last events: the span rare waiters are measured against.
     private var firstTimestamp: UInt64 = .max
     private var lastTimestamp: UInt64 = 0
@@ -96,7 +98,7 @@ public struct TraceSummarizer {
     public init(options: Options = Options()) {
         self.options = options
         timeline = options.timelineBuckets.map { TimelineRecorder(limit: $0) }
-        waits = WaitTracking(options: options)
+        waits = WaitTracking(options: options, kernel: kernel)
         reported = ReportedStallTracker(keep: options.keep)
         waits.timeline = timeline
     }
@@ -129,7 +131,7 @@ public struct TraceSummarizer {
             leftOut += 1
             return nil
         }
-        var tracker = LoopTracker(loopID: loopID, threadID: event.threadID, options: options, modes: modes, labels: labels)
+        var tracker = LoopTracker(loopID: loopID, threadID: event.threadID, options: options, modes: modes, labels: labels, kernel: kernel)
         tracker.timeline = timeline
         loops.append(tracker)
         loopIDs.append(loopID)
@@ -140,9 +142,9 @@ public struct TraceSummarizer {
     /// The NIO loop `loopID`, created on its first event (its loop_adapted normally, or a tick when that was lost).
     @inline(__always)
     private mutating func nioLoop(_ loopID: UInt64, _ event: TraceEvent) -> Int? {
-        let (options, labels, timeline) = (options, labels, timeline)
+        let (options, labels, timeline, kernel) = (options, labels, timeline, kernel)
         return Self.index(of: loopID, in: &nioLoops, indexes: &nioIndexes, last: &lastNIO, limit: Limits.nioLoops, leftOut: &leftOut) {
-            var tracker = NIOLoopTracker(loopID: loopID, threadID: event.threadID, options: options, labels: labels)
+            var tracker = NIOLoopTracker(loopID: loopID, threadID: event.threadID, options: options, labels: labels, kernel: kernel)
             tracker.timeline = timeline
             return tracker
         }
@@ -199,6 +201,7 @@ public struct TraceSummarizer {
             if options.figures != .totals {
                 let cause = firing.isLate(threshold: options.lateThreshold) && options.figures == .all
                     ? loops[l].cause(at: scheduled, timerModes: timers[t].modes) : nil
+                if cause == LoopTracker.asleep { loops[l].lateWakeUp(due: scheduled, at: ts) }
                 timers[t].record(firing, interval: interval, missed: missed, lateCause: cause)
             }
             timeline?.start(at: ts)
@@ -250,7 +253,7 @@ public struct TraceSummarizer {
         case .loopHang(let loopID, let iteration, let busy, let threshold):
             reported.hang(loopID: loopID, iteration: iteration, busy: busy, threshold: threshold, at: ts)
         case .kernelBegin, .kernelTask, .kernelTimer, .kernelRunQueue, .kernelOffCPU, .kernelLost:
-            break   // KERNEL-ANALYSIS: the kernel facet to come
+            kernel.consume(event)
         }
     }
 
@@ -262,7 +265,7 @@ public struct TraceSummarizer {
             if let index = loopIndexes[timer.loopID] { timerTotals[index].merge(timer.totals) }
         }
         var loopSummaries: [TraceSummary.LoopSummary] = []
-        var overall = LoopTracker(loopID: 0, threadID: 0, options: options, modes: modes, labels: labels)
+        var overall = LoopTracker(loopID: 0, threadID: 0, options: options, modes: modes, labels: labels, kernel: kernel)
         var overallTimers = TimerTotals()
         for (index, var tracker) in loops.enumerated() {
             tracker.finishTrace(traceEnd: lastTimestamp)
@@ -285,7 +288,7 @@ public struct TraceSummarizer {
         overallSummary.lostEventsAffecting = health.eventsLost
         overallSummary.lossWindowsAffecting = UInt64(health.lossWindows.count)
         overallSummary.slowestCallouts = Array(loopSummaries.flatMap(\.slowestCallouts)
-            .sorted { $0.durationNanoseconds > $1.durationNanoseconds }.prefix(options.keep))
+            .sorted { $0.rankNanoseconds > $1.rankNanoseconds }.prefix(options.keep))
         overallSummary.worstStalls = Array(loopSummaries.flatMap(\.worstStalls)
             .sorted { $0.busyNanoseconds > $1.busyNanoseconds }.prefix(options.keep))
 
@@ -324,7 +327,7 @@ public struct TraceSummarizer {
         }
         let foundationIndexes = loops.indices.filter { loops[$0].activitiesOnly }
         if !foundationIndexes.isEmpty {
-            var totals = LoopTracker(loopID: 0, threadID: 0, options: options, modes: modes, labels: labels)
+            var totals = LoopTracker(loopID: 0, threadID: 0, options: options, modes: modes, labels: labels, kernel: kernel)
             for index in foundationIndexes {
                 var tracker = loops[index]
                 tracker.timeline = nil   // its runs went to the timeline when its own summary finished them
@@ -357,6 +360,7 @@ public struct TraceSummarizer {
                                    stallThresholdNanoseconds: options.stallThreshold, lateThresholdNanoseconds: options.lateThreshold,
                                    nio: nio, foundation: foundation, waits: waitSummary)
         summary.reported = reported.finish(names: loopNames)
+        summary.kernel = kernelView(overall: overallSummary)
         summary.timeline = timeline?.timeline(lastTimestamp: lastTimestamp, name: { summary.timelineName($0) }, span: { key in
             switch key {
             case .loop(let id): return loopIndexes[id].map { (loops[$0].firstTimestamp, loops[$0].lastTimestamp) }
@@ -367,11 +371,29 @@ public struct TraceSummarizer {
         return summary
     }
 
-    /// The reader's health, with the events left out past ``Limits`` counted as lost over the whole trace.
-    private func withLeftOut(_ health: TraceHealth) -> TraceHealth {
-        let count = leftOut.addingLoss(waits.leftOut)
+    /// The trace's kernel view with every loop's kernel figures together (each thread's once: a wait loop on the
+    /// thread of a loop traced by its own events is that loop); nil without a kernel view.
+    private func kernelView(overall: TraceSummary.LoopSummary) -> TraceSummary.KernelView? {
+        guard kernel.isOn else { return nil }
+        var all = KernelFacetRecorder(threadID: 0, views: kernel)
+        for tracker in loops { all.absorb(tracker.kernel) }
+        for tracker in nioLoops { all.absorb(tracker.kernel) }
+        let traced = Set(loops.map(\.threadID) + nioLoops.map(\.threadID))
+        for tracker in waits.loops where !traced.contains(tracker.threadID) { all.absorb(tracker.kernel) }
+        let first = min(firstTimestamp, lastTimestamp)
+        return kernel.status(overall: all.facet(utilization: overall.utilization, first: first, last: lastTimestamp, notAvailable: nil))
+    }
+
+    /// The reader's health, with the events left out past ``Limits`` counted as lost over the whole trace, and the
+    /// kernel records the kernel recorder lost (each window as a loss window over every thread: it records them all).
+    private func withLeftOut(_ readerHealth: TraceHealth) -> TraceHealth {
+        var health = readerHealth
+        for window in kernel.lost {
+            health.eventsLost = health.eventsLost.addingLoss(window.records)
+            health.noteLossWindow(.init(stream: Self.kernelLossStream, from: window.from, to: window.to, events: window.records))
+        }
+        let count = leftOut.addingLoss(waits.leftOut).addingLoss(kernel.leftOut)
         guard count > 0 else { return health }
-        var health = health
         health.eventsLost = health.eventsLost.addingLoss(count)
         health.damage.append("\(count) events left out: they belong to loops, timers or wait threads past the \(Limits.loops) loops, \(Limits.timers) timers and \(Limits.waitThreads) wait threads one summary keeps apart")
         health.noteLossWindow(.init(stream: TraceHealth.mergedLossStream, from: 0, to: .max, events: count))
@@ -382,6 +404,9 @@ public struct TraceSummarizer {
     /// traces name the thread), or any window overlapping in time when streams are per CPU (LTTng). Events are
     /// the tracer's own counts, so they never exceed the trace's total; windows also count whole-packet losses,
     /// whose events no tracer counts.
+    /// The stream name of the kernel recorder's loss windows.
+    static let kernelLossStream = "kernel"
+
     static func losses(in health: TraceHealth, threadID: Int32, from: UInt64, to: UInt64) -> (events: UInt64, windows: UInt64) {
         var events: UInt64 = 0, windows: UInt64 = 0
         for window in health.lossWindows {

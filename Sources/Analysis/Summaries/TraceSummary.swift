@@ -26,6 +26,10 @@ public struct TraceSummary: Codable, Sendable, Equatable {
     /// How far the loop fell behind `rlctl run`'s block producers, as they counted it themselves (not in the trace):
     /// set by `rlctl run` for a workload with blocks.
     public var blockBacklog: BlockBacklog? = nil
+    /// Whether the trace holds the kernel's view of the loops' threads (`rlctl run|record --kernel`), what it holds,
+    /// and every loop's kernel figures together; nil when it has none and nobody said why (a trace recorded without
+    /// it reads as before).
+    public var kernel: KernelView? = nil
 
     public struct BlockBacklog: Codable, Sendable, Equatable {
         /// The most blocks each producer may have performed that the loop has not run yet.
@@ -207,6 +211,9 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         public var lostEventsAffecting: UInt64 = 0
         /// Loss windows overlapping it (a window of whole lost packets has no event count).
         public var lossWindowsAffecting: UInt64?
+        /// The kernel's side of its busy time, callouts and late wake-ups: nil when the trace has no kernel view of
+        /// its thread.
+        public var kernel: KernelFacet?
         /// Whether any of its figures covers a window with losses.
         public var affectedByLoss: Bool { lostEventsAffecting > 0 || (lossWindowsAffecting ?? 0) > 0 }
 
@@ -238,6 +245,11 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         public var kind: String
         public var durationNanoseconds: UInt64
         public var atNanoseconds: UInt64
+        /// Its time on the CPU and where the rest went, when the kernel view followed its thread.
+        public var kernel: KernelSplit? = nil
+
+        /// What the slowest callouts are ranked by: time on the CPU when the kernel view shows it, else wall time.
+        public var rankNanoseconds: UInt64 { kernel?.onCPUNanoseconds ?? durationNanoseconds }
     }
 
     public struct Stall: Codable, Sendable, Equatable {
@@ -250,6 +262,8 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         /// The trace ended inside this iteration (a snapshot during the stall, a killed program): its busy time is
         /// what the trace holds, a lower bound. Nil when it ended in the trace.
         public var cutOff: Bool? = nil
+        /// The iteration's busy time on the CPU and where the rest went, when the kernel view followed its thread.
+        public var kernel: KernelSplit? = nil
     }
 
     public struct TimerSummary: Codable, Sendable, Equatable {
@@ -279,7 +293,7 @@ extension TraceSummary.LoopSummary {
              iterations, wallNanoseconds, busyNanoseconds, sleepNanoseconds, utilization, busyPerIteration, sleep, wakeLatency,
              timerLateness, timerBeyondTolerance, timerFirings, timerFiringsWithTolerance, timerMissed, timerLateFirings,
              timerWithinTolerance, lateFiringCauses, wakeReasons, backlogAtWakeUp, calloutDurations, slowestCallouts, stalls,
-             worstStalls, lostEventsAffecting, lossWindowsAffecting
+             worstStalls, lostEventsAffecting, lossWindowsAffecting, kernel
     }
 
     /// What a loop seen through its activities alone (a Foundation loop's observer) cannot see: left out of its
@@ -319,7 +333,7 @@ extension TraceSummary.LoopSummary {
         try put(wakeReasons, .wakeReasons); try put(backlogAtWakeUp, .backlogAtWakeUp)
         try put(calloutDurations, .calloutDurations); try put(slowestCallouts, .slowestCallouts)
         try put(stalls, .stalls); try put(worstStalls, .worstStalls); try put(lostEventsAffecting, .lostEventsAffecting)
-        try put(lossWindowsAffecting, .lossWindowsAffecting)
+        try put(lossWindowsAffecting, .lossWindowsAffecting); try put(kernel, .kernel)
     }
 
     /// Keys a summary leaves out (a Foundation loop's unseen figures) read as their defaults.
@@ -350,5 +364,6 @@ extension TraceSummary.LoopSummary {
         slowestCallouts = try get(.slowestCallouts, slowestCallouts); stalls = try get(.stalls, stalls)
         worstStalls = try get(.worstStalls, worstStalls); lostEventsAffecting = try get(.lostEventsAffecting, lostEventsAffecting)
         lossWindowsAffecting = try c.decodeIfPresent(UInt64.self, forKey: .lossWindowsAffecting)
+        kernel = try c.decodeIfPresent(TraceSummary.KernelFacet.self, forKey: .kernel)
     }
 }

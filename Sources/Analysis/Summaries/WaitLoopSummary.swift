@@ -75,6 +75,8 @@ extension TraceSummary {
         public var waitingAtEnd: Bool
         public var lostEventsAffecting: UInt64
         public var lossWindowsAffecting: UInt64
+        /// The kernel's side of its busy time and wake-ups: nil when the trace has no kernel view of its thread.
+        public var kernel: KernelFacet? = nil
         public var affectedByLoss: Bool { lostEventsAffecting > 0 || lossWindowsAffecting > 0 }
 
         /// `node (pid 4242) thread node, epoll fd 5`.
@@ -148,6 +150,8 @@ extension TraceSummary {
         public var iteration: UInt64
         public var atNanoseconds: UInt64
         public var busyNanoseconds: UInt64
+        /// The iteration's busy time on the CPU and where the rest went, when the kernel view followed its thread.
+        public var kernel: KernelSplit? = nil
 
         /// The loop it stalled, as its heading names it.
         public var loopName: String {

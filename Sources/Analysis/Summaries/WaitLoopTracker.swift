@@ -44,13 +44,16 @@ struct WaitLoopTracker {
     private(set) var stalls: UInt64 = 0
     private var worstStalls: [TraceSummary.WaitStall] = []
     fileprivate(set) var chainBreaks: UInt64 = 0
+    /// The kernel's side of its iterations and wake-ups (nothing without a kernel view).
+    private(set) var kernel: KernelFacetRecorder
 
     /// The end of the loop's last wait, and the thread's chain epoch then: the next iteration's busy time is counted
     /// from there only if nothing broke the thread's chain since (see ``WaitTracking``).
     fileprivate var lastEnd: (at: UInt64, epoch: UInt64)?
 
-    init(threadID: Int32, epoll: Bool, target: Int32, options: TraceSummarizer.Options) {
+    init(threadID: Int32, epoll: Bool, target: Int32, options: TraceSummarizer.Options, kernel: KernelViews) {
         self.threadID = threadID
+        self.kernel = KernelFacetRecorder(threadID: threadID, views: kernel)
         self.epoll = epoll
         self.target = target
         self.options = options
@@ -79,6 +82,7 @@ struct WaitLoopTracker {
         calls[Int(call.rawValue)] += 1
         let duration = end >= begin ? end - begin : 0
         var iterationBusy = busyBefore?.busy ?? 0
+        let wake = timeout == 0 ? nil : kernel.wait(from: begin, to: end)
         if timeout == 0 {
             // A poll, not a wait: its time is work, and it still ends an iteration.
             causes.nonBlockingChecks += 1
@@ -98,7 +102,11 @@ struct WaitLoopTracker {
                 causes.timedOut += 1
                 let late = duration > UInt64(timeout) ? duration - UInt64(timeout) : 0
                 lateness.record(late)
-                if late > options.lateThreshold { lateWakeUps += 1 }
+                if late > options.lateThreshold {
+                    lateWakeUps += 1
+                    // Nothing runs between the wait's end and the loop's work: the callout is the wait's return.
+                    kernel.lateWakeUp(due: begin + UInt64(timeout), callout: end, woke: (end, wake))
+                }
             } else {
                 causes.emptyWithoutTimeout += 1
             }
@@ -107,12 +115,16 @@ struct WaitLoopTracker {
             iterations += 1
             busy += before.busy
             busyPerIteration.record(iterationBusy)
+            // A non-blocking check's time is the iteration's work: its window runs to the check's end.
+            let measured = kernel.iteration(from: before.from, to: timeout == 0 ? end : begin, busy: iterationBusy, outermost: true)
             if iterationBusy > options.stallThreshold {
+                let split = measured.map { kernel.split($0) }
                 stalls += 1
                 timeline?.stall(timelineKey, at: before.from, busy: iterationBusy, cause: nil)
                 worstStalls.keepLargest(TraceSummary.WaitStall(
                     threadID: threadID, pid: nil, process: nil, thread: nil, family: family, target: target,
-                    iteration: iterations, atNanoseconds: before.from, busyNanoseconds: iterationBusy), limit: options.stallsKeptPerLoop, by: \.busyNanoseconds)
+                    iteration: iterations, atNanoseconds: before.from, busyNanoseconds: iterationBusy, kernel: split),
+                    limit: options.stallsKeptPerLoop, by: \.busyNanoseconds)
             }
         }
         lastEnd = (end, epoch)
@@ -139,7 +151,9 @@ struct WaitLoopTracker {
             busyPerIteration: busyPerIteration.summary, sleep: sleeps.summary, wakeCauses: causes,
             lateness: lateness.summary, lateWakeUps: lateWakeUps, readyPerWakeUp: readyPerWakeUp.summary,
             stalls: self.stalls, worstStalls: stalls, chainBreaks: chainBreaks, waitingAtEnd: waitingAtEnd,
-            lostEventsAffecting: 0, lossWindowsAffecting: 0)
+            lostEventsAffecting: 0, lossWindowsAffecting: 0,
+            kernel: kernel.facet(utilization: span > 0 ? Double(busy) / Double(span) : 0, first: firstTimestamp, last: lastTimestamp,
+                                 notAvailable: TraceSummary.NotAvailable.kernelWait))
     }
 }
 
@@ -174,6 +188,7 @@ struct WaitTracking {
 
     private let options: TraceSummarizer.Options
     var timeline: TimelineRecorder?
+    private let kernel: KernelViews
     private var threads: [ThreadState] = []
     private var threadIndexes: [Int32: Int] = [:]
     private var lastThread: (id: Int32, index: Int)?
@@ -183,8 +198,9 @@ struct WaitTracking {
     private var threadLosses: [Int32: [(from: UInt64, to: UInt64)]] = [:]
     private var sharedLosses: [(from: UInt64, to: UInt64)] = []
 
-    init(options: TraceSummarizer.Options) {
+    init(options: TraceSummarizer.Options, kernel: KernelViews) {
         self.options = options
+        self.kernel = kernel
     }
 
     var isEmpty: Bool { threads.isEmpty }
@@ -282,7 +298,7 @@ struct WaitTracking {
                 leftOut += 1
                 return
             }
-            var tracker = WaitLoopTracker(threadID: threadID, epoll: epoll, target: loopTarget, options: options)
+            var tracker = WaitLoopTracker(threadID: threadID, epoll: epoll, target: loopTarget, options: options, kernel: kernel)
             tracker.timeline = timeline
             loops.append(tracker)
             loop = loops.count - 1

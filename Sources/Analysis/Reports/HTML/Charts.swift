@@ -301,3 +301,27 @@ enum Chart {
         return svg(title, nodes)
     }
 }
+
+extension Chart {
+    /// One bar split into `parts` in proportion, each part a rectangle with its value on hover, and a legend line
+    /// under it: where a loop's busy time or its late wake-ups' time went.
+    static func stackedBar(_ label: String, parts: [(name: String, nanoseconds: UInt64)]) -> Node {
+        let total = parts.reduce(0) { $0 + $1.nanoseconds }
+        let barWidth = width - left - right, barHeight = 22.0
+        var x = left
+        var rects: [Node] = []
+        for (index, part) in parts.enumerated() where part.nanoseconds > 0 {
+            let w = total > 0 ? barWidth * Double(part.nanoseconds) / Double(total) : 0
+            let share = total > 0 ? formatPercent(Double(part.nanoseconds) / Double(total)) : "0%"
+            rects.append(.element("rect", attributes: [("x", number(x)), ("y", "4"), ("width", number(w)), ("height", number(barHeight)),
+                                                       ("class", "part p\(index % 11)")],
+                                  [.element("title", text: "\(part.name): \(formatNanoseconds(part.nanoseconds)) (\(share))")]))
+            x += w
+        }
+        let legend = parts.enumerated().filter { $0.element.nanoseconds > 0 }.map { index, part in
+            Node.element("span", ["class": "legend p\(index % 11)"], text: "\(part.name) \(formatNanoseconds(part.nanoseconds))")
+        }
+        return .element("figure", [:], [svg(label, height: barHeight + 8, rects),
+                                         .element("figcaption", [:], [.text(label + ": ")] + legend)])
+    }
+}

@@ -52,6 +52,12 @@ public enum HTMLReport {
 
     /// The comparison `rlctl compare` decides, metric by metric in its order: both sides' repetitions, the medians,
     /// the bootstrap interval of the change against the threshold, and the verdict.
+    /// A metric's verdict in words: a wall-clock metric slower because of the machine is not a regression.
+    private static func state(_ result: Comparison.Result) -> String {
+        if result.explainedByContention { return "slower: the machine, not the code" }
+        return result.regressed ? "regressed" : result.improved ? "improved" : "within noise"
+    }
+
     public static func comparison(_ c: ComparisonReport, baseline: RunReport, current: RunReport, context: Context) -> String {
         var body = header(context)
         let verdict = c.regressed ? "\(c.regressions.count) regression(s) beyond \(c.thresholdText)" : "no regression beyond \(c.thresholdText)"
@@ -59,23 +65,26 @@ public enum HTMLReport {
         if let mismatch = c.mismatch {
             body.append(.element("p", ["class": "problem"], text: "These may be different workloads: \(mismatch)."))
         }
+        if let contention = c.contentionText {
+            body.append(.element("p", ["class": "note"], text: contention + "."))
+        }
         body.append(.element("p", ["class": "note"], text:
             "Baseline: \(c.baselineRepetitions) repetition(s) of \(baseline.workloadName ?? "its workload"); current: \(c.currentRepetitions) of \(current.workloadName ?? "its workload"). "
             + "A metric regresses only when the whole 95% bootstrap interval of its change is past the threshold (ratios change in points)."))
         var rows: [Node] = [row(["metric", "baseline (median)", "current (median)", "change", "95% interval", "verdict"], header: true)]
         for result in c.results {
             let unit = Metric.named(result.metric)?.unit ?? .count
-            let state = result.regressed ? "regressed" : result.improved ? "improved" : "within noise"
             rows.append(row([result.metric, formatMetric(result.baseline, unit: unit), formatMetric(result.current, unit: unit),
-                             change(result.change, result.inPoints), change(result.low, result.inPoints) + " … " + change(result.high, result.inPoints), state],
-                            cls: result.regressed ? "fail" : result.improved ? "pass" : nil))
+                             change(result.change, result.inPoints), change(result.low, result.inPoints) + " … " + change(result.high, result.inPoints),
+                             state(result)],
+                            cls: result.regressed && !result.explainedByContention ? "fail" : result.improved ? "pass" : nil))
         }
         body.append(.element("table", [:], rows))
         for result in c.results {
             guard let metric = Metric.named(result.metric) else { continue }
             let unit = { (value: Double) in formatMetric(value, unit: metric.unit) }
             body.append(.element("section", ["class": "metric"], [
-                .element("h3", text: result.metric + " — " + (result.regressed ? "regressed" : result.improved ? "improved" : "within noise")),
+                .element("h3", text: result.metric + " — " + state(result)),
                 Chart.comparison(metric: result.metric, baseline: baseline.values(of: metric), current: current.values(of: metric), unit: unit),
                 Chart.changeInterval(result, threshold: c.threshold),
             ] + overlaidDistributions(metric, baseline: baseline, current: current, unit: unit)))
@@ -299,6 +308,34 @@ public enum HTMLReport {
         return .element("section", ["class": "loop", "id": id], children + extra)
     }
 
+    /// A loop's kernel side, any kind of loop: where its busy time went and where its late wake-ups' time went, as
+    /// stacked bars, and who held the CPU it waited for; nothing without a kernel view.
+    private static func kernelSection(_ k: TraceSummary.KernelFacet?) -> [Node] {
+        guard let k else { return [] }
+        let b = k.busy
+        var nodes: [Node] = [.element("h3", text: "The kernel's side" + (k.coversWholeLoop ? "" : " (since the kernel view began)")
+                                      + (k.affectedByLoss ? " — kernel records lost in its window" : ""))]
+        nodes.append(Chart.stackedBar("busy time", parts: [("on CPU", b.onCPUNanoseconds), ("waiting for a CPU", b.runQueueNanoseconds),
+                                                             ("throttled", b.throttledNanoseconds), ("blocked", b.blockedNanoseconds)]))
+        let late = k.lateWakeUps
+        if late.explained > 0 {
+            nodes.append(Chart.stackedBar("where the late time went (\(late.explained) late wake-up(s), \(formatNanoseconds(late.latenessNanoseconds)))",
+                                          parts: late.parts.named))
+        }
+        let culprits = (b.culprits ?? []).map { ("busy", $0) } + late.culprits.map { ("late wake-ups", $0) }
+        if !culprits.isEmpty {
+            var table: [Node] = [row(["who held the CPU", "CPU", "time", "while"], header: true)]
+            for (when, culprit) in culprits {
+                table.append(row([culprit.name, "\(culprit.cpu)", formatNanoseconds(culprit.nanoseconds), when]))
+            }
+            nodes.append(.element("table", [:], table))
+        }
+        if let missing = k.notAvailable {
+            nodes.append(.element("p", ["class": "na"], text: "Not available from the kernel view for this loop: " + missing.joined(separator: ", ") + "."))
+        }
+        return nodes
+    }
+
     private static func notAvailable(_ list: [String]?) -> [Node] {
         guard let list, !list.isEmpty else { return [] }
         return [.element("p", ["class": "na"], text: "Not available for this loop (its tracer cannot see them): " + list.joined(separator: ", ") + ".")]
@@ -325,11 +362,15 @@ public enum HTMLReport {
             }
             var slowest: [Node] = []
             if !loop.slowestCallouts.isEmpty {
-                var table: [Node] = [row(["callout", "kind", "duration", "at"], header: true)]
-                for callout in loop.slowestCallouts.sorted(by: { $0.durationNanoseconds > $1.durationNanoseconds }) {
-                    table.append(row([callout.label, callout.kind, formatNanoseconds(callout.durationNanoseconds), offset(callout.atNanoseconds, in: s)]))
+                // With the kernel view, ranked by time on the CPU as the summary ranks them, with both times.
+                let onCPU = loop.slowestCallouts.contains { $0.kernel != nil }
+                var table: [Node] = [row(["callout", "kind", "duration"] + (onCPU ? ["on CPU", "where the rest went"] : []) + ["at"], header: true)]
+                for callout in loop.slowestCallouts.sorted(by: { $0.rankNanoseconds > $1.rankNanoseconds }) {
+                    let kernel = onCPU ? [callout.kernel.map { formatNanoseconds($0.onCPUNanoseconds) } ?? "not available",
+                                          callout.kernel.map { SummaryReport.kernelSplitText($0) } ?? "before the kernel view"] : []
+                    table.append(row([callout.label, callout.kind, formatNanoseconds(callout.durationNanoseconds)] + kernel + [offset(callout.atNanoseconds, in: s)]))
                 }
-                slowest = [.element("h3", text: "Slowest callouts"), .element("table", [:], table)]
+                slowest = [.element("h3", text: "Slowest callouts" + (onCPU ? " (by time on the CPU)" : "")), .element("table", [:], table)]
             }
             sections.append(loopSection(
                 s, id: "loop-\(id)", key: key,
@@ -339,7 +380,7 @@ public enum HTMLReport {
                           ("stalls", "\(loop.stalls)"), ("worst stall", loop.worstStalls.map(\.busyNanoseconds).max().map(formatNanoseconds) ?? "—")],
                 notAvailable: loop.notAvailable, distributions: items,
                 stalls: stallRows(loop.worstStalls.map { ($0.atNanoseconds, $0.busyNanoseconds, $0.cause, $0.iteration) }, anchor: "stall-\(id)"),
-                stallCount: loop.stalls, extra: slowest))
+                stallCount: loop.stalls, extra: slowest + kernelSection(loop.kernel)))
         }
         for loop in s.nio?.loops ?? [] {
             let key = TimelineRecorder.Key.nio(loop.loopID)
@@ -353,7 +394,7 @@ public enum HTMLReport {
                                 ("tick (task phase)", loop.tickDuration, false), ("tasks per tick", loop.tasksPerTick, true)]
                     + (loop.ioDuration.map { [("I/O event", $0, false)] } ?? []),
                 stalls: stallRows(loop.worstStalls.map { ($0.atNanoseconds, $0.busyNanoseconds, $0.cause, $0.iteration) }, anchor: "stall-nio-\(loop.loopID)"),
-                stallCount: loop.stalls))
+                stallCount: loop.stalls, extra: kernelSection(loop.kernel)))
         }
         if let waits = s.waits {
             for (position, loop) in waits.loops.enumerated() {
@@ -367,7 +408,7 @@ public enum HTMLReport {
                     distributions: [("busy per iteration", loop.busyPerIteration, false), ("sleep (one blocking wait)", loop.sleep, false),
                                     ("wake lateness (timed-out waits)", loop.lateness, false), ("ready per wake-up", loop.readyPerWakeUp, true)],
                     stalls: stallRows(loop.worstStalls.map { ($0.atNanoseconds, $0.busyNanoseconds, "not available", $0.iteration) }, anchor: "stall-wait-\(position)"),
-                    stallCount: loop.stalls))
+                    stallCount: loop.stalls, extra: kernelSection(loop.kernel)))
             }
         }
         if !s.timers.isEmpty { sections.append(timerSection(s)) }
@@ -446,6 +487,11 @@ public enum HTMLReport {
     svg .stall{fill:var(--bad)}svg .missed{stroke:var(--bad);stroke-width:1.5}
     svg .range{stroke:var(--muted);stroke-width:1}svg .point{fill:var(--accent)}svg .point.late{fill:var(--bad)}
     svg .dot.base{fill:var(--muted)}svg .dot.current{fill:var(--accent)}svg .median{stroke-width:2}svg .median.base{stroke:var(--muted)}svg .median.current{stroke:var(--accent)}
+    svg .part.p0,.legend.p0{fill:var(--good);color:var(--good)}svg .part.p1,.legend.p1{fill:var(--bad);color:var(--bad)}
+    svg .part.p2,.legend.p2{fill:var(--accent2);color:var(--accent2)}svg .part.p3,.legend.p3{fill:var(--muted);color:var(--muted)}
+    svg .part.p4,.legend.p4{fill:#7c3aed;color:#7c3aed}svg .part.p5,.legend.p5{fill:#db2777;color:#db2777}svg .part.p6,.legend.p6{fill:#0891b2;color:#0891b2}
+    svg .part.p7,.legend.p7{fill:var(--accent);color:var(--accent)}svg .part.p8,.legend.p8{fill:#b91c1c;color:#b91c1c}
+    svg .part.p9,.legend.p9{fill:#a16207;color:#a16207}svg .part.p10,.legend.p10{fill:#475569;color:#475569}.legend{margin-right:10px}
     svg .interval{stroke:var(--accent);stroke-width:4}svg .interval.fail{stroke:var(--bad)}svg .threshold{stroke:var(--bad);stroke-dasharray:4 3}svg .zero{stroke:var(--muted)}
     @media print{body{font-size:11px}main,footer{max-width:none}section{break-inside:avoid}svg .hover{display:none}}
     """
