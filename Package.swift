@@ -176,7 +176,12 @@ let package = Package(
             exclude: ["Programs"]   // compiled with cc by the tests, found through #filePath
         ),
         // The kernel recorder on this machine's kernel (root; in CI an unavailable kernel view fails).
-        .testTarget(name: "KernelTracingTests", dependencies: ["KernelTracing", "TraceModel", "TestSupport"]),
+        .testTarget(
+            name: "KernelTracingTests", dependencies: ["KernelTracing", "TraceModel", "TestSupport", "kernel-recorder-fixture"],
+            exclude: ["Programs"]   // compiled with cc by the tests, found through #filePath
+        ),
+        // A process that records with the kernel view until KernelTracingTests kills it with SIGKILL.
+        .executableTarget(name: "kernel-recorder-fixture", dependencies: ["KernelTracing"], path: "Tests/KernelRecorderFixture"),
         // End to end: runs the built rlctl binary.
         .testTarget(
             name: "rlctlTests", dependencies: ["rlctl", "runloop-demo", "TestSupport"],

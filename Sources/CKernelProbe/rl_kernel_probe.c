@@ -18,6 +18,8 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 // In the build without libbpf every function is a one-liner that says so; parameters are then unused.
 #pragma clang diagnostic ignored "-Wunused-parameter"
@@ -25,6 +27,8 @@
 static char rl_kp_path[4096];
 
 const char *rl_kp_object_path(void) { return rl_kp_path; }
+
+int32_t rl_kp_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
 
 #ifndef RLCTL_HAVE_LIBBPF
 

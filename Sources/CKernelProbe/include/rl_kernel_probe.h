@@ -44,6 +44,9 @@ void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uin
 /// Detaches every program and frees every map: nothing of the probe stays in the kernel. NULL is fine.
 void rl_kp_close(rl_kp *probe);
 
+/// The calling thread's kernel id (gettid), for leaving the recorder's own threads out.
+int32_t rl_kp_thread_id(void);
+
 /// The file the BPF object was read from, for messages ("" before the first open).
 const char *rl_kp_object_path(void);
 
