@@ -43,10 +43,10 @@ struct KernelRecorderTests {
         return result?.status == 0 ? output : "/nonexistent/kernel_workload (cc failed: \(result?.stderr ?? "not run"))"
     }()
 
-    /// Starts `arguments` (kernel_workload's, behind `prefix` such as taskset) and waits for its "ready TID".
-    static func start(_ prefix: [String], _ arguments: [String]) throws -> (process: RunningProcess, tid: Int32) {
-        let command = prefix + [workload] + arguments
+    /// Starts `command` and, when `ready`, waits for kernel_workload's "ready TID" (else the tid is the pid).
+    static func start(_ command: [String], ready: Bool = true) throws -> (process: RunningProcess, tid: Int32) {
         let process = try RunningProcess(command[0], Array(command.dropFirst()), ProcessOptions(timeout: .seconds(60)))
+        guard ready else { return (process, process.pid) }
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
             let out = process.outputSoFar.stdout
@@ -59,6 +59,31 @@ struct KernelRecorderTests {
         throw KernelRecorderError("\(command.joined(separator: " ")) did not say ready: \(process.outputSoFar)")
     }
 
+    /// Starts `command` with the recorder already attached (loading it takes a while), follows it from its start
+    /// until it ends (at most `limit`), then stops.
+    static func record(_ command: [String], options: KernelRecorder.Options = .init(), ready: Bool = true,
+                       limit: Duration = .seconds(30)) throws -> (recording: Recording, statistics: KernelRecorder.Statistics,
+                                                                   pid: Int32, tid: Int32) {
+        let recording = Recording()
+        let recorder = try KernelRecorder(options: options) { recording.add($0) }
+        let process = try RunningProcess(command[0], Array(command.dropFirst()), ProcessOptions(timeout: .seconds(60)))
+        defer {
+            process.send(SIGKILL)
+            _ = process.wait()
+        }
+        try recorder.follow(process: process.pid)
+        var tid = process.pid
+        let deadline = ContinuousClock.now + limit
+        while process.isRunning && ContinuousClock.now < deadline {
+            usleep(10_000)
+        }
+        if ready, let line = process.outputSoFar.stdout.split(separator: "\n").first(where: { $0.hasPrefix("ready ") }),
+           let readyTID = Int32(line.dropFirst(6)) {
+            tid = readyTID
+        }
+        return (recording, recorder.stop(), process.pid, tid)
+    }
+
     /// The ids of the loaded BPF programs named like the probe's (rlctl_kp_*), from bpftool.
     static func probePrograms() throws -> Set<Int> {
         let output = try runProcess(TestEnvironment.executable("bpftool") ?? "/usr/sbin/bpftool", ["-j", "prog", "show"])
@@ -69,6 +94,18 @@ struct KernelRecorderTests {
         return Set(programs.compactMap { program in
             (program["name"] as? String)?.hasPrefix("rlctl_kp_") == true ? program["id"] as? Int : nil
         })
+    }
+
+    /// Which of `programs` are still loaded after up to 2 s: the kernel frees a program once its last descriptor
+    /// is closed, after an RCU grace period, not at once.
+    static func programsGo(_ programs: Set<Int>) throws -> Set<Int> {
+        var left = programs
+        for _ in 0..<100 {
+            left = try probePrograms().intersection(programs)
+            if left.isEmpty { break }
+            usleep(20_000)
+        }
+        return left
     }
 
     static func offCPU(_ events: [TraceEvent], thread tid: Int32) -> [TraceEvent.KernelOffCPU] {
@@ -98,28 +135,14 @@ struct KernelRecorderTests {
         return result
     }
 
-    /// Records `pid` until `process` ends (at most `limit`), then stops.
-    static func record(_ pid: Int32, until process: RunningProcess, options: KernelRecorder.Options = .init(),
-                       limit: Duration = .seconds(30)) throws -> (Recording, KernelRecorder.Statistics) {
-        let recording = Recording()
-        let recorder = try KernelRecorder(options: options) { recording.add($0) }
-        try recorder.follow(process: pid)
-        let deadline = ContinuousClock.now + limit
-        while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
-        let statistics = recorder.stop()
-        process.send(SIGKILL)
-        _ = process.wait()
-        return (recording, statistics)
-    }
-
     // ===== the tests =====
 
     @Test func sleepsAreSleepingEpisodesWithTheTimerThatEndedThem() throws {
         guard kernelView.requireMet() else { return }
-        let (process, tid) = try Self.start([], ["sleep", "2000", "250"])
-        let slack = try UInt64(String(contentsOfFile: "/proc/\(process.pid)/timerslack_ns", encoding: .utf8)
+        // The timer slack a process inherits from this one (50 µs unless changed).
+        let slack = try UInt64(String(contentsOfFile: "/proc/self/timerslack_ns", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
-        let (recording, statistics) = try Self.record(process.pid, until: process)
+        let (recording, statistics, _, tid) = try Self.record([Self.workload, "sleep", "2000", "250"])
         let sleeps = Self.episodes(recording.events, thread: tid).filter { $0.off.reason == .sleeping }
         #expect(sleeps.count >= 200, "\(sleeps.count) sleeping episodes of 250 sleeps")
         #expect(recording.outOfOrder == 0)
@@ -140,8 +163,7 @@ struct KernelRecorderTests {
 
     @Test func aTimerfdLoopsTimersAreOnItsGridWithoutSlack() throws {
         guard kernelView.requireMet() else { return }
-        let (process, tid) = try Self.start([], ["timerfd", "1000", "400"])
-        let (recording, _) = try Self.record(process.pid, until: process)
+        let (recording, _, _, tid) = try Self.record([Self.workload, "timerfd", "1000", "400"])
         let timers = Self.episodes(recording.events, thread: tid).filter { $0.off.reason == .sleeping }.compactMap { episode in
             episode.timer.map { (episode.off, $0) }
         }
@@ -157,10 +179,9 @@ struct KernelRecorderTests {
 
     @Test func aHogOnTheSameCPUIsTheRunQueueCulprit() throws {
         guard kernelView.requireMet() else { return }
-        let (hog, hogTID) = try Self.start(["/usr/bin/taskset", "-c", "0"], ["spin", "5"])
+        let (hog, hogTID) = try Self.start(["/usr/bin/taskset", "-c", "0", Self.workload, "spin", "5"])
         defer { hog.send(SIGKILL); _ = hog.wait() }
-        let (busy, tid) = try Self.start(["/usr/bin/taskset", "-c", "0"], ["spin", "1.5"])
-        let (recording, _) = try Self.record(busy.pid, until: busy)
+        let (recording, _, _, tid) = try Self.record(["/usr/bin/taskset", "-c", "0", Self.workload, "spin", "1.5"])
         #expect(recording.outOfOrder == 0)
         let preempted = Self.episodes(recording.events, thread: tid).filter { $0.off.reason == .preempted }
         #expect(preempted.count >= 20, "\(preempted.count) preemptions in 1.5 s beside a hog")
@@ -218,8 +239,8 @@ struct KernelRecorderTests {
     @Test func aCPUQuotaIsThrottledTime() throws {
         guard kernelView.requireMet() else { return }
         let group = try QuotaGroup()
-        let (busy, tid) = try Self.start(["/bin/sh", "-c", "echo $$ > \(group.path)/cgroup.procs && exec \"$0\" \"$@\""], ["spin", "1.5"])
-        let (recording, _) = try Self.record(busy.pid, until: busy)
+        let (recording, _, _, tid) = try Self.record(["/bin/sh", "-c", "echo $$ > \(group.path)/cgroup.procs && exec \"$0\" \"$@\"",
+                                                      Self.workload, "spin", "1.5"])
         let episodes = Self.episodes(recording.events, thread: tid)
         let throttled = episodes.reduce(0) { $0 + $1.off.throttled }
         // 1.5 s of a busy loop at 20 % quota: about 1.2 s throttled; ask for a quarter of that.
@@ -233,10 +254,9 @@ struct KernelRecorderTests {
 
     @Test func aFullRingBufferIsCountedAsLost() throws {
         guard kernelView.requireMet() else { return }
-        let (process, _) = try Self.start([], ["pingpong", "200000"])
         // One page of ring buffer read twice a second: it overflows within milliseconds.
         let options = KernelRecorder.Options(ringBytes: UInt32(getpagesize()), pollInterval: .milliseconds(500))
-        let (recording, statistics) = try Self.record(process.pid, until: process, options: options)
+        let (recording, statistics, _, _) = try Self.record([Self.workload, "pingpong", "200000"], options: options)
         let lost = recording.events.compactMap { event -> (UInt64, UInt64, UInt64)? in
             if case .kernelLost(let records, let from) = event.payload { return (records, from, event.timestamp) }
             return nil
@@ -250,13 +270,13 @@ struct KernelRecorderTests {
 
     @Test func childrenAreFollowedWhenAsked() throws {
         guard kernelView.requireMet() else { return }
-        let shell = try RunningProcess("/bin/sh", ["-c", "sleep 0.3; \"$0\" sleep 2000 100; true", Self.workload])
-        let (recording, _) = try Self.record(shell.pid, until: shell, options: .init(followChildren: true))
+        let (recording, _, shell, _) = try Self.record(["/bin/sh", "-c", "sleep 0.3; \"$0\" sleep 2000 100; true", Self.workload],
+                                                       options: .init(followChildren: true), ready: false)
         let begun = recording.events.compactMap { event -> Int32? in
             if case .kernelBegin(let pid, _) = event.payload { return pid }
             return nil
         }
-        #expect(begun.first == shell.pid)
+        #expect(begun.first == shell)
         let children = Set(begun.dropFirst())
         #expect(children.count >= 2, "sleep and kernel_workload: \(children)")
         let sleepsOfChildren = recording.events.filter {
@@ -275,7 +295,7 @@ struct KernelRecorderTests {
         try recorder.follow(process: getpid())
         let first = recorder.stop()
         #expect(recorder.stop() == first)
-        #expect(try Self.probePrograms().isDisjoint(with: ours))
+        #expect(try Self.programsGo(ours).isEmpty)
         #expect(throws: KernelRecorderError.self) { try recorder.follow(process: getpid()) }
     }
 
@@ -293,13 +313,7 @@ struct KernelRecorderTests {
         #expect(ours.count >= 10)
         process.send(SIGKILL)
         #expect(process.wait().termination == .signaled(SIGKILL))
-        // The kernel frees them once their last descriptor closed (after an RCU grace period).
-        var left = ours
-        for _ in 0..<100 {
-            left = try Self.probePrograms().intersection(ours)
-            if left.isEmpty { break }
-            usleep(20_000)
-        }
+        let left = try Self.programsGo(ours)
         #expect(left.isEmpty, "still loaded after SIGKILL: \(left)")
     }
 }
