@@ -28,18 +28,19 @@ cc -O2 -Wall -o "$work/kernel_workload" "$here/Tests/KernelTracingTests/Programs
 fixture="$(cd "$here" && swift build -c release --show-bin-path)/kernel-recorder-fixture"
 workload="$work/kernel_workload"
 
-probe_loaded() { bpftool prog show 2>/dev/null | grep -q 'name rlctl_kp_switch'; }
+# (Not `| grep -q`: under pipefail, bpftool's SIGPIPE when grep stops early would read as "not loaded".)
+probe_loaded() { [[ $(bpftool prog show 2>/dev/null) == *'name rlctl_kp_switch '* ]]; }
 if probe_loaded; then echo "another kernel view is recording (rlctl_kp_switch is loaded): its cost would mix in" >&2; exit 1; fi
 
 # Starts the recorder following a sleeping process (its programs then run on every switch of the machine and
 # find nothing to record); sets $recorder_pid and $sleeper_pid.
 attach_idle_recorder() {
-    "$fixture" record -- /bin/sleep 600 2>"$work/idle.err" & recorder_pid=$!
+    sleep 600 & sleeper_pid=$!
+    pids+=("$sleeper_pid")
+    "$fixture" follow "$sleeper_pid" 2>"$work/idle.err" & recorder_pid=$!
     pids+=("$recorder_pid")
     for _ in $(seq 200); do probe_loaded && break; sleep 0.05; done
     probe_loaded || { echo "the recorder did not attach: $(cat "$work/idle.err")" >&2; exit 1; }
-    sleeper_pid=$(pgrep -P "$recorder_pid" -x sleep)
-    pids+=("$sleeper_pid")
 }
 detach_idle_recorder() {
     kill "$sleeper_pid"; wait "$recorder_pid" 2>/dev/null || true

@@ -82,6 +82,7 @@ public final class KernelRecorder: Sendable {
         var statistics = Statistics()
         var stopping = false
         var finalStatistics: Statistics?
+        var consumerThread: Int32 = 0
     }
 
     /// Loads the probe and attaches it; follows nothing until `follow(process:)`.
@@ -103,7 +104,10 @@ public final class KernelRecorder: Sendable {
         self.sink = sink
         pollInterval = options.pollInterval
         let started = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in consume(started: started) }
+        // The thread holds the recorder only while it polls, so that dropping the recorder stops it (deinit).
+        let thread = Thread { [weak self, pollInterval, consumerDone] in
+            Self.consume(self, every: pollInterval, started: started, done: consumerDone)
+        }
         thread.name = "rlctl-kernel"
         thread.start()
         // The consumer thread is left out before anything can be followed (it may be in a followed process).
@@ -152,7 +156,9 @@ public final class KernelRecorder: Sendable {
                 usleep(1000)
             }
         }
-        consumerDone.wait()
+        // (From deinit on the consumer thread itself, which then ends at its next wake-up, there is nothing to wait
+        // for: it is not polling.)
+        if state.withLock({ $0.consumerThread }) != rl_kp_thread_id() { consumerDone.wait() }
         let last = state.withLock { state in poll(&state, final: true) }
         if !last.isEmpty { sink(last) }
         return state.withLock { state in
@@ -165,9 +171,12 @@ public final class KernelRecorder: Sendable {
 
     // ===== the consumer thread =====
 
-    private func consume(started: DispatchSemaphore) {
+    private static func consume(_ weakRecorder: KernelRecorder?, every pollInterval: Duration, started: DispatchSemaphore,
+                                done: DispatchSemaphore) {
+        weak var recorder = weakRecorder
         let tid = rl_kp_thread_id()
-        state.withLock { state in
+        recorder?.state.withLock { state in
+            state.consumerThread = tid
             if let probe = state.probe { _ = rl_kp_skip(probe, tid) }
         }
         started.signal()
@@ -179,13 +188,14 @@ public final class KernelRecorder: Sendable {
             // Sleeping between reads (and records sent without a wake-up, BPF_RB_NO_WAKEUP) keeps the followed
             // threads' context switches free of the ring buffer's wake-up work.
             while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
-            let (stopping, batch) = state.withLock { state in
-                state.stopping ? (true, []) : (false, poll(&state, final: false))
+            guard let strong = recorder else { break }
+            let (stopping, batch) = strong.state.withLock { state in
+                state.stopping ? (true, []) : (false, strong.poll(&state, final: false))
             }
             if stopping { break }
-            if !batch.isEmpty { sink(batch) }
+            if !batch.isEmpty { strong.sink(batch) }
         }
-        consumerDone.signal()
+        done.signal()
     }
 
     private final class Collected {

@@ -1,6 +1,7 @@
 // The kernel recorder as a process of its own, for KernelTracingTests and Benchmarks/kernel-view-bench.sh:
 //   kernel-recorder-fixture                 follows itself and sleeps until killed: the tests SIGKILL it and check
 //                                           that nothing it loaded stays in the kernel; prints "ready" once attached
+//   kernel-recorder-fixture follow PID     follows running process PID until it ends, then prints the counts
 //   kernel-recorder-fixture record [--ring BYTES] -- PROGRAM ARGS…
 //                                           starts PROGRAM with the recorder attached, follows it to its end, and
 //                                           prints "kernel view: N records, M lost, E events" on stderr
@@ -11,6 +12,16 @@ import Synchronization
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
+    if arguments.first == "follow", arguments.count == 2, let pid = Int32(arguments[1]) {
+        let events = Mutex(0)
+        let recorder = try KernelRecorder { batch in events.withLock { $0 += batch.count } }
+        try recorder.follow(process: pid)
+        while kill(pid, 0) == 0 { usleep(50_000) }
+        let statistics = recorder.stop()
+        FileHandle.standardError.write(Data(
+            "kernel view: \(statistics.records) records, \(statistics.lost) lost, \(events.withLock { $0 }) events\n".utf8))
+        exit(0)
+    }
     if arguments.first == "record" {
         var options = KernelRecorder.Options()
         var rest = arguments.dropFirst()

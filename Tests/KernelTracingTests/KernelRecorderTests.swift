@@ -299,11 +299,37 @@ struct KernelRecorderTests {
         #expect(throws: KernelRecorderError.self) { try recorder.follow(process: getpid()) }
     }
 
-    @Test func aRecorderKilledWithSIGKILLLeavesNothingLoaded() throws {
-        guard kernelView.requireMet() else { return }
+    /// kernel-recorder-fixture, built next to the test bundle (or one folder up, depending on the runner).
+    static var fixture: String {
         let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         let candidates = [folder, folder.deletingLastPathComponent()].map { $0.appendingPathComponent("kernel-recorder-fixture").path }
-        let fixture = candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
+    }
+
+    @Test func theAvailabilityCheckLeavesNothingLoaded() throws {
+        guard kernelView.requireMet() else { return }
+        let before = try Self.probePrograms()
+        #expect(KernelView.unavailableReason() == nil)
+        #expect(try Self.programsGo(try Self.probePrograms().subtracting(before)).isEmpty)
+    }
+
+    @Test func withoutPrivilegesItSaysWhatItNeeds() throws {
+        guard kernelView.requireMet() else { return }
+        guard let setpriv = TestEnvironment.executable("setpriv") else {
+            Issue.record("setpriv (util-linux) is needed to drop root's capabilities")
+            return
+        }
+        // As nobody, with no capabilities at all: one line, and no crash.
+        let output = try runProcess(setpriv, ["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+                                              "--bounding-set=-all", Self.fixture])
+        #expect(output.status == 1)
+        #expect(output.stdout == "unavailable: the kernel view needs root, or the CAP_BPF and CAP_PERFMON capabilities: run rlctl "
+            + "as root (sudo), or give it those capabilities\n")
+    }
+
+    @Test func aRecorderKilledWithSIGKILLLeavesNothingLoaded() throws {
+        guard kernelView.requireMet() else { return }
+        let fixture = Self.fixture
         let before = try Self.probePrograms()
         let process = try RunningProcess(fixture, [], ProcessOptions(timeout: .seconds(30)))
         let deadline = ContinuousClock.now + .seconds(20)
