@@ -2,11 +2,43 @@ import CKernelProbe
 import TraceModel
 
 /// A task a kernel event mentions (a waker, a task that held the CPU), named by `kernel_task` before the first
-/// event that mentions it.
+/// event that mentions it. The command stays the kernel's 16 bytes until it is named: most records mention tasks
+/// named long ago, and the consumer must keep up with the ring buffer.
 struct KernelTaskName: Hashable, Sendable {
     var threadID: Int32
     var processID: Int32
-    var command: String
+    var comm: (UInt64, UInt64)
+
+    init(threadID: Int32, processID: Int32, comm: (UInt64, UInt64)) {
+        self.threadID = threadID
+        self.processID = processID
+        self.comm = comm
+    }
+
+    init(threadID: Int32, processID: Int32, command: String) {
+        var bytes: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &bytes) { raw in
+            for (index, byte) in command.utf8.prefix(15).enumerated() { raw[index] = byte }
+        }
+        self.init(threadID: threadID, processID: processID, comm: bytes)
+    }
+
+    init(_ task: rl_kp_task) {
+        self.init(threadID: task.tid, processID: task.pid, comm: unsafeBitCast(task.comm, to: (UInt64, UInt64).self))
+    }
+
+    var command: String { commandString(comm) }
+
+    static func == (a: Self, b: Self) -> Bool {
+        a.threadID == b.threadID && a.processID == b.processID && a.comm == b.comm
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(threadID)
+        hasher.combine(processID)
+        hasher.combine(comm.0)
+        hasher.combine(comm.1)
+    }
 }
 
 /// The events of one probe record, all stamped with one time, in the schema's order; and the tasks they mention,
@@ -100,7 +132,7 @@ extension KernelEventGroup {
         if !reason.leftRunnable {
             waker = r.has_waker != 0 ? r.waker.tid : 0
             if waker != 0 {
-                mentions.append(KernelTaskName(threadID: r.waker.tid, processID: r.waker.pid, command: commandString(r.waker.comm)))
+                mentions.append(KernelTaskName(r.waker))
             }
         }
         if r.has_timer != 0 {
@@ -111,8 +143,7 @@ extension KernelEventGroup {
             let all = raw.bindMemory(to: rl_kp_culprit.self)
             for culprit in all.prefix(Int(r.culprit_count)) where culprit.ns > 0 {
                 culprits.append(.init(threadID: culprit.task.tid, nanoseconds: culprit.ns))
-                mentions.append(KernelTaskName(threadID: culprit.task.tid, processID: culprit.task.pid,
-                                               command: commandString(culprit.task.comm)))
+                mentions.append(KernelTaskName(culprit.task))
             }
         }
         culprits.sort { ($0.nanoseconds, $1.threadID) > ($1.nanoseconds, $0.threadID) }

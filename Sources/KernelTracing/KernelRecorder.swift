@@ -41,15 +41,16 @@ public final class KernelRecorder: Sendable {
         public var followChildren: Bool
         /// Threads of followed processes to leave out (the caller's own helper threads).
         public var excludedThreads: [Int32]
-        /// The ring buffer's size in bytes: a power of two, at least a page. A record is about 256 bytes; the
-        /// buffer holds what the threads produce between two polls.
+        /// The ring buffer's size in bytes: a power of two, at least a page. A record takes 272 bytes: the default
+        /// 16 MiB holds about 60 000, 200 ms of two threads switching 300 000 times a second, so that a consumer
+        /// kept off the CPU for a while (the followed threads are busy, the machine has 2 cores) loses nothing.
         public var ringBytes: UInt32
         /// How often the consumer thread reads the ring buffer.
         public var pollInterval: Duration
         /// Records newer than this are held to the next poll, so that those of other CPUs can still come before.
         public var reorderWindow: Duration
 
-        public init(followChildren: Bool = false, excludedThreads: [Int32] = [], ringBytes: UInt32 = 4 << 20,
+        public init(followChildren: Bool = false, excludedThreads: [Int32] = [], ringBytes: UInt32 = 16 << 20,
                     pollInterval: Duration = .milliseconds(10), reorderWindow: Duration = .milliseconds(2)) {
             self.followChildren = followChildren
             self.excludedThreads = excludedThreads
@@ -105,8 +106,9 @@ public final class KernelRecorder: Sendable {
         pollInterval = options.pollInterval
         let started = DispatchSemaphore(value: 0)
         // The thread holds the recorder only while it polls, so that dropping the recorder stops it (deinit).
-        let thread = Thread { [weak self, pollInterval, consumerDone] in
-            Self.consume(self, every: pollInterval, started: started, done: consumerDone)
+        let weakSelf = WeakRecorder(self)
+        let thread = Thread { [pollInterval, consumerDone] in
+            Self.consume(weakSelf, every: pollInterval, started: started, done: consumerDone)
         }
         thread.name = "rlctl-kernel"
         thread.start()
@@ -171,11 +173,17 @@ public final class KernelRecorder: Sendable {
 
     // ===== the consumer thread =====
 
-    private static func consume(_ weakRecorder: KernelRecorder?, every pollInterval: Duration, started: DispatchSemaphore,
+    /// Holds the recorder for its consumer thread without keeping it alive (a parameter or capture of the
+    /// recorder itself would, for the whole loop).
+    private final class WeakRecorder: Sendable {
+        weak let recorder: KernelRecorder?
+        init(_ recorder: KernelRecorder) { self.recorder = recorder }
+    }
+
+    private static func consume(_ weakRecorder: WeakRecorder, every pollInterval: Duration, started: DispatchSemaphore,
                                 done: DispatchSemaphore) {
-        weak var recorder = weakRecorder
         let tid = rl_kp_thread_id()
-        recorder?.state.withLock { state in
+        weakRecorder.recorder?.state.withLock { state in
             state.consumerThread = tid
             if let probe = state.probe { _ = rl_kp_skip(probe, tid) }
         }
@@ -188,7 +196,7 @@ public final class KernelRecorder: Sendable {
             // Sleeping between reads (and records sent without a wake-up, BPF_RB_NO_WAKEUP) keeps the followed
             // threads' context switches free of the ring buffer's wake-up work.
             while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
-            guard let strong = recorder else { break }
+            guard let strong = weakRecorder.recorder else { break }
             let (stopping, batch) = strong.state.withLock { state in
                 state.stopping ? (true, []) : (false, strong.poll(&state, final: false))
             }

@@ -299,6 +299,22 @@ struct KernelRecorderTests {
         #expect(throws: KernelRecorderError.self) { try recorder.follow(process: getpid()) }
     }
 
+    @Test func droppingTheRecorderStopsIt() throws {
+        guard kernelView.requireMet() else { return }
+        let before = try Self.probePrograms()
+        let recording = Recording()
+        var ours: Set<Int> = []
+        do {
+            let recorder = try KernelRecorder { recording.add($0) }
+            ours = try Self.probePrograms().subtracting(before)
+            try recorder.follow(process: getpid())
+            usleep(50_000)   // a few polls: the consumer thread holds it only while it polls
+        }
+        #expect(ours.count >= 10)
+        #expect(try Self.programsGo(ours).isEmpty, "deinit stops the recorder")
+        #expect(recording.events.contains { if case .kernelBegin(getpid(), _) = $0.payload { return true }; return false })
+    }
+
     /// kernel-recorder-fixture, built next to the test bundle (or one folder up, depending on the runner).
     static var fixture: String {
         let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
