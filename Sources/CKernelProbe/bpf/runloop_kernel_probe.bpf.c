@@ -265,18 +265,25 @@ static __always_inline void start_wait(struct episode *ep, s32 tid, u32 cpu, u64
     ep->wait_cpu = -1;
     struct cpu_waiters *cw = bpf_map_lookup_elem(&rlctl_kp_cpus, &cpu);
     if (!cw) return;
+    // A slot of this thread still there (a wait whose end was missed) is taken over, never doubled.
+    int free = -1;
     #pragma unroll
     for (int i = 0; i < RL_KP_WAITER_SLOTS; i++) {
-        struct waiter *w = &cw->slots[i];
-        if (w->tid == 0) {
-            __builtin_memset(w, 0, sizeof *w);
-            w->tid = tid;
-            w->charged_to_ns = now;
-            cw->count++;
-            ep->wait_cpu = cpu;
-            return;
+        s32 owner = cw->slots[i].tid;
+        if (owner == tid) {
+            free = i;
+            cw->count--;
+            break;
         }
+        if (owner == 0 && free < 0) free = i;
     }
+    if (free < 0 || free >= RL_KP_WAITER_SLOTS) return;
+    struct waiter *w = &cw->slots[free];
+    __builtin_memset(w, 0, sizeof *w);
+    w->tid = tid;
+    w->charged_to_ns = now;
+    cw->count++;
+    ep->wait_cpu = cpu;
 }
 
 /// Ends the wait of thread `tid` on `cpu`: copies its culprits into `rec` (when rec is set) and frees the slot.
@@ -321,6 +328,13 @@ static __always_inline void leave(struct task_struct *prev, bool preempt, unsign
     if (!ep) {
         count_loss(0, now);
         return;
+    }
+    if (ep->open) {
+        // Its last time off the CPU never saw it come back (the task storage lookup for `next` can fail when
+        // another BPF program holds this CPU's task-storage lock): that record is lost, and its waiter slot
+        // must not outlive it, or it would keep charging the CPU's holders to a wait long over.
+        end_wait(tid, ep->wait_cpu, 0);
+        count_loss(0, now);
     }
     __builtin_memset(ep, 0, sizeof *ep);
     ep->open = 1;
