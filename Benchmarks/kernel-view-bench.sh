@@ -3,8 +3,9 @@
 #   1. the machine-wide cost per context switch: `perf bench sched pipe` (two tasks on CPU 1 passing a token, two
 #      context switches per op) with the probe attached and following an unrelated process, against the same
 #      without it, ROUNDS times alternating: the probe's sched_switch program runs on every switch and filters;
-#   2. records lost while two followed threads ping-pong over pipes (kernel_workload pingpong: well above 100 k
-#      context switches/s of followed threads on this kind of machine), with the switch rate each way;
+#   2. records lost while two followed threads ping-pong over pipes (kernel_workload pingpong), paced at 50 000
+#      rounds/s (100 k context switches/s of followed threads, the issue's figure), then as fast as they can go
+#      (about 200-300 k/s on this kind of machine), with the switch rate each way;
 #   3. a 1 kHz timerfd loop's lateness p50 (kernel_workload timerfd 1000 N), followed against not, alternating.
 # Needs root, perf (linux-perf), cc, bpftool and a release build (done here). Everything it starts is killed and
 # its temporary folder removed on every way out; nothing is pinned in the kernel (the recorder's programs go
@@ -64,11 +65,14 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? 
 mp=$(median "${plain_all[@]}"); mb=$(median "${probed_all[@]}")
 printf 'median: plain %s us/op, probe attached %s us/op: %+.3f us per context switch\n' "$mp" "$mb" "$(echo "($mb - $mp) / 2" | bc -l)"
 
-echo "== 2. records lost: kernel_workload pingpong ${PINGPONG_ROUNDS:-300000} (two followed threads, pipes)"
-for r in $(seq "$rounds"); do
-    echo -n "round $r plain:    "; "$workload" pingpong "${PINGPONG_ROUNDS:-300000}" | grep rounds
-    echo -n "round $r followed: "; "$fixture" record -- "$workload" pingpong "${PINGPONG_ROUNDS:-300000}" 2>"$work/pp.err" | grep rounds
-    echo "                  $(cat "$work/pp.err")"
+for rate in "${PINGPONG_RATE:-50000}" 0; do
+    label=$([ "$rate" = 0 ] && echo "unpaced" || echo "paced at $rate rounds/s")
+    echo "== 2. records lost: kernel_workload pingpong ${PINGPONG_ROUNDS:-300000} $rate (two followed threads, pipes, $label)"
+    for r in $(seq "$rounds"); do
+        echo -n "round $r plain:    "; "$workload" pingpong "${PINGPONG_ROUNDS:-300000}" "$rate" | grep rounds
+        echo -n "round $r followed: "; "$fixture" record -- "$workload" pingpong "${PINGPONG_ROUNDS:-300000}" "$rate" 2>"$work/pp.err" | grep rounds
+        echo "                  $(cat "$work/pp.err")"
+    done
 done
 
 echo "== 3. 1 kHz timerfd loop lateness: kernel_workload timerfd 1000 ${TIMER_TICKS:-3000}"

@@ -63,12 +63,18 @@ public final class KernelRecorder: Sendable {
     public struct Statistics: Sendable, Equatable {
         /// Times off the CPU received.
         public var records: UInt64
-        /// Times off the CPU lost: no room in the ring buffer, or a thread's state could not be kept.
-        public var lost: UInt64
+        /// Times off the CPU dropped because the ring buffer was full (the consumer fell behind).
+        public var ringFull: UInt64
+        /// Times off the CPU whose state could not be kept: the thread's storage could not be made, or its
+        /// return to a CPU was not seen.
+        public var untracked: UInt64
+        /// All the times off the CPU lost (what the kernel_lost events add up to).
+        public var lost: UInt64 { ringFull + untracked }
 
-        public init(records: UInt64 = 0, lost: UInt64 = 0) {
+        public init(records: UInt64 = 0, ringFull: UInt64 = 0, untracked: UInt64 = 0) {
             self.records = records
-            self.lost = lost
+            self.ringFull = ringFull
+            self.untracked = untracked
         }
     }
 
@@ -227,7 +233,8 @@ public final class KernelRecorder: Sendable {
         rl_kp_take_losses(probe, &dropped, &untracked, &first)
         let now = Self.monotonicNow()
         if dropped + untracked > 0 {
-            state.statistics.lost += dropped + untracked
+            state.statistics.ringFull += dropped
+            state.statistics.untracked += untracked
             state.ordering.add(KernelEventGroup(timestamp: now, mentions: [], events: [
                 TraceEvent(timestamp: now, threadID: 0, processID: 0,
                            payload: .kernelLost(records: dropped + untracked, from: first == 0 ? now : first)),

@@ -240,7 +240,10 @@ struct KernelRecorderTests {
     @Test func aPipeWakeUpNamesTheThreadThatWrote() throws {
         guard kernelView.requireMet() else { return }
         let (recording, statistics, pid, tid) = try Self.record([Self.workload, "pingpong", "20000"])
-        #expect(statistics.lost == 0)
+        // None dropped for want of room; a rare time off the CPU whose state the kernel could not keep is
+        // counted (lost), never silently wrong.
+        #expect(statistics.ringFull == 0)
+        #expect(statistics.untracked * 1000 <= statistics.records)
         // The main thread blocks in read (0) on its pipe until the other thread of its process writes.
         let reads = Self.offCPU(recording.events, thread: tid).filter { $0.reason == .sleeping && $0.syscall == 0 }
         #expect(reads.count >= 10_000, "\(reads.count) waits in read of 20000 rounds")

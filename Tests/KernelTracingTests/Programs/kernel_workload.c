@@ -1,7 +1,8 @@
 // Workloads for the kernel recorder's tests and Benchmarks/kernel-view-bench.sh, compiled with cc by them:
 //   kernel_workload timerfd PERIOD_US COUNT   a timerfd loop (blocking read); prints "lateness p50 N ns max N ns"
 //   kernel_workload sleep PERIOD_US COUNT     clock_nanosleep loop (relative)
-//   kernel_workload pingpong ROUNDS           two threads passing a byte over two pipes (2 switches per round)
+//   kernel_workload pingpong ROUNDS [RATE]    two threads passing a byte over two pipes (2 switches per round),
+//                                             at most RATE rounds a second when given (the pinger spins between)
 //   kernel_workload spin SECONDS              a busy loop
 // Each prints "ready TID…" (its threads' ids) on stdout once its threads run, so that a test can follow them.
 #define _GNU_SOURCE
@@ -71,7 +72,7 @@ static void *pong(void *unused) {
     return NULL;
 }
 
-static int pingpong(long count) {
+static int pingpong(long count, long rate) {
     rounds = count;
     if (pipe(pipes[0]) || pipe(pipes[1])) return perror("pipe"), 1;
     pthread_t thread;
@@ -81,6 +82,8 @@ static int pingpong(long count) {
     uint64_t start = now_ns();
     char byte = 'x';
     for (long i = 0; i < count; i++) {
+        // Paced by spinning, not sleeping: a sleep would add timer wake-ups to what is measured.
+        if (rate > 0) while (now_ns() < start + (uint64_t)i * 1000000000ull / (uint64_t)rate) {}
         if (write(pipes[0][1], &byte, 1) != 1 || read(pipes[1][0], &byte, 1) != 1) break;
     }
     pthread_join(thread, NULL);
@@ -101,8 +104,8 @@ static int spin(double seconds) {
 int main(int argc, char **argv) {
     if (argc >= 4 && !strcmp(argv[1], "timerfd")) return timerfd_loop(atol(argv[2]), atol(argv[3]));
     if (argc >= 4 && !strcmp(argv[1], "sleep")) return sleep_loop(atol(argv[2]), atol(argv[3]));
-    if (argc >= 3 && !strcmp(argv[1], "pingpong")) return pingpong(atol(argv[2]));
+    if (argc >= 3 && !strcmp(argv[1], "pingpong")) return pingpong(atol(argv[2]), argc >= 4 ? atol(argv[3]) : 0);
     if (argc >= 3 && !strcmp(argv[1], "spin")) return spin(atof(argv[2]));
-    fprintf(stderr, "usage: kernel_workload timerfd|sleep PERIOD_US COUNT | pingpong ROUNDS | spin SECONDS\n");
+    fprintf(stderr, "usage: kernel_workload timerfd|sleep PERIOD_US COUNT | pingpong ROUNDS [RATE] | spin SECONDS\n");
     return 2;
 }
