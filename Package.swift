@@ -37,6 +37,10 @@ func systemLibraryInstalled(header: String, library: String) -> Bool {
 
 let haveLTTng = !optionDisabled("RLCTL_DISABLE_LTTNG")
     && systemLibraryInstalled(header: "lttng/tracepoint.h", library: "lttng-ust")
+// libbpf (the kernel view: KernelTracing's BPF probe, loaded with libbpf at run time; docs in
+// Sources/CKernelProbe/rl_kernel_probe.c). RLCTL_DISABLE_LIBBPF=1 forces it out.
+let haveLibbpf = !optionDisabled("RLCTL_DISABLE_LIBBPF")
+    && systemLibraryInstalled(header: "bpf/libbpf.h", library: "bpf")
 let haveBabeltrace2 = !optionDisabled("RLCTL_DISABLE_BABELTRACE2")
     && systemLibraryInstalled(header: "babeltrace2/babeltrace.h", library: "babeltrace2")
 
@@ -92,6 +96,19 @@ let package = Package(
             plugins: haveLTTng ? ["LTTngProviderBuilder"] : []
         ),
         .plugin(name: "LTTngProviderBuilder", capability: .buildTool()),
+        // The kernel view's probe: the loader (rl_kernel_probe.c, which dlopens libbpf.so.1 when first used, so
+        // nothing links libbpf) and the BPF object (bpf/), built by the KernelProbeBuilder plugin into this
+        // target's resources. Without libbpf-dev the loader says why and the plugin is not applied.
+        .target(
+            name: "CKernelProbe",
+            exclude: ["bpf"],
+            cSettings: haveLibbpf ? [.define("RLCTL_HAVE_LIBBPF")] : [],
+            linkerSettings: haveLibbpf ? [.linkedLibrary("dl")] : [],
+            plugins: haveLibbpf ? ["KernelProbeBuilder"] : []
+        ),
+        .plugin(name: "KernelProbeBuilder", capability: .buildTool()),
+        // The kernel view: follows threads with the probe and turns its records into the kernel_* events.
+        .target(name: "KernelTracing", dependencies: ["TraceModel", "CKernelProbe"]),
         // Finds librlctl-wait-interposer.so for `rlctl record --any`. The library itself (interposer/: the wrappers
         // of the libc wait calls, with the embedded recorder compiled in) is built by the WaitInterposerBuilder
         // plugin into this target's resources; nothing of it is linked into this target.
@@ -158,6 +175,13 @@ let package = Package(
             name: "WaitInterposerTests", dependencies: ["TraceReading", "TraceModel", "TestSupport", "CWaitInterposer"],
             exclude: ["Programs"]   // compiled with cc by the tests, found through #filePath
         ),
+        // The kernel recorder on this machine's kernel (root; in CI an unavailable kernel view fails).
+        .testTarget(
+            name: "KernelTracingTests", dependencies: ["KernelTracing", "TraceModel", "TestSupport", "kernel-recorder-fixture"],
+            exclude: ["Programs"]   // compiled with cc by the tests, found through #filePath
+        ),
+        // A process that records with the kernel view until KernelTracingTests kills it with SIGKILL.
+        .executableTarget(name: "kernel-recorder-fixture", dependencies: ["KernelTracing"], path: "Tests/KernelRecorderFixture"),
         // End to end: runs the built rlctl binary.
         .testTarget(
             name: "rlctlTests", dependencies: ["rlctl", "runloop-demo", "TestSupport"],

@@ -1,0 +1,603 @@
+// The kernel probe of rlctl's kernel view (KernelTracing): BPF programs on the scheduler and hrtimer tracepoints
+// that follow the threads of chosen processes and send, for every time such a thread was off its CPU, one record
+// (rl_kernel_probe_record.h): why it left, the system call it blocked in, who woke it and from which timer, and
+// which tasks held the CPU while it waited there. Built by the KernelProbeBuilder plugin with the toolchain's
+// clang (-target bpf); CO-RE: the few kernel fields read are declared below with preserve_access_index, and
+// libbpf relocates them against the running kernel's BTF (no vmlinux.h is generated at build time).
+//
+// Only BTF tracepoints (tp_btf) are used: this kind of machine has no kprobes and refuses fentry. sched_switch
+// runs on every context switch of the machine, so its path for threads nobody follows is kept short: one array
+// lookup (the CPU's waiters, usually none), one hash lookup (is prev's process followed?) and one task-storage
+// lookup (does next have an open episode? a pointer test for tasks that never had one).
+//
+// Locking: a CPU's waiter slots are written by sched_switch on that CPU, and by sched_wakeup and
+// sched_migrate_task for a task queued there; the kernel holds that CPU's run-queue lock around all three, so
+// the slots need no lock of their own. A thread's episode (task storage) is written under its run-queue lock too.
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "rl_kernel_probe_record.h"
+
+typedef __u8 u8;
+typedef __u32 u32;
+typedef __s32 s32;
+typedef __u64 u64;
+typedef _Bool bool;
+
+// ===== the kernel's types, as far as they are read (CO-RE: offsets come from the running kernel's BTF) =====
+
+struct cfs_rq {
+    int throttle_count;
+} __attribute__((preserve_access_index));
+
+struct sched_entity {
+    struct cfs_rq *cfs_rq;
+} __attribute__((preserve_access_index));
+
+struct thread_info {
+    u32 cpu;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+    struct thread_info thread_info;
+    unsigned int __state;
+    unsigned int flags;
+    struct sched_entity se;
+    bool throttled;   // Linux >= 6.18: the task was stopped by CFS bandwidth control on its way to user space
+    int pid;
+    int tgid;
+    char comm[16];
+} __attribute__((preserve_access_index));
+
+struct pt_regs {
+    unsigned long ax;
+    unsigned long orig_ax;
+} __attribute__((preserve_access_index));
+
+struct timerqueue_node {
+    long long expires;
+} __attribute__((preserve_access_index));
+
+struct hrtimer {
+    struct timerqueue_node node;   // node.expires: the hard expiry (soft expiry + slack)
+    long long _softexpires;
+    void *function;
+} __attribute__((preserve_access_index));
+
+#define TASK_INTERRUPTIBLE 0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+#define PF_KTHREAD 0x00200000
+#define ENOSYS 38
+
+char LICENSE[] SEC("license") = "GPL";
+
+// ===== maps =====
+
+/// The processes followed (tgid → 1): filled by user space, and by sched_process_fork with follow_children.
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 4096);
+    __type(key, u32);
+    __type(value, u8);
+} rlctl_kp_follow SEC(".maps");
+
+/// Threads of followed processes that are not followed (tid → 1): rlctl's own consumer thread, and any user
+/// space lists.
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 256);
+    __type(key, u32);
+    __type(value, u8);
+} rlctl_kp_skip SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, u32);
+    __type(value, struct rl_kp_control);
+} rlctl_kp_ctl SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, u32);
+    __type(value, struct rl_kp_losses);
+} rlctl_kp_lost SEC(".maps");
+
+/// Its size is set by user space before loading (the recorder's ring size option).
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 4 * 1024 * 1024);
+} rlctl_kp_ring SEC(".maps");
+
+/// An open time off the CPU of a followed thread, in the thread's own storage: freed with the task, so threads
+/// that come and go leave nothing behind.
+struct episode {
+    u64 left_ns;
+    u64 woken_ns;
+    u64 others_ns;          // run-queue time before a migration
+    u64 timer_due_ns, timer_latest_ns, timer_fired_ns;
+    struct rl_kp_task waker;
+    s32 syscall;
+    s32 wait_cpu;           // the CPU whose waiter slot holds its wait, -1 none
+    u8 open;
+    u8 reason;
+    u8 woken;
+    u8 throttled_at_wake;
+    u8 has_timer;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, int);
+    __type(value, struct episode);
+} rlctl_kp_eps SEC(".maps");
+
+/// A followed thread runnable on a CPU and waiting for it: who held the CPU meanwhile.
+struct waiter {
+    s32 tid;                // 0: the slot is free
+    u32 culprit_count;
+    u64 charged_to_ns;      // the time up to which the CPU's holders were charged
+    u64 others_ns;
+    struct rl_kp_culprit culprits[RL_KP_CULPRITS];
+};
+
+struct cpu_waiters {
+    u32 count;
+    u32 padding;
+    struct waiter slots[RL_KP_WAITER_SLOTS];
+};
+
+/// One entry per possible CPU (user space sets max_entries): written for a CPU only under its run-queue lock.
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, u32);
+    __type(value, struct cpu_waiters);
+} rlctl_kp_cpus SEC(".maps");
+
+/// Armed hrtimers of followed threads whose callback wakes a thread (a sleep, a wait's timeout, a timerfd).
+struct armed {
+    s32 tid;
+    u32 padding;
+    u64 due_ns;
+    u64 latest_ns;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 4096);
+    __type(key, u64);       // the hrtimer's address
+    __type(value, struct armed);
+} rlctl_kp_armed SEC(".maps");
+
+/// A timer of thread tid that fired: taken by its next wake-up.
+struct fired {
+    u64 due_ns;
+    u64 latest_ns;
+    u64 fired_ns;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 4096);
+    __type(key, u32);
+    __type(value, struct fired);
+} rlctl_kp_fired SEC(".maps");
+
+// ===== helpers =====
+
+static __always_inline bool followed_tgid(u32 tgid) {
+    return tgid != 0 && bpf_map_lookup_elem(&rlctl_kp_follow, &tgid) != 0;
+}
+
+static __always_inline void count_loss(bool dropped, u64 now) {
+    u32 zero = 0;
+    struct rl_kp_losses *losses = bpf_map_lookup_elem(&rlctl_kp_lost, &zero);
+    struct rl_kp_control *control = bpf_map_lookup_elem(&rlctl_kp_ctl, &zero);
+    if (!losses || !control) return;
+    if (losses->epoch != control->epoch || losses->first_ns == 0) {
+        losses->epoch = control->epoch;
+        losses->first_ns = now;
+    }
+    if (dropped) losses->dropped++;
+    else losses->untracked++;
+}
+
+/// Names task `t` (its tid, its process, 0 for a kernel thread, and its command).
+static __always_inline void name_task(struct rl_kp_task *out, struct task_struct *t) {
+    out->tid = BPF_CORE_READ(t, pid);
+    out->pid = (BPF_CORE_READ(t, flags) & PF_KTHREAD) ? 0 : BPF_CORE_READ(t, tgid);
+    bpf_probe_read_kernel_str(out->comm, sizeof out->comm, &t->comm);
+}
+
+/// Whether the CFS bandwidth controller holds t: its group's run queue is throttled, or (Linux >= 6.18) the
+/// task itself was stopped on its way back to user space.
+static __always_inline bool throttled(struct task_struct *t) {
+    if (bpf_core_field_exists(t->throttled) && BPF_CORE_READ(t, throttled)) return 1;
+    struct cfs_rq *rq = BPF_CORE_READ(t, se.cfs_rq);
+    return rq && BPF_CORE_READ(rq, throttle_count) > 0;
+}
+
+/// Charges `holder`, which held this CPU until `now`, to one waiter: to its culprit of that tid, else to a free
+/// culprit entry, else it replaces the shortest culprit when it held longer (the replaced one goes to others).
+static __always_inline void charge(struct waiter *w, struct task_struct *holder, s32 holder_tid, u64 now) {
+    if (w->tid == 0 || w->tid == holder_tid) return;
+    u64 ns = now > w->charged_to_ns ? now - w->charged_to_ns : 0;
+    w->charged_to_ns = now;
+    if (ns == 0) return;
+    int shortest = 0;
+    u64 shortest_ns = ~0ULL;
+    #pragma unroll
+    for (int i = 0; i < RL_KP_CULPRITS; i++) {
+        if (i < w->culprit_count) {
+            if (w->culprits[i].task.tid == holder_tid) {
+                w->culprits[i].ns += ns;
+                return;
+            }
+            if (w->culprits[i].ns < shortest_ns) {
+                shortest_ns = w->culprits[i].ns;
+                shortest = i;
+            }
+        }
+    }
+    u32 slot;
+    if (w->culprit_count < RL_KP_CULPRITS) {
+        slot = w->culprit_count++;
+    } else if (ns > shortest_ns) {
+        w->others_ns += shortest_ns;
+        slot = shortest;
+    } else {
+        w->others_ns += ns;
+        return;
+    }
+    if (slot >= RL_KP_CULPRITS) return;   // (for the verifier)
+    w->culprits[slot].ns = ns;
+    name_task(&w->culprits[slot].task, holder);
+}
+
+/// Starts the wait of `ep`'s thread `tid` on `cpu`'s run queue at `now`, in a free waiter slot (none free: the
+/// whole wait counts as others_ns, at back).
+static __always_inline void start_wait(struct episode *ep, s32 tid, u32 cpu, u64 now) {
+    ep->wait_cpu = -1;
+    struct cpu_waiters *cw = bpf_map_lookup_elem(&rlctl_kp_cpus, &cpu);
+    if (!cw) return;
+    // A slot of this thread still there (a wait whose end was missed) is taken over, never doubled.
+    int free = -1;
+    #pragma unroll
+    for (int i = 0; i < RL_KP_WAITER_SLOTS; i++) {
+        s32 owner = cw->slots[i].tid;
+        if (owner == tid) {
+            free = i;
+            cw->count--;
+            break;
+        }
+        if (owner == 0 && free < 0) free = i;
+    }
+    if (free < 0 || free >= RL_KP_WAITER_SLOTS) return;
+    struct waiter *w = &cw->slots[free];
+    __builtin_memset(w, 0, sizeof *w);
+    w->tid = tid;
+    w->charged_to_ns = now;
+    cw->count++;
+    ep->wait_cpu = cpu;
+}
+
+/// Ends the wait of thread `tid` on `cpu`: copies its culprits into `rec` (when rec is set) and frees the slot.
+/// Returns the run-queue time the slot accounted for, culprits and others.
+static __always_inline u64 end_wait(s32 tid, s32 cpu, struct rl_kp_record *rec) {
+    if (cpu < 0) return 0;
+    u32 key = cpu;
+    struct cpu_waiters *cw = bpf_map_lookup_elem(&rlctl_kp_cpus, &key);
+    if (!cw) return 0;
+    u64 total = 0;
+    #pragma unroll
+    for (int i = 0; i < RL_KP_WAITER_SLOTS; i++) {
+        struct waiter *w = &cw->slots[i];
+        if (w->tid == tid) {
+            total = w->others_ns;
+            #pragma unroll
+            for (int c = 0; c < RL_KP_CULPRITS; c++) {
+                if (c < w->culprit_count) {
+                    total += w->culprits[c].ns;
+                    if (rec) rec->culprits[c] = w->culprits[c];
+                }
+            }
+            if (rec) {
+                rec->culprit_count = w->culprit_count > RL_KP_CULPRITS ? RL_KP_CULPRITS : w->culprit_count;
+                rec->others_ns += w->others_ns;
+            }
+            w->tid = 0;
+            if (cw->count > 0) cw->count--;
+            return total;
+        }
+    }
+    return 0;
+}
+
+// ===== the scheduler =====
+
+/// A followed thread leaves its CPU: opens its episode.
+static __always_inline void leave(struct task_struct *prev, bool preempt, unsigned int state, u32 cpu, u64 now) {
+    s32 tid = BPF_CORE_READ(prev, pid);
+    if (bpf_map_lookup_elem(&rlctl_kp_skip, &tid)) return;
+    struct episode *ep = bpf_task_storage_get(&rlctl_kp_eps, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!ep) {
+        count_loss(0, now);
+        return;
+    }
+    if (ep->open) {
+        // Its last time off the CPU never saw it come back (the task storage lookup for `next` can fail when
+        // another BPF program holds this CPU's task-storage lock): that record is lost, and its waiter slot
+        // must not outlive it, or it would keep charging the CPU's holders to a wait long over.
+        end_wait(tid, ep->wait_cpu, 0);
+        count_loss(0, now);
+    }
+    __builtin_memset(ep, 0, sizeof *ep);
+    ep->open = 1;
+    ep->left_ns = now;
+    ep->wait_cpu = -1;
+    ep->syscall = -1;
+    // A preempted task stays on its run queue whatever state it was setting; otherwise state 0 means it
+    // yielded or was stopped while runnable (a signal cancelled its sleep, or the bandwidth controller).
+    if (preempt || state == 0) {
+        if (throttled(prev)) {
+            // Held by its cgroup's quota, not queued for this CPU: no culprits; all of it is throttled time.
+            ep->reason = RL_KP_THROTTLED;
+        } else {
+            ep->reason = RL_KP_PREEMPTED;
+            start_wait(ep, tid, cpu, now);
+        }
+        ep->woken = 1;
+        ep->woken_ns = now;
+        return;
+    }
+    ep->reason = (state & TASK_INTERRUPTIBLE) ? RL_KP_SLEEPING
+               : (state & TASK_UNINTERRUPTIBLE) ? RL_KP_DISK_SLEEP : RL_KP_OTHER;
+    // In a system call, x86-64's entry code left -ENOSYS in ax until the call returns, and its number in orig_ax;
+    // in an exception (a page fault), orig_ax is the error code and ax the user's value.
+    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+    if (regs && (long)BPF_CORE_READ(regs, ax) == -ENOSYS) ep->syscall = (s32)BPF_CORE_READ(regs, orig_ax);
+}
+
+/// Followed thread `next` gets this CPU again: closes its episode into one record.
+static __always_inline void back(struct episode *ep, struct task_struct *next, u32 cpu, u64 now) {
+    s32 tid = BPF_CORE_READ(next, pid);
+    ep->open = 0;
+    struct rl_kp_record *rec = bpf_ringbuf_reserve(&rlctl_kp_ring, sizeof *rec, 0);
+    if (!rec) {
+        end_wait(tid, ep->wait_cpu, 0);
+        count_loss(1, now);
+        return;
+    }
+    __builtin_memset(rec, 0, sizeof *rec);
+    rec->kind = RL_KP_EPISODE;
+    rec->tid = tid;
+    rec->pid = BPF_CORE_READ(next, tgid);
+    bpf_probe_read_kernel_str(rec->comm, sizeof rec->comm, &next->comm);
+    rec->syscall = ep->syscall;
+    rec->reason = ep->reason;
+    rec->left_ns = ep->left_ns;
+    rec->woken_ns = ep->woken ? ep->woken_ns : now;
+    rec->back_ns = now;
+    rec->cpu = cpu;
+    rec->queue_cpu = ep->wait_cpu;
+    rec->others_ns = ep->others_ns;
+    if (ep->reason == RL_KP_THROTTLED || ep->throttled_at_wake) rec->throttled_ns = now - rec->woken_ns;
+    if (ep->reason != RL_KP_PREEMPTED && ep->reason != RL_KP_THROTTLED) {
+        rec->has_waker = ep->woken;
+        rec->waker = ep->waker;
+    }
+    if (ep->has_timer) {
+        rec->has_timer = 1;
+        rec->timer_due_ns = ep->timer_due_ns;
+        rec->timer_latest_ns = ep->timer_latest_ns;
+        rec->timer_fired_ns = ep->timer_fired_ns;
+    }
+    u64 accounted = end_wait(tid, ep->wait_cpu, rec);
+    // A wait with no slot (all taken, or the episode started before a migration without one): its time, less
+    // what the slot and the migrations accounted for, is others.
+    u64 runnable = now - rec->woken_ns;
+    u64 known = accounted + ep->others_ns;
+    if (rec->reason != RL_KP_THROTTLED && runnable > known) rec->others_ns += runnable - known;
+    if (rec->reason != RL_KP_THROTTLED && rec->queue_cpu < 0 && runnable > 0) rec->queue_cpu = ep->wait_cpu >= 0 ? ep->wait_cpu : (s32)cpu;
+    bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(rlctl_kp_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state) {
+    u64 now = bpf_ktime_get_ns();
+    u32 cpu = bpf_get_smp_processor_id();
+    struct cpu_waiters *cw = bpf_map_lookup_elem(&rlctl_kp_cpus, &cpu);
+    if (cw && cw->count > 0) {
+        // prev held this CPU until now, while the followed threads in the slots waited for it.
+        s32 prev_tid = BPF_CORE_READ(prev, pid);
+        #pragma unroll
+        for (int i = 0; i < RL_KP_WAITER_SLOTS; i++) charge(&cw->slots[i], prev, prev_tid, now);
+    }
+    if (followed_tgid(BPF_CORE_READ(prev, tgid))) leave(prev, preempt, prev_state, cpu, now);
+    struct episode *ep = bpf_task_storage_get(&rlctl_kp_eps, next, 0, 0);
+    if (ep && ep->open) back(ep, next, cpu, now);
+    return 0;
+}
+
+// ===== interrupt context =====
+//
+// A wake-up from an interrupt names no waker (the task it interrupted did not wake anyone). The preemption count
+// that says so is a per-CPU variable BPF can reach only through kallsyms, which this kind of kernel builds without
+// data symbols (no CONFIG_KALLSYMS_ALL); so the probe counts, per CPU, the interrupt handlers it is inside: hard
+// interrupts, soft interrupts and hrtimer callbacks (the timer interrupt's work, where sleeps and timerfds wake).
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, u32);
+    __type(value, s32);
+} rlctl_kp_irq SEC(".maps");
+
+static __always_inline void irq_depth(s32 by) {
+    u32 zero = 0;
+    s32 *depth = bpf_map_lookup_elem(&rlctl_kp_irq, &zero);
+    if (!depth) return;
+    s32 next = *depth + by;
+    *depth = next < 0 ? 0 : next;   // an exit whose entry came before the probe attached
+}
+
+static __always_inline bool in_interrupt(void) {
+    u32 zero = 0;
+    s32 *depth = bpf_map_lookup_elem(&rlctl_kp_irq, &zero);
+    return depth && *depth > 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(rlctl_kp_irq_in) { irq_depth(1); return 0; }
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(rlctl_kp_irq_out) { irq_depth(-1); return 0; }
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(rlctl_kp_sirq_in) { irq_depth(1); return 0; }
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(rlctl_kp_sirq_out) { irq_depth(-1); return 0; }
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(rlctl_kp_tdone) { irq_depth(-1); return 0; }
+
+/// The waker, in its own context (sched_wakeup may run later on the woken task's CPU, from an IPI).
+SEC("tp_btf/sched_waking")
+int BPF_PROG(rlctl_kp_waking, struct task_struct *p) {
+    if (!followed_tgid(BPF_CORE_READ(p, tgid))) return 0;
+    struct episode *ep = bpf_task_storage_get(&rlctl_kp_eps, p, 0, 0);
+    if (!ep || !ep->open || ep->woken) return 0;
+    struct task_struct *current = bpf_get_current_task_btf();
+    if (!in_interrupt() && BPF_CORE_READ(current, pid) != 0) name_task(&ep->waker, current);
+    else __builtin_memset(&ep->waker, 0, sizeof ep->waker);
+    return 0;
+}
+
+static __always_inline void woken(struct task_struct *p) {
+    if (!followed_tgid(BPF_CORE_READ(p, tgid))) return;
+    struct episode *ep = bpf_task_storage_get(&rlctl_kp_eps, p, 0, 0);
+    if (!ep || !ep->open || ep->woken) return;
+    u64 now = bpf_ktime_get_ns();
+    ep->woken = 1;
+    ep->woken_ns = now;
+    ep->throttled_at_wake = throttled(p);
+    s32 tid = BPF_CORE_READ(p, pid);
+    u32 key = tid;
+    struct fired *f = bpf_map_lookup_elem(&rlctl_kp_fired, &key);
+    if (f) {
+        if (f->fired_ns >= ep->left_ns && f->fired_ns <= now) {
+            ep->has_timer = 1;
+            ep->timer_due_ns = f->due_ns;
+            ep->timer_latest_ns = f->latest_ns;
+            ep->timer_fired_ns = f->fired_ns;
+        }
+        bpf_map_delete_elem(&rlctl_kp_fired, &key);
+    }
+    start_wait(ep, tid, BPF_CORE_READ(p, thread_info.cpu), now);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(rlctl_kp_wakeup, struct task_struct *p) {
+    woken(p);
+    return 0;
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(rlctl_kp_migr, struct task_struct *p, int dest_cpu) {
+    if (!followed_tgid(BPF_CORE_READ(p, tgid))) return 0;
+    struct episode *ep = bpf_task_storage_get(&rlctl_kp_eps, p, 0, 0);
+    if (!ep || !ep->open || ep->wait_cpu < 0) return 0;
+    // A waiting thread moved to another run queue: what it waited on the old one counts as others.
+    u64 now = bpf_ktime_get_ns();
+    s32 tid = BPF_CORE_READ(p, pid);
+    end_wait(tid, ep->wait_cpu, 0);
+    u64 since = ep->woken ? ep->woken_ns : ep->left_ns;
+    ep->others_ns = now > since ? now - since : 0;
+    start_wait(ep, tid, dest_cpu, now);
+    return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(rlctl_kp_fork, struct task_struct *parent, struct task_struct *child) {
+    u32 zero = 0;
+    struct rl_kp_control *control = bpf_map_lookup_elem(&rlctl_kp_ctl, &zero);
+    if (!control || !control->follow_children) return 0;
+    u32 child_pid = BPF_CORE_READ(child, pid);
+    u32 child_tgid = BPF_CORE_READ(child, tgid);
+    // A new thread of a followed process is followed already; a new process of a followed one is added.
+    if (child_pid != child_tgid || !followed_tgid(BPF_CORE_READ(parent, tgid))) return 0;
+    u8 one = 1;
+    bpf_map_update_elem(&rlctl_kp_follow, &child_tgid, &one, BPF_NOEXIST);
+    struct rl_kp_record *rec = bpf_ringbuf_reserve(&rlctl_kp_ring, sizeof *rec, 0);
+    u64 now = bpf_ktime_get_ns();
+    if (!rec) {
+        count_loss(1, now);
+        return 0;
+    }
+    __builtin_memset(rec, 0, sizeof *rec);
+    rec->kind = RL_KP_FORK;
+    rec->tid = child_pid;
+    rec->pid = child_tgid;
+    rec->left_ns = now;
+    bpf_probe_read_kernel_str(rec->comm, sizeof rec->comm, &child->comm);
+    bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+    return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(rlctl_kp_exit, struct task_struct *p, bool group_dead) {
+    // The process is gone: forget it, so that a new process that gets its pid is not followed.
+    if (!group_dead) return 0;
+    u32 tgid = BPF_CORE_READ(p, tgid);
+    bpf_map_delete_elem(&rlctl_kp_follow, &tgid);
+    return 0;
+}
+
+// ===== timers =====
+
+SEC("tp_btf/hrtimer_start")
+int BPF_PROG(rlctl_kp_tstart, struct hrtimer *timer) {
+    if (!followed_tgid(bpf_get_current_pid_tgid() >> 32)) return 0;
+    u32 zero = 0;
+    struct rl_kp_control *control = bpf_map_lookup_elem(&rlctl_kp_ctl, &zero);
+    if (!control) return 0;
+    u64 function = (u64)BPF_CORE_READ(timer, function);
+    if (function == 0 || (function != control->hrtimer_wakeup && function != control->timerfd_tmrproc)) return 0;
+    struct armed armed = {
+        .tid = (s32)bpf_get_current_pid_tgid(),
+        .due_ns = BPF_CORE_READ(timer, _softexpires),
+        .latest_ns = BPF_CORE_READ(timer, node.expires),
+    };
+    u64 key = (u64)timer;
+    bpf_map_update_elem(&rlctl_kp_armed, &key, &armed, BPF_ANY);
+    return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(rlctl_kp_tfire, struct hrtimer *timer, long long *now) {
+    irq_depth(1);   // the callback runs in interrupt context until hrtimer_expire_exit
+    u64 key = (u64)timer;
+    struct armed *armed = bpf_map_lookup_elem(&rlctl_kp_armed, &key);
+    if (!armed) return 0;
+    struct fired fired = { .due_ns = armed->due_ns, .latest_ns = armed->latest_ns };
+    long long base_now = 0;
+    bpf_probe_read_kernel(&base_now, sizeof base_now, now);
+    fired.fired_ns = base_now > 0 ? (u64)base_now : bpf_ktime_get_ns();
+    u32 tid = armed->tid;
+    bpf_map_update_elem(&rlctl_kp_fired, &tid, &fired, BPF_ANY);
+    bpf_map_delete_elem(&rlctl_kp_armed, &key);
+    return 0;
+}
+
+SEC("tp_btf/hrtimer_cancel")
+int BPF_PROG(rlctl_kp_tcanc, struct hrtimer *timer) {
+    u64 key = (u64)timer;
+    bpf_map_delete_elem(&rlctl_kp_armed, &key);
+    return 0;
+}

@@ -1,0 +1,57 @@
+// The loader of the kernel probe (bpf/runloop_kernel_probe.bpf.c), for KernelTracing: it loads the BPF object,
+// attaches its programs, fills its maps and reads its ring buffer and loss counters. See rl_kernel_probe.c for how
+// libbpf stays optional at build time and at run time.
+#ifndef RL_KERNEL_PROBE_H
+#define RL_KERNEL_PROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rl_kernel_probe_record.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rl_kp rl_kp;
+
+/// 1 when this build has the probe (Package.swift found libbpf-dev), else 0.
+int rl_kp_built(void);
+
+/// Why the probe cannot run here, in one line, into `why` (returns 0 and leaves it empty when it can run). Loads
+/// the program to let the verifier check it, then unloads it.
+int rl_kp_unavailable(char *why, size_t size);
+
+/// Loads the probe with a ring buffer of `ring_bytes` (a power of two, at least a page), attaches it, and
+/// follows the children of followed processes when `follow_children`. NULL with the reason in `why` on failure.
+rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, char *why, size_t size);
+
+/// Follows process `tgid` (every thread of it); 0 or -errno.
+int rl_kp_follow(rl_kp *probe, int32_t tgid);
+
+/// Leaves thread `tid` out (rlctl's own threads); 0 or -errno.
+int rl_kp_skip(rl_kp *probe, int32_t tid);
+
+typedef void (*rl_kp_record_fn)(void *context, const struct rl_kp_record *record);
+
+/// Hands every record the ring buffer holds to `fn`, without waiting; returns how many, or -errno.
+int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, void *context);
+
+/// The records lost since the last call (no room in the ring buffer; a thread whose state could not be kept) and
+/// the time of the first of them (0 when none).
+void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *first_ns);
+
+/// Detaches every program and frees every map: nothing of the probe stays in the kernel. NULL is fine.
+void rl_kp_close(rl_kp *probe);
+
+/// The calling thread's kernel id (gettid), for leaving the recorder's own threads out.
+int32_t rl_kp_thread_id(void);
+
+/// The file the BPF object was read from, for messages ("" before the first open).
+const char *rl_kp_object_path(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

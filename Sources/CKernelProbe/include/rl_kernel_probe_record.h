@@ -1,0 +1,92 @@
+// The records the kernel probe (bpf/runloop_kernel_probe.bpf.c) writes into its ring buffer, and the control
+// values user space writes into its maps: one layout shared by the BPF program and the loader (rl_kernel_probe.c),
+// compiled for both the bpf target and the host. Every field has a fixed width and natural alignment, so the two
+// compilers lay it out identically; RL_KP_ABI changes with any change here.
+#ifndef RL_KERNEL_PROBE_RECORD_H
+#define RL_KERNEL_PROBE_RECORD_H
+
+#if defined(__bpf__)
+#include <linux/types.h>
+typedef __u8 rl_kp_u8;
+typedef __u32 rl_kp_u32;
+typedef __s32 rl_kp_s32;
+typedef __u64 rl_kp_u64;
+#else
+#include <stdint.h>
+typedef uint8_t rl_kp_u8;
+typedef uint32_t rl_kp_u32;
+typedef int32_t rl_kp_s32;
+typedef uint64_t rl_kp_u64;
+#endif
+
+#define RL_KP_ABI 1
+#define RL_KP_COMM_SIZE 16
+/// Culprits kept per wait (the longest-holding tasks, by tid); the rest of the time goes to others_ns.
+#define RL_KP_CULPRITS 4
+/// Followed threads that can wait on one CPU's run queue at once; one more waits without culprits (others_ns).
+#define RL_KP_WAITER_SLOTS 4
+
+/// Record kinds.
+enum { RL_KP_EPISODE = 1, RL_KP_FORK = 2 };
+
+/// Off-CPU reasons, the values of the schema's off_cpu_reason enumeration (runloop_events.def).
+enum { RL_KP_PREEMPTED = 0, RL_KP_THROTTLED = 1, RL_KP_SLEEPING = 2, RL_KP_DISK_SLEEP = 3, RL_KP_OTHER = 4 };
+
+/// A task named by a record (a waker, a task that held the CPU): pid is its process, 0 for a kernel thread.
+struct rl_kp_task {
+    rl_kp_s32 tid;
+    rl_kp_s32 pid;
+    char comm[RL_KP_COMM_SIZE];
+};
+
+struct rl_kp_culprit {
+    struct rl_kp_task task;
+    rl_kp_u64 ns;
+};
+
+/// One time a followed thread was off its CPU (kind RL_KP_EPISODE), sent when it got a CPU again; or a process
+/// the probe started to follow because a followed one forked it (kind RL_KP_FORK: tid and pid are the child's,
+/// comm its command, left_ns the time, nothing else is set).
+struct rl_kp_record {
+    rl_kp_u32 kind;
+    rl_kp_s32 tid;
+    rl_kp_s32 pid;
+    rl_kp_s32 syscall;      // -1: not in a system call, or left runnable
+    rl_kp_u64 left_ns;
+    rl_kp_u64 woken_ns;     // left_ns when it left runnable
+    rl_kp_u64 back_ns;
+    rl_kp_u64 throttled_ns;
+    rl_kp_s32 cpu;          // the CPU that ran it again
+    rl_kp_s32 queue_cpu;    // the CPU whose run queue it waited on last (-1: it never waited in a run queue)
+    rl_kp_u8 reason;        // RL_KP_PREEMPTED…
+    rl_kp_u8 has_timer;
+    rl_kp_u8 has_waker;     // 0 when it left runnable (no wake-up)
+    rl_kp_u8 culprit_count;
+    rl_kp_u32 padding;
+    rl_kp_u64 others_ns;    // run-queue time not held by the culprits (and time queued before migrating)
+    rl_kp_u64 timer_due_ns;
+    rl_kp_u64 timer_latest_ns;
+    rl_kp_u64 timer_fired_ns;
+    struct rl_kp_task waker; // tid 0: an interrupt or the idle task
+    struct rl_kp_culprit culprits[RL_KP_CULPRITS];
+    char comm[RL_KP_COMM_SIZE];
+};
+
+/// The one entry of the control map, written by user space before the programs attach (and epoch as it reads).
+struct rl_kp_control {
+    rl_kp_u64 hrtimer_wakeup;   // kernel addresses of the hrtimer callbacks of sleeps/wait timeouts and timerfds
+    rl_kp_u64 timerfd_tmrproc;
+    rl_kp_u64 epoch;            // bumped by user space each time it reports losses (first_drop_ns per epoch)
+    rl_kp_u32 follow_children;
+    rl_kp_u32 padding;
+};
+
+/// Per-CPU loss counters (monotonic; user space keeps the last values it reported).
+struct rl_kp_losses {
+    rl_kp_u64 dropped;        // records the ring buffer had no room for
+    rl_kp_u64 untracked;      // times off the CPU whose state could not be kept (no task storage)
+    rl_kp_u64 first_ns;       // the first loss of epoch `epoch` on this CPU
+    rl_kp_u64 epoch;
+};
+
+#endif

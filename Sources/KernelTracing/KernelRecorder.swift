@@ -1,0 +1,256 @@
+import CKernelProbe
+import Foundation
+import Glibc
+import Synchronization
+import TraceModel
+
+/// Whether the kernel view can run on this machine.
+public enum KernelView {
+    /// nil when the kernel view can run here; else one line saying why not and what to do (not root, built or
+    /// installed without libbpf, no BTF, a missing tracepoint, BPF disabled, the verifier's refusal). Loads the
+    /// probe to let the kernel check it, then unloads it.
+    public static func unavailableReason() -> String? {
+        var why = [CChar](repeating: 0, count: 1024)
+        return rl_kp_unavailable(&why, why.count) == 0 ? nil : text(why)
+    }
+
+    /// Whether this build has the probe at all (Package.swift found libbpf-dev).
+    public static var isBuilt: Bool { rl_kp_built() != 0 }
+}
+
+/// Why the kernel recorder could not start or follow a process: one line.
+public struct KernelRecorderError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// The kernel's side of the followed processes' threads: every time one of them was off its CPU (why, in which
+/// system call, who woke it and from which timer, who held the CPU while it waited for it), as the `kernel_*`
+/// events of the trace schema.
+///
+/// One consumer thread reads the probe's ring buffer every `Options.pollInterval` and hands `sink` the events in
+/// batches, in non-decreasing timestamp order across calls (the last batch from `stop()`). That thread is never
+/// followed itself. Nothing is pinned in the kernel: what the recorder loaded goes away with `stop()`, or with
+/// the process however it ends (SIGKILL included).
+public final class KernelRecorder: Sendable {
+    public struct Options: Sendable {
+        /// Also follow the processes that followed processes start (from the moment they are forked).
+        public var followChildren: Bool
+        /// Threads of followed processes to leave out (the caller's own helper threads).
+        public var excludedThreads: [Int32]
+        /// The ring buffer's size in bytes: a power of two, at least a page. A record takes 272 bytes: the default
+        /// 16 MiB holds about 60 000, 200 ms of two threads switching 300 000 times a second, so that a consumer
+        /// kept off the CPU for a while (the followed threads are busy, the machine has 2 cores) loses nothing.
+        public var ringBytes: UInt32
+        /// How often the consumer thread reads the ring buffer.
+        public var pollInterval: Duration
+        /// Records newer than this are held to the next poll, so that those of other CPUs can still come before.
+        public var reorderWindow: Duration
+
+        public init(followChildren: Bool = false, excludedThreads: [Int32] = [], ringBytes: UInt32 = 16 << 20,
+                    pollInterval: Duration = .milliseconds(10), reorderWindow: Duration = .milliseconds(2)) {
+            self.followChildren = followChildren
+            self.excludedThreads = excludedThreads
+            self.ringBytes = ringBytes
+            self.pollInterval = pollInterval
+            self.reorderWindow = reorderWindow
+        }
+    }
+
+    public struct Statistics: Sendable, Equatable {
+        /// Times off the CPU received.
+        public var records: UInt64
+        /// Times off the CPU dropped because the ring buffer was full (the consumer fell behind).
+        public var ringFull: UInt64
+        /// Times off the CPU whose state could not be kept: the thread's storage could not be made, or its
+        /// return to a CPU was not seen.
+        public var untracked: UInt64
+        /// All the times off the CPU lost (what the kernel_lost events add up to).
+        public var lost: UInt64 { ringFull + untracked }
+
+        public init(records: UInt64 = 0, ringFull: UInt64 = 0, untracked: UInt64 = 0) {
+            self.records = records
+            self.ringFull = ringFull
+            self.untracked = untracked
+        }
+    }
+
+    private let state: Mutex<State>
+    private let sink: @Sendable ([TraceEvent]) -> Void
+    private let consumerDone = DispatchSemaphore(value: 0)
+    private let pollInterval: Duration
+
+    private struct State: ~Copyable {
+        var probe: OpaquePointer?
+        var ordering: KernelEventOrdering
+        var statistics = Statistics()
+        var stopping = false
+        var finalStatistics: Statistics?
+        var consumerThread: Int32 = 0
+    }
+
+    /// Loads the probe and attaches it; follows nothing until `follow(process:)`.
+    public init(options: Options = Options(), sink: @escaping @Sendable ([TraceEvent]) -> Void) throws(KernelRecorderError) {
+        var why = [CChar](repeating: 0, count: 1024)
+        guard let probe = rl_kp_open(options.ringBytes, options.followChildren ? 1 : 0, &why, why.count) else {
+            throw KernelRecorderError(text(why))
+        }
+        for tid in options.excludedThreads {
+            let result = rl_kp_skip(probe, tid)
+            if result != 0 {
+                rl_kp_close(probe)
+                throw KernelRecorderError("cannot leave thread \(tid) out of the kernel view: \(String(cString: strerror(-result)))")
+            }
+        }
+        let window = options.reorderWindow.components
+        let windowNanoseconds = UInt64(window.seconds) * 1_000_000_000 + UInt64(window.attoseconds / 1_000_000_000)
+        state = Mutex(State(probe: probe, ordering: KernelEventOrdering(reorderWindow: windowNanoseconds)))
+        self.sink = sink
+        pollInterval = options.pollInterval
+        let started = DispatchSemaphore(value: 0)
+        // The thread holds the recorder only while it polls, so that dropping the recorder stops it (deinit).
+        let weakSelf = WeakRecorder(self)
+        let thread = Thread { [pollInterval, consumerDone] in
+            Self.consume(weakSelf, every: pollInterval, started: started, done: consumerDone)
+        }
+        thread.name = "rlctl-kernel"
+        thread.start()
+        // The consumer thread is left out before anything can be followed (it may be in a followed process).
+        started.wait()
+    }
+
+    deinit {
+        _ = stop()
+    }
+
+    /// Follows every thread of process `pid`, from now on (`kernel_begin` says so, with its command).
+    public func follow(process pid: Int32) throws(KernelRecorderError) {
+        let command: String
+        do {
+            command = try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
+                .trimmingCharacters(in: .newlines)
+        } catch {
+            throw KernelRecorderError("no process \(pid) to follow (/proc/\(pid)/comm cannot be read)")
+        }
+        let failure: String? = state.withLock { state in
+            guard let probe = state.probe, !state.stopping else { return "the kernel recorder is stopped" }
+            let result = rl_kp_follow(probe, pid)
+            guard result == 0 else { return "cannot follow process \(pid): \(String(cString: strerror(-result)))" }
+            let now = Self.monotonicNow()
+            state.ordering.add(KernelEventGroup(timestamp: now, mentions: [], events: [
+                TraceEvent(timestamp: now, threadID: pid, processID: pid, payload: .kernelBegin(pid: pid, command: command)),
+            ]))
+            return nil
+        }
+        if let failure { throw KernelRecorderError(failure) }
+    }
+
+    /// Detaches the probe, hands `sink` what was left, unloads everything; the counts of the whole recording.
+    /// A second call returns the same counts.
+    @discardableResult
+    public func stop() -> Statistics {
+        let first: Bool = state.withLock { state in
+            if state.stopping { return false }
+            state.stopping = true
+            return true
+        }
+        guard first else {
+            // Another stop() ran (or runs): wait for its counts.
+            while true {
+                if let done = state.withLock({ $0.finalStatistics }) { return done }
+                usleep(1000)
+            }
+        }
+        // (From deinit on the consumer thread itself, which then ends at its next wake-up, there is nothing to wait
+        // for: it is not polling.)
+        if state.withLock({ $0.consumerThread }) != rl_kp_thread_id() { consumerDone.wait() }
+        let last = state.withLock { state in poll(&state, final: true) }
+        if !last.isEmpty { sink(last) }
+        return state.withLock { state in
+            rl_kp_close(state.probe)
+            state.probe = nil
+            state.finalStatistics = state.statistics
+            return state.statistics
+        }
+    }
+
+    // ===== the consumer thread =====
+
+    /// Holds the recorder for its consumer thread without keeping it alive (a parameter or capture of the
+    /// recorder itself would, for the whole loop).
+    private final class WeakRecorder: Sendable {
+        weak let recorder: KernelRecorder?
+        init(_ recorder: KernelRecorder) { self.recorder = recorder }
+    }
+
+    private static func consume(_ weakRecorder: WeakRecorder, every pollInterval: Duration, started: DispatchSemaphore,
+                                done: DispatchSemaphore) {
+        let tid = rl_kp_thread_id()
+        weakRecorder.recorder?.state.withLock { state in
+            state.consumerThread = tid
+            if let probe = state.probe { _ = rl_kp_skip(probe, tid) }
+        }
+        started.signal()
+        let interval = pollInterval.components
+        let sleep = timespec(tv_sec: Int(interval.seconds), tv_nsec: Int(interval.attoseconds / 1_000_000_000))
+        while true {
+            var remaining = sleep
+            var request = sleep
+            // Sleeping between reads (and records sent without a wake-up, BPF_RB_NO_WAKEUP) keeps the followed
+            // threads' context switches free of the ring buffer's wake-up work.
+            while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+            guard let strong = weakRecorder.recorder else { break }
+            let (stopping, batch) = strong.state.withLock { state in
+                state.stopping ? (true, []) : (false, strong.poll(&state, final: false))
+            }
+            if stopping { break }
+            if !batch.isEmpty { strong.sink(batch) }
+        }
+        done.signal()
+    }
+
+    private final class Collected {
+        var groups: [KernelEventGroup] = []
+        var records: UInt64 = 0
+    }
+
+    /// Reads the ring buffer and the loss counters; the events that can be handed out now.
+    private func poll(_ state: inout State, final: Bool) -> [TraceEvent] {
+        guard let probe = state.probe else { return [] }
+        let collected = Collected()
+        _ = rl_kp_consume(probe, { context, record in
+            guard let context, let record else { return }
+            let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
+            if Int(record.pointee.kind) == RL_KP_EPISODE { collected.records += 1 }
+            if let group = KernelEventGroup(record: record.pointee) { collected.groups.append(group) }
+        }, Unmanaged.passUnretained(collected).toOpaque())
+        state.statistics.records += collected.records
+        for group in collected.groups { state.ordering.add(group) }
+        var dropped: UInt64 = 0, untracked: UInt64 = 0, first: UInt64 = 0
+        rl_kp_take_losses(probe, &dropped, &untracked, &first)
+        let now = Self.monotonicNow()
+        if dropped + untracked > 0 {
+            state.statistics.ringFull += dropped
+            state.statistics.untracked += untracked
+            state.ordering.add(KernelEventGroup(timestamp: now, mentions: [], events: [
+                TraceEvent(timestamp: now, threadID: 0, processID: 0,
+                           payload: .kernelLost(records: dropped + untracked, from: first == 0 ? now : first)),
+            ]))
+        }
+        return state.ordering.release(now: now, final: final)
+    }
+
+    static func monotonicNow() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}
+
+/// A NUL-terminated C buffer as a String.
+func text(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
