@@ -143,7 +143,7 @@ let package = Package(
         .executableTarget(
             name: "rlctl",
             dependencies: [
-                "RunLoopCore", "Tracing", "TraceReading", "Analysis", "Workloads", "CProcess",
+                "RunLoopCore", "Tracing", "TraceReading", "Analysis", "Workloads", "CProcess", "KernelTracing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
             ]

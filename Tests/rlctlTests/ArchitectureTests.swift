@@ -24,7 +24,9 @@ import Testing
         "Analysis": ["TraceModel", "TraceReading"],
         "Workloads": ["RunLoopCore", "TraceModel"],
         "CProcess": [],
-        "rlctl": ["RunLoopCore", "TraceModel", "Tracing", "TraceReading", "Analysis", "Workloads", "CProcess"],
+        "CKernelProbe": [],
+        "KernelTracing": ["TraceModel", "CKernelProbe"],
+        "rlctl": ["RunLoopCore", "TraceModel", "Tracing", "TraceReading", "Analysis", "Workloads", "CProcess", "KernelTracing"],
         "runloop-demo": ["RunLoopCore", "TraceModel", "Tracing"],
         "main-queue-demo": ["RunLoopCore", "TraceModel"],
         "CFoundationRunLoop": [],
@@ -37,7 +39,10 @@ import Testing
         "TraceModel": ["RunLoopCore", "Tracing", "CRunLoopTracepoints", "CRecorder", "TraceReading", "Analysis"],
         "TraceReading": ["RunLoopCore", "Tracing", "CRunLoopTracepoints", "CRecorder", "Analysis"],
         "Analysis": ["RunLoopCore", "Tracing", "CRunLoopTracepoints", "CRecorder"],
-        "RunLoopCore": ["Tracing", "TraceReading", "Analysis", "CRunLoopTracepoints", "CRecorder"],
+        "RunLoopCore": ["Tracing", "TraceReading", "Analysis", "CRunLoopTracepoints", "CRecorder", "KernelTracing", "CKernelProbe"],
+        // The kernel recorder runs in rlctl, beside the loops it watches: never inside them, nor in the readers.
+        "Tracing": ["KernelTracing", "CKernelProbe"],
+        "KernelTracing": ["RunLoopCore", "Tracing", "TraceReading", "Analysis"],
     ]
 
     struct Target {

@@ -36,6 +36,12 @@ struct ChromeTraceWriter {
     /// Per wait loop (thread, epoll descriptor or -1): its utilization window, as `windows` for the other loops.
     private var waitWindows: [WaitLoopKey: (start: UInt64, slept: UInt64)] = [:]
     private var lastTimestamp: UInt64 = 0
+    /// The kernel view (kernel_*): per thread, its run queue of the time off the CPU about to be written; tasks'
+    /// names; and the threads with thread states, in order (their tracks are in a process of their own, pid 2, so
+    /// that they overlap the loop's slices without nesting in them).
+    private var runQueues: [Int32: TraceEvent.KernelRunQueue] = [:]
+    private var taskNames: [Int32: String] = [:]
+    private var kernelThreads: [Int32] = []
     private static let window: UInt64 = 100_000_000   // 100 ms utilization samples
 
     init(out: AtomicFile, options: TraceSummarizer.Options) {
@@ -96,6 +102,7 @@ struct ChromeTraceWriter {
     }
 
     mutating func write(_ event: TraceEvent) {
+        if writeKernel(event) { return }
         let tid = event.threadID
         // A batch of waits belongs to its waiting thread, not to the one that sent it (the interposer's flusher).
         if case .waitBatch = event.payload {} else { track(thread: tid) }
@@ -227,7 +234,7 @@ struct ChromeTraceWriter {
             let culprit = s.culpritKind == .none ? "no callout" : (s.culpritLabel.isEmpty ? "\(s.culpritKind) \(s.culpritID)" : "\(s.culpritKind) \(s.culpritLabel)")
             emit("{\"ph\":\"i\",\"s\":\"t\",\"name\":\(jsonString("loop reported stall \(milliseconds(s.busy)) ms: \(culprit)")),\"cat\":\"reported-stall\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"loop\":\(s.loopID),\"iteration\":\(s.iteration),\"busy_ns\":\(s.busy),\"threshold_ns\":\(s.threshold),\"culprit_ns\":\(s.culpritDuration)}}")
         case .kernelBegin, .kernelTask, .kernelTimer, .kernelRunQueue, .kernelOffCPU, .kernelLost:
-            break   // KERNEL-EXPORT: thread states to come
+            break   // writeKernel(_:)
         case .loopHang(let loop, let iteration, let busy, _):
             emit("{\"ph\":\"i\",\"s\":\"g\",\"name\":\(jsonString("watchdog: loop \(loop) stuck for \(milliseconds(busy)) ms")),\"cat\":\"hang\",\"pid\":1,\"tid\":\(tid),\"ts\":\(ts),\"args\":{\"loop\":\(loop),\"iteration\":\(iteration),\"busy_ns\":\(busy)}}")
         }
@@ -313,6 +320,14 @@ struct ChromeTraceWriter {
             emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":\(tid),\"args\":{\"name\":\(jsonString(name))}}")
         }
         emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\(jsonString("run loops (events lost: \(health.eventsLost))"))}}")
+        if !kernelThreads.isEmpty {
+            for tid in kernelThreads {
+                let names = threads[tid] ?? []
+                let name = (names.isEmpty ? "thread \(tid)" : names.joined(separator: " + ")) + ": off the CPU"
+                emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":2,\"tid\":\(tid),\"args\":{\"name\":\(jsonString(name))}}")
+            }
+            emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":2,\"args\":{\"name\":\"kernel view: thread states\"}}")
+        }
         out.write("\n]}\n")
     }
 }
@@ -399,4 +414,49 @@ private func milliseconds(_ nanoseconds: UInt64) -> String {
 private func format2(_ value: Double) -> String {
     let rounded = (value * 1000).rounded() / 1000
     return String(rounded)
+}
+
+extension ChromeTraceWriter {
+    /// The kernel view's events: each time off the CPU of a followed thread as its states, on the thread's track in
+    /// the kernel view's process: blocked (in which system call), then runnable and waiting for a CPU (behind whom) or
+    /// throttled. Returns false for any other event.
+    private mutating func writeKernel(_ event: TraceEvent) -> Bool {
+        switch event.payload {
+        case .kernelBegin, .kernelTimer, .kernelLost:
+            summarizer.consume(event)
+        case .kernelTask(let tid, let pid, let command):
+            taskNames[tid] = pid == 0 ? "\(command) (kernel thread)" : "\(command) (pid \(pid))"
+            summarizer.consume(event)
+        case .kernelRunQueue(let queue):
+            runQueues[queue.threadID] = queue
+            summarizer.consume(event)
+        case .kernelOffCPU(let off):
+            summarizer.consume(event)
+            lastTimestamp = max(lastTimestamp, event.timestamp)
+            if !kernelThreads.contains(off.threadID) { kernelThreads.append(off.threadID) }
+            let queue = runQueues.removeValue(forKey: off.threadID)
+            if !off.reason.leftRunnable, off.woken > off.left {
+                let what = off.syscall >= 0 ? SyscallNames.name(off.syscall) : (off.reason == .diskSleep ? "page fault or I/O" : "no system call")
+                emit(kernelSlice("blocked in \(what)", tid: off.threadID, from: off.left, to: off.woken,
+                                 args: "\"reason\":\(jsonString(off.reason.description)),\"syscall\":\(off.syscall),\"waker_tid\":\(off.wakerThreadID)"
+                                    + (off.wakerThreadID > 0 ? ",\"waker\":\(jsonString(taskNames[off.wakerThreadID] ?? "thread \(off.wakerThreadID)"))" : "")))
+            }
+            if off.back > off.woken {
+                let throttled = off.reason == .throttled || off.throttled * 2 >= off.runnable
+                let culprits = (queue?.culprits ?? []).map { "\(taskNames[$0.threadID] ?? "thread \($0.threadID)") \($0.nanoseconds) ns" }
+                let args = "\"cpu\":\(off.cpu),\"throttled_ns\":\(off.throttled),\"reason\":\(jsonString(off.reason.description))"
+                    + ",\"held_by\":[\(culprits.map(jsonString).joined(separator: ","))]" + (queue.map { ",\"others_ns\":\($0.others)" } ?? "")
+                emit(kernelSlice(throttled ? "throttled (CPU quota)" : "waiting for CPU \(off.cpu)", tid: off.threadID,
+                                 from: off.woken, to: off.back, args: args))
+            }
+        default:
+            return false
+        }
+        return true
+    }
+
+    private mutating func kernelSlice(_ name: String, tid: Int32, from start: UInt64, to end: UInt64, args: String) -> String {
+        let duration = end >= start ? end - start : 0
+        return "{\"ph\":\"X\",\"name\":\(jsonString(name)),\"cat\":\"kernel\",\"pid\":2,\"tid\":\(tid),\"ts\":\(micros(start)),\"dur\":\(duration / 1000).\(String(duration % 1000).leftPadded(to: 3)),\"args\":{\(args)}}"
+    }
 }

@@ -95,13 +95,33 @@ public struct TraceExporter {
         static let culpritID = field(.loopStall, "culprit_id")
         static let culpritDuration = field(.loopStall, "culprit_ns")
         static let culpritLabel = field(.loopStall, "culprit_label")
+        // The kernel view's (kernel_*): the thread an event is about, and what the kernel saw of it.
+        static let subject = field(.kernelOffCPU, "tid")
+        static let command = field(.kernelTask, "command")
+        static let due = field(.kernelTimer, "due_ns")
+        static let latest = field(.kernelTimer, "latest_ns")
+        static let fired = field(.kernelTimer, "fired_ns")
+        static let cpu = field(.kernelOffCPU, "cpu")
+        static let others = field(.kernelRunQueue, "others_ns")
+        /// kernel_run_queue's culprit_tid and culprit_ns together: `TID:NS` pairs separated by spaces.
+        static let culprits = field(.kernelRunQueue, "culprits")
+        static let syscall = field(.kernelOffCPU, "syscall")
+        static let left = field(.kernelOffCPU, "left_ns")
+        static let woken = field(.kernelOffCPU, "woken_ns")
+        static let back = field(.kernelOffCPU, "back_ns")
+        static let waker = field(.kernelOffCPU, "waker_tid")
+        static let throttled = field(.kernelOffCPU, "throttled_ns")
+        static let records = field(.kernelLost, "records")
+        static let from = field(.kernelLost, "from_ns")
 
         /// After timestamp_ns, thread_id and event, in CSV order (columns added later come last, so that scripts
         /// reading the older columns by position keep working).
         static let columns = [loopID, mode, iteration, depth, id, kind, scheduled, tolerance, interval, missed, signaled,
                               enqueued, slept, reason, result, label, priority, adapter, group, start, end, sleep, tasks,
                               lateness, cost, call, target, setSize, timeout, ready, error, pid, ppid, thread, process,
-                              busy, threshold, culpritKind, culpritID, culpritDuration, culpritLabel]
+                              busy, threshold, culpritKind, culpritID, culpritDuration, culpritLabel,
+                              subject, command, due, latest, fired, cpu, others, culprits, syscall, left, woken, back, waker,
+                              throttled, records, from]
 
         private static func field(_ event: TraceSchema.EventID, _ name: String) -> String {
             precondition(event.description.fieldIndex(name) != nil, "runloop_events.def: event \(event.description.name) has no field \(name)")
@@ -115,6 +135,8 @@ public struct TraceExporter {
         var priority = "", adapter = "", group = "", start = "", end = "", sleep = "", tasks = "", lateness = "", cost = ""
         var call = "", target = "", setSize = "", timeout = "", ready = "", error = "", pid = "", ppid = "", thread = "", process = ""
         var busy = "", threshold = "", culpritKind = "", culpritID = "", culpritDuration = "", culpritLabel = ""
+        var subject = "", command = "", due = "", latest = "", fired = "", cpu = "", others = "", culprits = "", syscall = ""
+        var left = "", woken = "", back = "", waker = "", throttled = "", records = "", from = ""
     }
 
     static func row(_ event: TraceEvent) -> Row {
@@ -172,8 +194,21 @@ public struct TraceExporter {
             r.loop = "\(loop)"; r.iteration = "\(iteration)"; r.busy = "\(busy)"; r.threshold = "\(threshold)"
         case .waitBatch:
             break   // written as its waits (forEachRow(of:_:))
-        case .kernelBegin, .kernelTask, .kernelTimer, .kernelRunQueue, .kernelOffCPU, .kernelLost:
-            break   // KERNEL-EXPORT: columns to come
+        case .kernelBegin(let pid, let command):
+            r.pid = "\(pid)"; r.command = command
+        case .kernelTask(let tid, let pid, let command):
+            r.subject = "\(tid)"; r.pid = "\(pid)"; r.command = command
+        case .kernelTimer(let tid, let due, let latest, let fired):
+            r.subject = "\(tid)"; r.due = "\(due)"; r.latest = "\(latest)"; r.fired = "\(fired)"
+        case .kernelRunQueue(let queue):
+            r.subject = "\(queue.threadID)"; r.cpu = "\(queue.cpu)"; r.others = "\(queue.others)"
+            r.culprits = queue.culprits.map { "\($0.threadID):\($0.nanoseconds)" }.joined(separator: " ")
+        case .kernelOffCPU(let off):
+            r.subject = "\(off.threadID)"; r.reason = off.reason.description; r.syscall = "\(off.syscall)"; r.left = "\(off.left)"
+            r.woken = "\(off.woken)"; r.back = "\(off.back)"; r.cpu = "\(off.cpu)"; r.waker = "\(off.wakerThreadID)"
+            r.throttled = "\(off.throttled)"
+        case .kernelLost(let records, let from):
+            r.records = "\(records)"; r.from = "\(from)"
         }
         return r
     }
@@ -197,7 +232,8 @@ public struct TraceExporter {
                       r.slept, r.reason, r.result, csvField(r.label), r.priority, r.adapter, r.group, r.start, r.end, r.sleep,
                       r.tasks, r.lateness, r.cost, r.call, r.target, r.setSize, r.timeout, r.ready, r.error, r.pid, r.ppid,
                       csvField(r.thread), csvField(r.process), r.busy, r.threshold, r.culpritKind, r.culpritID,
-                      r.culpritDuration, csvField(r.culpritLabel)]
+                      r.culpritDuration, csvField(r.culpritLabel), r.subject, csvField(r.command), r.due, r.latest, r.fired, r.cpu,
+                      r.others, r.culprits, r.syscall, r.left, r.woken, r.back, r.waker, r.throttled, r.records, r.from]
         return fields.joined(separator: ",") + "\n"
     }
 
@@ -211,11 +247,16 @@ public struct TraceExporter {
                                            (Key.sleep, r.sleep), (Key.tasks, r.tasks), (Key.lateness, r.lateness), (Key.cost, r.cost),
                                            (Key.target, r.target), (Key.setSize, r.setSize), (Key.timeout, r.timeout), (Key.ready, r.ready),
                                            (Key.error, r.error), (Key.pid, r.pid), (Key.ppid, r.ppid), (Key.busy, r.busy),
-                                           (Key.threshold, r.threshold), (Key.culpritID, r.culpritID), (Key.culpritDuration, r.culpritDuration)]
+                                           (Key.threshold, r.threshold), (Key.culpritID, r.culpritID), (Key.culpritDuration, r.culpritDuration),
+                                           (Key.subject, r.subject), (Key.due, r.due), (Key.latest, r.latest), (Key.fired, r.fired),
+                                           (Key.cpu, r.cpu), (Key.others, r.others), (Key.syscall, r.syscall), (Key.left, r.left),
+                                           (Key.woken, r.woken), (Key.back, r.back), (Key.waker, r.waker), (Key.throttled, r.throttled),
+                                           (Key.records, r.records), (Key.from, r.from)]
         for (key, value) in numeric where !value.isEmpty { parts.append("\"\(key)\":\(value)") }
         let strings: [(String, String)] = [(Key.mode, r.mode), (Key.kind, r.kind), (Key.reason, r.reason), (Key.result, r.result), (Key.label, r.label),
                                            (Key.adapter, r.adapter), (Key.call, r.call), (Key.thread, r.thread), (Key.process, r.process),
-                                           (Key.culpritKind, r.culpritKind), (Key.culpritLabel, r.culpritLabel)]
+                                           (Key.culpritKind, r.culpritKind), (Key.culpritLabel, r.culpritLabel), (Key.command, r.command),
+                                           (Key.culprits, r.culprits)]
         for (key, value) in strings where !value.isEmpty { parts.append("\"\(key)\":\(jsonString(value))") }
         return "{" + parts.joined(separator: ",") + "}\n"
     }

@@ -200,7 +200,7 @@ extension TraceSummary.NotAvailable {
 enum KernelNames {
     /// A system call's name. One function, so that the table of names (TraceModel's SyscallNames, being written)
     /// replaces the number in one line.
-    static func syscall(_ number: Int32) -> String { "syscall \(number)" }
+    static func syscall(_ number: Int32) -> String { SyscallNames.name(number) }
 
     /// What a thread blocked in: its system call, else what blocking outside one means for its state.
     static func blockedIn(_ episode: TraceEvent.KernelOffCPU) -> String {

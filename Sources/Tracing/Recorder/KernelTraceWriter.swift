@@ -24,7 +24,6 @@ public final class KernelTraceWriter: @unchecked Sendable {
     private var events: UInt64 = 0
     private var bytesWritten: UInt64 = 0
     private var lastTimestamp: UInt64 = 0
-    private var lostSoFar: UInt64 = 0
     private var failure: String?
     private var finished = false
 
@@ -86,14 +85,15 @@ public final class KernelTraceWriter: @unchecked Sendable {
             append(timestamp)
             encode(fields, as: id.description)
             events += 1
-            if case .kernelLost(let records, _) = event.payload { lostSoFar &+= records }
             if packet.count >= Self.packetCapacity { try flushPacket() }
         }
     }
 
-    /// Writes what is left and the end file (`lost`: the records the kernel recorder dropped in all). After it, the
-    /// folder is a complete trace.
-    public func finish(lost: UInt64) throws {
+    /// Writes what is left and the end file; after it, the folder is a complete trace. The records the kernel
+    /// recorder dropped are its `kernel_lost` events, which the analysis counts as lost: this trace itself loses
+    /// nothing, so its own accounting (packets' `events_discarded`, the end file's `events_lost`) says 0 and a loss
+    /// is never counted twice.
+    public func finish() throws {
         lock.lock()
         defer { lock.unlock() }
         guard !finished else { return }
@@ -103,7 +103,7 @@ public final class KernelTraceWriter: @unchecked Sendable {
         close(descriptor)
         descriptor = -1
         if let failure { throw RecorderError(failure) }
-        var accounting = TraceAccounting(eventsRecorded: events, eventsLost: max(lost, lostSoFar))
+        var accounting = TraceAccounting(eventsRecorded: events, eventsLost: 0)
         accounting.streams[streamName] = .init(events: events, bytes: bytesWritten)
         do { try accounting.text.write(toFile: folder + "/" + TraceSchema.endFileName, atomically: true, encoding: .utf8) } catch {
             throw RecorderError("the kernel view in \(folder) is incomplete: cannot write its end file: \(error.localizedDescription)")
@@ -126,7 +126,7 @@ public final class KernelTraceWriter: @unchecked Sendable {
         func put<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { header.append(contentsOf: $0) } }
         put(TraceSchema.magic)
         header.append(contentsOf: uuid)
-        put(packetBegin); put(packetEnd); put(size); put(size); put(sequence); put(lostSoFar); put(streamTID)
+        put(packetBegin); put(packetEnd); put(size); put(size); put(sequence); put(UInt64(0)); put(streamTID)
         packet.replaceSubrange(0..<TraceSchema.packetHeaderSize, with: header)
         var offset = 0
         while offset < packet.count {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Glibc
+import KernelTracing
 import RunLoopCore
 import TraceReading
 import Tracing
@@ -22,6 +23,11 @@ struct Doctor: ParsableCommand {
         the kernel's autogroup scheduling on, the daemon runs in a scheduler group of its own, and a program that \
         keeps every CPU busy can keep it from running for seconds; LTTng then discards events. Autogroup off \
         (sysctl -w kernel.sched_autogroup_enabled=0) removes the risk; the embedded recorder does not have it.
+
+        Last, the kernel view (rlctl run and record --kernel, docs/kernel-view.md): whether this rlctl has its BPF \
+        program and libbpf, and whether the program loads and attaches to the scheduler's and the timers' \
+        tracepoints here (root, or CAP_BPF with CAP_PERFMON; BTF at /sys/kernel/btf/vmlinux; tracefs). When it \
+        cannot, that is a warning: run and record go on without it (--kernel auto) and their summaries say why.
 
         Exit status: 0 every check passed (warnings included); 1 a check failed (each failure says what to do).
         """
@@ -44,9 +50,19 @@ struct Doctor: ParsableCommand {
         } else {
             report.add("round trip", .skipped, "needs the items above", fix: nil)
         }
+        checkKernelView(&report)
         print(report.rendered)
         if report.failures > 0 {
             throw Failure(message: "\(report.failures) check\(report.failures == 1 ? "" : "s") failed; each says what to do", status: .violation)
+        }
+    }
+
+    private func checkKernelView(_ report: inout DoctorReport) {
+        if let reason = KernelView.unavailableReason() {
+            report.add("kernel view", .warned, "not available: \(reason)",
+                       fix: "run and record go on without it (--kernel auto) and say so; docs/kernel-view.md says what it needs")
+        } else {
+            report.add("kernel view", .passed, "the BPF program loads and attaches to the scheduler's and the timers' tracepoints (--kernel auto turns it on)")
         }
     }
 

@@ -137,6 +137,8 @@ struct Record: ParsableCommand {
 
     @OptionGroup var analysis: AnalysisOptions
 
+    @OptionGroup var kernelView: KernelViewOptions
+
     @Argument(parsing: .captureForPassthrough, help: "-- then the program and its arguments.")
     var command: [String] = []
 
@@ -152,6 +154,10 @@ struct Record: ParsableCommand {
             if any { throw ValidationError("--snapshot-on-stall goes with loops that report their stalls (RunLoopCore, the adapters), not with --any") }
             if report != nil { throw ValidationError("--report draws a whole recording; with --snapshot-on-stall run rlctl report on a snapshot folder") }
             if followChildren { throw ValidationError("--snapshot-on-stall takes snapshots of one program: not with --follow-children") }
+        }
+        if kernelView.kernel == .on {
+            if snapshots.snapshotOnStall != nil { throw ValidationError("--kernel on goes with a whole recording: not with --snapshot-on-stall") }
+            if relayd != nil { throw ValidationError("--kernel on writes the kernel view beside a local trace: not with --relayd") }
         }
         if let relayd {
             guard RelayURL.isWellFormed(relayd) else {
@@ -172,6 +178,7 @@ struct Record: ParsableCommand {
         if let threshold = snapshots.snapshotOnStall { return try recordSnapshots(threshold: threshold) }
         if let relayd { return try recordToRelay(relayd) }
         Interruptions.shared.prepare("the program")
+        let kernelUnavailable = try kernelView.requireAvailable()
         let useLTTng = try chooseLTTng()
         let destination = try TraceDestination(requested: output, label: "record")
         defer { destination.removeUnlessKept() }
@@ -205,8 +212,18 @@ struct Record: ParsableCommand {
         let made = session
         let sessionCleanup = ExitCleanups.shared.add { made?.destroy() }
         defer { ExitCleanups.shared.remove(sessionCleanup) }
+        // While the program is held at its gate: the kernel view sees it from its first instruction.
+        let kernel: KernelViewRecording?
+        do {
+            kernel = try KernelViewRecording.start(kernelView, unavailable: kernelUnavailable, traceFolder: destination.path,
+                                                   following: child.pid, followChildren: followChildren)
+        } catch {
+            child.abandon()
+            throw error
+        }
 
-        let ending = try runToItsEnd(child) { session?.destroy() }
+        let ending = try runToItsEnd(child) { session?.destroy(); _ = kernel?.stop() }
+        let kernelOutcome = kernel?.stop()
         let started = session
         Interruptions.shared.onSecondSignal {
             try? started?.stop()
@@ -238,6 +255,7 @@ struct Record: ParsableCommand {
         // An LTTng trace does not know that a process was killed before it sent its last waits; its markers do.
         if useLTTng, let anyOutcome, !anyOutcome.cutOff.isEmpty { summary?.health.trace.recordingCutOff = true }
         if sessionLost != nil { summary?.health.trace.recordingCutOff = true }
+        if summary != nil { kernelView.describe(in: &summary!, unavailable: kernelUnavailable, outcome: kernelOutcome) }
         guard let summary, summary.health.eventsRead > 0 else {
             // A program that failed before its loops ran (bad arguments, say) is a failed program first.
             guard ending.succeeded else {

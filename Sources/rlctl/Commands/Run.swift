@@ -93,8 +93,14 @@ struct Run: ParsableCommand {
 
     @OptionGroup var analysis: AnalysisOptions
 
+    @OptionGroup var kernelView: KernelViewOptions
+
     func validate() throws {
         try snapshots.check()
+        if kernelView.kernel == .on {
+            if tracer == .none { throw ValidationError("--kernel on goes into a trace: not with --tracer none") }
+            if snapshots.snapshotOnStall != nil { throw ValidationError("--kernel on goes with a whole recording: not with --snapshot-on-stall") }
+        }
         if snapshots.snapshotOnStall != nil {
             if tracer == .none { throw ValidationError("--snapshot-on-stall needs a tracer to take snapshots: not with --tracer none") }
             if `repeat` != 1 || output != nil || report != nil || flightRecorder {
@@ -137,6 +143,7 @@ struct Run: ParsableCommand {
         // leave a folder that is neither trace; with --repeat, the repetitions' subfolders are then new too.
         if let trace { try TraceDestination.requireNewFolder(trace) }
         if let threshold = snapshots.snapshotOnStall { return try runWithSnapshots(spec, threshold: threshold) }
+        let kernelUnavailable = tracer == .none ? nil : try kernelView.requireAvailable()
         if tracer == .lttng {
             try LTTngRecording.requireUsable("--tracer lttng")
             try LTTngRecording.ensureSessionDaemon()
@@ -152,7 +159,7 @@ struct Run: ParsableCommand {
                 break
             }
             let title = "\(name) — \(describe(spec))" + (`repeat` > 1 ? " — repetition \(repetition)/\(`repeat`)" : "")
-            guard let summary = try runOnce(spec, repetition: repetition) else { continue }
+            guard let summary = try runOnce(spec, repetition: repetition, kernelUnavailable: kernelUnavailable) else { continue }
             summaries.append(summary)
             if `repeat` == 1 || format == .text {
                 let report = try format.render(summary, title: format == .json ? nil : title)
@@ -195,18 +202,30 @@ struct Run: ParsableCommand {
 
     /// One repetition, traced with the chosen tracer and summarized; nil with --tracer none (the workload's own
     /// counts are printed instead).
-    private func runOnce(_ spec: WorkloadSpec, repetition: Int) throws -> TraceSummary? {
+    private func runOnce(_ spec: WorkloadSpec, repetition: Int, kernelUnavailable: String?) throws -> TraceSummary? {
         // `--trace` (a subfolder per repetition with --repeat) is kept; otherwise a temporary folder.
         let destination = try TraceDestination(requested: trace.map { `repeat` > 1 ? "\($0)/rep-\(repetition)" : $0 },
                                                label: "run")
         defer { destination.removeUnlessKept() }
-        let outcome = try InterruptibleRun(runner: WorkloadRunner(spec: spec), tracer: recordingTracer).run(into: destination).workload
+        // The workload's loops run in this process: the kernel view follows its threads (its own consumer thread
+        // left out) from before the workload starts until after it ended.
+        let kernel = tracer == .none ? nil : try KernelViewRecording.start(kernelView, unavailable: kernelUnavailable, traceFolder: destination.path,
+                                                                          following: getpid(), followChildren: false)
+        let outcome: WorkloadRunner.Outcome?
+        do {
+            outcome = try InterruptibleRun(runner: WorkloadRunner(spec: spec), tracer: recordingTracer).run(into: destination).workload
+        } catch {
+            _ = kernel?.stop()
+            throw error
+        }
+        let kernelOutcome = kernel?.stop()
         guard tracer != .none else {
             if let outcome { Interruptions.shared.output { print(outcome.untracedDescription(of: spec)) } }
             return nil
         }
         var summary = try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil))
         summary.blockBacklog = outcome?.summarizedBlockBacklog
+        kernelView.describe(in: &summary, unavailable: kernelUnavailable, outcome: kernelOutcome)
         return summary
     }
 

@@ -1,0 +1,118 @@
+import Analysis
+import ArgumentParser
+import Foundation
+import KernelTracing
+import TraceModel
+import Tracing
+
+/// `--kernel`: whether a recording also takes the kernel's view of its loops' threads (docs/kernel-view.md).
+enum KernelChoice: String, ExpressibleByArgument, CaseIterable {
+    /// On when this machine allows it; otherwise the summary says why not.
+    case auto
+    /// On, or a one-line error before anything runs.
+    case on
+    case off
+}
+
+struct KernelViewOptions: ParsableArguments {
+    @Option(help: "The kernel's side of every late wake-up and stall (BPF on the scheduler's tracepoints): auto (on when this machine allows it; otherwise the summary says why not), on (an error when it cannot be), or off.")
+    var kernel: KernelChoice = .auto
+
+    /// Before anything runs: with `--kernel on`, a machine that cannot take the kernel view is a usage error.
+    /// Returns why it is not available (nil: it is, or it was not asked for).
+    func requireAvailable() throws -> String? {
+        guard kernel != .off else { return nil }
+        guard let reason = KernelView.unavailableReason() else { return nil }
+        if kernel == .on { throw Failure.input("--kernel on: the kernel view is not available: \(reason)") }
+        return reason
+    }
+}
+
+/// The kernel view of one recording: the kernel recorder follows the traced process's threads and writes what it
+/// sees into the trace folder's `kernel/` trace, which the readers merge with the loops' events.
+final class KernelViewRecording: @unchecked Sendable {
+    /// The folder, inside a trace folder, that holds its kernel view.
+    static let folderName = "kernel"
+
+    private let recorder: KernelRecorder
+    private let writer: KernelTraceWriter
+    private let lock = NSLock()
+    private var stopped: Outcome?
+    private var cleanup: ExitCleanups.Token?
+
+    /// What the kernel view of a recording came to.
+    struct Outcome {
+        var records: UInt64
+        var lost: UInt64
+        /// Why `kernel/` is incomplete (a write failure), nil when it is whole.
+        var problem: String?
+    }
+
+    /// Starts following `process` (and, with `followChildren`, the processes it starts) into `traceFolder/kernel`,
+    /// or returns nil when `options` say off or the kernel view is not available (`unavailable` then says why).
+    static func start(_ options: KernelViewOptions, unavailable: String?, traceFolder: String, following process: Int32,
+                      followChildren: Bool) throws -> KernelViewRecording? {
+        guard options.kernel != .off, unavailable == nil else { return nil }
+        do {
+            return try KernelViewRecording(traceFolder: traceFolder, following: process, followChildren: followChildren)
+        } catch {
+            // Available a moment ago, refused now (another recording's maps, memory): with auto the recording goes
+            // on without it, and the summary says why.
+            if options.kernel == .on { throw Failure.input("--kernel on: cannot start the kernel view: \(error)") }
+            note("kernel view: not available — \(error)")
+            return nil
+        }
+    }
+
+    private init(traceFolder: String, following process: Int32, followChildren: Bool) throws {
+        let writer = try KernelTraceWriter(folder: traceFolder + "/" + Self.folderName)
+        self.writer = writer
+        var options = KernelRecorder.Options()
+        options.followChildren = followChildren
+        let failure = WriteFailure()
+        recorder = try KernelRecorder(options: options) { events in
+            guard !failure.happened else { return }
+            do { try writer.write(events) } catch { failure.record("\(error)") }
+        }
+        self.failure = failure
+        try recorder.follow(process: process)
+        cleanup = ExitCleanups.shared.add { [weak self] in _ = self?.stop() }
+    }
+
+    private let failure: WriteFailure
+
+    /// Stops following, writes the end of `kernel/`; the same outcome for every caller.
+    func stop() -> Outcome {
+        lock.lock()
+        defer { lock.unlock() }
+        if let stopped { return stopped }
+        let statistics = recorder.stop()
+        var problem = failure.message
+        if problem == nil {
+            do { try writer.finish() } catch { problem = "\(error)" }
+        }
+        let outcome = Outcome(records: statistics.records, lost: statistics.lost, problem: problem)
+        stopped = outcome
+        if let cleanup { ExitCleanups.shared.remove(cleanup) }
+        return outcome
+    }
+
+    /// The first write error of the consumer thread, kept for `stop()`.
+    private final class WriteFailure: @unchecked Sendable {
+        private let lock = NSLock()
+        private var first: String?
+        var happened: Bool { lock.withLock { first != nil } }
+        var message: String? { lock.withLock { first } }
+        func record(_ message: String) { lock.withLock { if first == nil { first = message } } }
+    }
+}
+
+extension KernelViewOptions {
+    /// What the summary says of the kernel view beyond what the trace holds: not asked for, not available here (and
+    /// why), or written only in part (and why, on stderr).
+    func describe(in summary: inout TraceSummary, unavailable: String?, outcome: KernelViewRecording.Outcome?) {
+        if kernel == .off { return summary.noteKernelViewNotRecorded() }
+        if let unavailable { return summary.noteKernelViewUnavailable(unavailable) }
+        if let problem = outcome?.problem { note("kernel view: \(problem); its causes cover what was written") }
+    }
+}

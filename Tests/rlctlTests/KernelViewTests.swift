@@ -1,0 +1,145 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+
+/// Whether rlctl can take the kernel view here, as its doctor says.
+let kernelViewRequirement: TestRequirement = {
+    let doctor = try? CLI.run(["doctor"])
+    let line = doctor?.stdout.split(separator: "\n").first { $0.contains("kernel view") }.map(String.init)
+    let available = line.map { !$0.contains("not available") } ?? false
+    return TestRequirement(missing: available ? nil : (line ?? "rlctl doctor did not say"), problem: "the kernel view is not available here")
+}()
+
+/// The kernel view end to end (`--kernel`, docs/kernel-view.md): the README's experiments, as a user runs them, with
+/// CPU hogs pinned beside the loop and a cgroup with a CPU quota made for the test. They need root and BPF; in CI
+/// (as root) a kernel view that cannot be taken fails them.
+@Suite(.serialized, .enabled(if: kernelViewRequirement.shouldRun, kernelViewRequirement.skipComment))
+struct KernelViewTests {
+    static var requirement: TestRequirement { kernelViewRequirement }
+
+    /// `rlctl ARGUMENTS` pinned to CPU 0 (the whole process, so the loop's thread too), as the README runs it.
+    static func pinned(_ arguments: [String], prefix: [String] = []) throws -> ProcessOutput {
+        let command = prefix + ["/usr/bin/taskset", "-c", "0", CLI.binary] + arguments
+        return try RunningProcess(command[0], Array(command.dropFirst()), ProcessOptions(timeout: .seconds(180), ownProcessGroup: true)).wait()
+    }
+
+    static func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    /// Beside two CPU hogs on its CPU, a jank callout that needs 5 ms of CPU is not a 5 ms handler on the clock:
+    /// the stall's split names the wait for the CPU and the hogs, and its time on the CPU stays about 5 ms.
+    @Test func aStallBesideTwoHogsIsBlamedOnTheCPUNotTheCallout() throws {
+        guard Self.requirement.requireMet() else { return }
+        let hogs = try CPUHogs(count: 2, cpu: 0)
+        defer { hogs.stop() }
+        let result = try Self.pinned(["run", "jank", "--every", "10", "--cost", "5ms", "--duration", "2s", "--stall", "8ms",
+                                      "--kernel", "on", "--format", "json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let summary = try Self.json(result.stdout)
+        #expect((summary["kernel"] as? [String: Any])?["status"] as? String == "on")
+        let loop = try #require((summary["loops"] as? [[String: Any]])?.first)
+        let worst = try #require((loop["worstStalls"] as? [[String: Any]])?.first, "no stall beside two hogs: \(result.stdout.prefix(2000))")
+        let split = try #require(worst["kernel"] as? [String: Any], "the worst stall has no kernel split")
+        let onCPU = try #require(split["onCPUNanoseconds"] as? Int), waiting = try #require(split["runQueueNanoseconds"] as? Int)
+        let busy = try #require(worst["busyNanoseconds"] as? Int)
+        // The handler needs 5 ms of CPU (it spins on its thread's CPU time); the iteration's other work is tiny.
+        #expect(onCPU >= 4_500_000 && onCPU <= 8_000_000, "on CPU \(onCPU) ns of a 5 ms handler")
+        #expect(waiting > onCPU, "waiting for the CPU \(waiting) ns, on it \(onCPU) ns, beside two hogs")
+        #expect(busy >= onCPU + waiting - 100_000, "the parts (\(onCPU) + \(waiting)) exceed the stall's \(busy) ns")
+        let culprits = (split["culprits"] as? [[String: Any]]) ?? []
+        let hogPIDs = Set(hogs.pids)
+        #expect(culprits.contains { ($0["pid"] as? Int).map { hogPIDs.contains(Int32($0)) } ?? false },
+                "the culprits \(culprits) name neither hog (\(hogPIDs))")
+    }
+
+    /// A CPU quota (20 ms per 100 ms, spent by a hog in the same cgroup) reads as throttling, not as a slow loop.
+    @Test func aCPUQuotaReadsAsThrottled() throws {
+        guard Self.requirement.requireMet() else { return }
+        if let reason = QuotaCgroup.unavailableReason {
+            Issue.record("no CPU quota can be made here: \(reason)")
+            return
+        }
+        let cgroup = try QuotaCgroup(name: "rlctl-kernel-test", quota: .milliseconds(20), period: .milliseconds(100))
+        defer { cgroup.remove() }
+        let hog = try RunningProcess("/bin/sh", ["-c", "echo $$ > '\(cgroup.path)/cgroup.procs' && exec taskset -c 1 sh -c 'while :; do :; done'"],
+                                     ProcessOptions(timeout: .seconds(300), ownProcessGroup: true))
+        defer { hog.send(SIGKILL, toGroup: true); _ = hog.wait() }
+        let result = try Self.pinned(["run", "jank", "--every", "5", "--cost", "2ms", "--duration", "2s", "--stall", "8ms",
+                                      "--kernel", "on", "--format", "json"], prefix: cgroup.wrap([]))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(cgroup.periodsThrottled > 0, "the cgroup (\(cgroup.hierarchy)) was never throttled")
+        let summary = try Self.json(result.stdout)
+        let overall = try #require((summary["kernel"] as? [String: Any])?["overall"] as? [String: Any])
+        let busy = try #require(overall["busy"] as? [String: Any])
+        let throttled = try #require(busy["throttledNanoseconds"] as? Int)
+        #expect(throttled > 10_000_000, "throttled only \(throttled) ns under a 20%-of-a-CPU quota: \(busy)")
+    }
+
+    /// The same workload twice, the second beside a hog: the wall clock regressed, time on the CPU did not, and compare
+    /// says so and passes; a handler that really got 300 µs slower still fails.
+    @Test func compareTellsTheMachineFromTheCode() throws {
+        guard Self.requirement.requireMet() else { return }
+        let quiet = temporaryPath("quiet.json"), busy = temporaryPath("busy.json"), slower = temporaryPath("slower.json")
+        func record(_ output: String, handler: String) throws {
+            let result = try Self.pinned(["run", "timers", "--count", "4", "--interval", "5ms", "--handler-cost", handler,
+                                          "--duration", "2s", "--repeat", "3", "--kernel", "on", "--output", output])
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        try record(quiet, handler: "200us")
+        do {
+            let hog = try CPUHogs(count: 1, cpu: 0)
+            defer { hog.stop() }
+            try record(busy, handler: "200us")
+        }
+        try record(slower, handler: "500us")
+        let aa = try CLI.run(["compare", quiet, busy])
+        #expect(aa.status == 0, "A/A beside a hog failed:\n\(aa.stdout)\(aa.stderr)")
+        #expect(aa.stdout.contains("the machine, not the code"), "\(aa.stdout)")
+        let regression = try CLI.run(["compare", quiet, slower])
+        #expect(regression.status == 1, "a 300 µs slower handler passed:\n\(regression.stdout)\(regression.stderr)")
+        #expect(regression.stdout.contains("kernel.oncpu_per_callout"), "\(regression.stdout)")
+    }
+
+    /// `--kernel on` where the kernel view cannot be taken (here: not root) is a one-line error before anything runs.
+    @Test func kernelOnWithoutPrivilegeFailsBeforeTheRun() throws {
+        guard Self.requirement.requireMet() else { return }
+        guard let setpriv = TestEnvironment.executable("setpriv") else {
+            Issue.record("setpriv (util-linux) is missing")
+            return
+        }
+        // The workload would print its summary; the error must come before it runs, alone.
+        let result = try RunningProcess(setpriv, ["--reuid=65534", "--regid=65534", "--clear-groups", CLI.binary, "run", "timers",
+                                                  "--duration", "5s", "--kernel", "on"],
+                                        ProcessOptions(environment: ["TMPDIR": "/tmp"], timeout: .seconds(60))).wait()
+        #expect(result.status == 2)
+        #expect(result.stdout.isEmpty)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].hasPrefix("rlctl: --kernel on: the kernel view is not available: ")
+                && lines[0].contains("root"), "\(result.stderr)")
+    }
+
+    /// Killed by SIGKILL while it records, rlctl leaves no BPF program loaded.
+    @Test func sigkillLeavesNoBPFProgramBehind() throws {
+        guard Self.requirement.requireMet() else { return }
+        guard let bpftool = TestEnvironment.executable("bpftool") ?? ["/usr/sbin/bpftool"].first(where: { access($0, X_OK) == 0 }) else {
+            Issue.record("bpftool is missing (scripts/install-deps.sh installs it)")
+            return
+        }
+        func ourPrograms() throws -> [String] {
+            let listing = try runProcess(bpftool, ["prog", "show"])
+            return listing.stdout.split(separator: "\n").filter { $0.contains(" name rlctl_kp") }.map(String.init)
+        }
+        let before = try ourPrograms()
+        let rlctl = try CLI.start(["run", "timers", "--duration", "60s", "--kernel", "on"])
+        let loaded = Date()
+        while try ourPrograms().count <= before.count, Date().timeIntervalSince(loaded) < 30 { usleep(50_000) }
+        #expect(try ourPrograms().count > before.count, "the kernel view never loaded its programs")
+        rlctl.send(SIGKILL, toGroup: true)
+        _ = rlctl.wait()
+        let gone = Date()
+        while try ourPrograms().count > before.count, Date().timeIntervalSince(gone) < 10 { usleep(50_000) }
+        #expect(try ourPrograms() == before, "left loaded after SIGKILL")
+    }
+}
