@@ -17,8 +17,9 @@ enum KernelViewFolders {
 }
 
 /// A trace's events and its kernel view's, merged by time into one stream (on equal times the trace's first: a
-/// kernel event describes a moment the loop's events around it already bracket). Its health is both readers' together;
-/// what the kernel view lost or could not keep is said as the kernel view's.
+/// kernel event describes a moment the loop's events around it already bracket). Its health is the trace's, with
+/// what the kernel view's own files lost or could not keep (a stream cut short or deleted, a missing end file) said as
+/// the kernel view's damage; the records the kernel recorder dropped are its `kernel_lost` events, for the analysis.
 struct KernelViewMergingReader: TraceEventReader {
     private var trace: any TraceEventReader
     private var kernel: EmbeddedTraceReader
@@ -36,7 +37,8 @@ struct KernelViewMergingReader: TraceEventReader {
     var health: TraceHealth {
         var combined = trace.health
         let view = kernel.health
-        combined.eventsRead &+= view.eventsRead
+        // Events read are the loops' (a trace whose loops' streams are gone holds no events, whatever the kernel saw);
+        // the kernel view's own count is its records, which the summary says apart.
         combined.eventsLost = combined.eventsLost.addingLoss(view.eventsLost)
         combined.packetsLost &+= view.packetsLost
         combined.eventsSkipped &+= view.eventsSkipped

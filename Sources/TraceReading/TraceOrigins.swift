@@ -72,8 +72,15 @@ public enum TraceOrigins {
                         name: snapshot.folder, isSnapshot: true)
         }
         var origins = (unknown + named + taken).sorted { ($0.name, $0.directories.first ?? "") < ($1.name, $1.directories.first ?? "") }
-        // A kernel view belongs to the one recording of the folder it is in (rlctl writes it beside a local trace).
-        if origins.count == 1, !origins[0].isSnapshot { origins[0].kernelView = KernelViewFolders.find(besides: path) }
+        // A kernel view belongs to the recording whose folder it is in: inside an embedded trace's folder, or in the
+        // output folder of the one LTTng recording there.
+        for index in origins.indices where !origins[index].isSnapshot {
+            if origins[index].directories.count == 1, let inside = KernelViewFolders.find(besides: origins[index].directories[0]) {
+                origins[index].kernelView = inside
+            } else if origins.count == 1 {
+                origins[index].kernelView = KernelViewFolders.find(besides: path)
+            }
+        }
         return origins
     }
 

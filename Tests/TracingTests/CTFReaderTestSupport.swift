@@ -74,6 +74,13 @@ enum CTFTestTrace {
                  .init(call: .epollWait, target: 5, setSize: 64, timeout: 10_000_000, begin: base + 25_000, end: base + 25_600, ready: 2, error: 0),
                  .init(call: .poll, target: -1, setSize: 3, timeout: -1, begin: base + 25_700, end: nil, ready: 0, error: 0),
              ])),
+             .kernelBegin(pid: 4242, command: "demo"),
+             .kernelTask(threadID: 4250, pid: 4250, command: "sh"),
+             .kernelTimer(threadID: 4242, due: base + 26_000, latest: base + 26_050, fired: base + 26_070),
+             .kernelRunQueue(.init(threadID: 4242, cpu: 1, others: 300, culprits: [.init(threadID: 4250, nanoseconds: 1_200)])),
+             .kernelOffCPU(.init(threadID: 4242, reason: .sleeping, syscall: 232, left: base + 25_800, woken: base + 26_100,
+                                 back: base + 27_600, cpu: 1, wakerThreadID: 0, throttled: 0)),
+             .kernelLost(records: 2, from: base + 25_900),
              .activity(.exit, place(2)),
              .runEnd(loopID: 3, mode: "kCFRunLoopDefaultMode", result: .handledSource)],
         ]

@@ -22,6 +22,8 @@ import Tracing
         .loopAdapted: "loop_adapted", .nioTick: "nio_tick", .nioIO: "nio_io", .probeFire: "probe_fire",
         .waitBegin: "wait_begin", .waitEnd: "wait_end", .waitThread: "wait_thread",
         .loopStall: "loop_stall", .loopHang: "loop_hang", .waitBatch: "wait_batch",
+        .kernelBegin: "kernel_begin", .kernelTask: "kernel_task", .kernelTimer: "kernel_timer",
+        .kernelRunQueue: "kernel_run_queue", .kernelOffCPU: "kernel_off_cpu", .kernelLost: "kernel_lost",
     ]
 
     @Test func swiftEventIDsAreTheDefinitionsIDs() {
@@ -61,7 +63,7 @@ import Tracing
             Dictionary(uniqueKeysWithValues: TraceSchema.enumerations.first { $0.name == name }!.labels.map { ($0.label, $0.value) })
         }
         #expect(TraceSchema.enumerations.map(\.name) == ["activity", "run_result", "wake_reason", "source_kind", "item_kind",
-                                                          "loop_adapter", "nio_io_event", "wait_call", "callout_kind"])
+                                                          "loop_adapter", "nio_io_event", "wait_call", "callout_kind", "off_cpu_reason"])
         #expect(labels("activity") == Dictionary(uniqueKeysWithValues: Loop.Activity.ordered.map { ($0.description, $0.traceValue) }))
         #expect(labels("run_result") == Dictionary(uniqueKeysWithValues: [Loop.RunResult.finished, .stopped, .timedOut, .handledSource].map { ($0.description, $0.traceValue) }))
         #expect(labels("wake_reason") == Dictionary(uniqueKeysWithValues: Loop.WakeReason.allCases.map { ($0.description, $0.traceValue) }))
@@ -71,6 +73,7 @@ import Tracing
         #expect(labels("nio_io_event") == Dictionary(uniqueKeysWithValues: LoopEventSink.NIOEvent.allCases.map { ($0.description, $0.traceValue) }))
         #expect(labels("wait_call") == Dictionary(uniqueKeysWithValues: WaitCall.allCases.map { ($0.description, $0.traceValue) }))
         #expect(labels("callout_kind") == Dictionary(uniqueKeysWithValues: LoopCalloutKind.allCases.map { ($0.description, $0.traceValue) }))
+        #expect(labels("off_cpu_reason") == Dictionary(uniqueKeysWithValues: KernelOffCPUReason.allCases.map { ($0.description, $0.traceValue) }))
     }
 
     /// A field named like a TSDL keyword (`event`, `stream`…) makes every CTF metadata that declares it

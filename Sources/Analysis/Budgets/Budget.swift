@@ -136,6 +136,9 @@ public struct Budget: Sendable {
     /// rule on its metrics (`trace.lost <= 100`, `trace.runs_incomplete <= 1`) that holds.
     public static let lossMetrics = ["trace.lost", "trace.packets_lost"]
     public static let runMetrics = ["trace.runs_incomplete"]
+    /// Kernel records lost make only the kernel view's figures incomplete: a budget with `kernel.*` rules allows
+    /// that only with a rule on this metric (`kernel.lost <= 10`) that holds.
+    public static let kernelLossMetric = "kernel.lost"
     /// A recording cut off by its process's death lost an unknown number of events: only a rule on this metric
     /// (`trace.cut_off <= 1`) lets such a trace pass.
     public static let cutOffMetric = "trace.cut_off"

@@ -98,7 +98,7 @@ public enum Metric {
             count("kernel.late_wakeups", "late wake-ups (work due while the loop slept, called out past the late threshold)") {
                 facet($0).lateWakeUps.count
             },
-            count("kernel.lost", "kernel records the kernel recorder lost (they also count in trace.lost)") { $0.kernel?.lostRecords ?? 0 },
+            count("kernel.lost", "kernel records the kernel recorder lost (they make kernel.* figures incomplete, not the loops' own)") { $0.kernel?.lostRecords ?? 0 },
         ])
         return list
     }

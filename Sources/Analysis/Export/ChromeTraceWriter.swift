@@ -456,6 +456,8 @@ extension ChromeTraceWriter {
     }
 
     private mutating func kernelSlice(_ name: String, tid: Int32, from start: UInt64, to end: UInt64, args: String) -> String {
+        // A time off the CPU that began before the trace's first event is drawn from there: the view has no earlier time.
+        let start = origin.map { max(start, $0) } ?? start
         let duration = end >= start ? end - start : 0
         return "{\"ph\":\"X\",\"name\":\(jsonString(name)),\"cat\":\"kernel\",\"pid\":2,\"tid\":\(tid),\"ts\":\(micros(start)),\"dur\":\(duration / 1000).\(String(duration % 1000).leftPadded(to: 3)),\"args\":{\(args)}}"
     }

@@ -58,6 +58,11 @@ public struct BudgetCheck: Sendable {
         // ran, whatever its loss counters say: no rule can allow it.
         let empty = report.repetitions.filter { $0.health.eventsRead == 0 }.count
         if empty > 0 { reasons.append(empty == 1 ? "the trace holds no events" : "\(empty) traces hold no events") }
+        // Lost kernel records leave the kernel view's figures incomplete, not the loops' own: they matter to rules on
+        // kernel.* metrics only.
+        let kernelLost = report.repetitions.reduce(UInt64(0)) { $0.addingLoss($1.kernel?.lostRecords ?? 0) }
+        let kernelRules = verdicts.contains { Metric.isKernel($0.rule.metric) && $0.rule.metric != Budget.kernelLossMetric }
+        if kernelLost > 0 && kernelRules { reasons.append("\(kernelLost) kernel records lost") }
         let unmeasured = verdicts.filter(\.noData).map { $0.rule.metric + ($0.noDataReason.map { " (\($0))" } ?? "") }
         if !unmeasured.isEmpty { reasons.append("no data for " + unmeasured.joined(separator: ", ")) }
         incompleteness = reasons
@@ -69,6 +74,7 @@ public struct BudgetCheck: Sendable {
         }
         incompleteForbidden = (lost > 0 && !allowed(Budget.lossMetrics)) || (incompleteRuns > 0 && !allowed(Budget.runMetrics))
             || (cutOff > 0 && !allowed([Budget.cutOffMetric])) || !unmeasured.isEmpty || empty > 0
+            || (kernelLost > 0 && kernelRules && !allowed([Budget.kernelLossMetric]))
     }
 
     public func render(_ format: Format) -> String {

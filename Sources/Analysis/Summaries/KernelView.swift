@@ -232,7 +232,8 @@ final class KernelViews {
     private(set) var lostRecords: UInt64 = 0
     /// Windows with lost records, [from, to], each with its count.
     private(set) var lost: [(from: UInt64, to: UInt64, records: UInt64)] = []
-    /// Kernel records of threads past ``TraceSummarizer/Limits/kernelThreads``: left out, counted as lost.
+    /// Kernel records of threads past ``threadLimit``: left out, counted with the kernel view's lost records (they are
+    /// not the loops' events).
     private(set) var leftOut: UInt64 = 0
 
     /// Threads the view keeps apart; their episodes come from the trace, so a damaged one must not size memory.
@@ -319,7 +320,7 @@ final class KernelViews {
         view.processes = processes
         view.threadsFollowed = UInt64(threads.values.filter(\.hasEpisodes).count)
         view.records = records
-        view.lostRecords = lostRecords
+        view.lostRecords = lostRecords.addingLoss(leftOut)
         view.overall = overall
         return view
     }

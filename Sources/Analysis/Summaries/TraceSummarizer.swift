@@ -384,15 +384,12 @@ public struct TraceSummarizer {
         return kernel.status(overall: all.facet(utilization: overall.utilization, first: first, last: lastTimestamp, notAvailable: nil))
     }
 
-    /// The reader's health, with the events left out past ``Limits`` counted as lost over the whole trace, and the
-    /// kernel records the kernel recorder lost (each window as a loss window over every thread: it records them all).
+    /// The reader's health, with the events left out past ``Limits`` counted as lost over the whole trace. The kernel
+    /// records the kernel recorder lost are not the loops' events: they make the kernel figures over their windows
+    /// incomplete (``TraceSummary/KernelFacet/lostRecordsAffecting``, `kernel.lost`), not the loops' own figures.
     private func withLeftOut(_ readerHealth: TraceHealth) -> TraceHealth {
         var health = readerHealth
-        for window in kernel.lost {
-            health.eventsLost = health.eventsLost.addingLoss(window.records)
-            health.noteLossWindow(.init(stream: Self.kernelLossStream, from: window.from, to: window.to, events: window.records))
-        }
-        let count = leftOut.addingLoss(waits.leftOut).addingLoss(kernel.leftOut)
+        let count = leftOut.addingLoss(waits.leftOut)
         guard count > 0 else { return health }
         health.eventsLost = health.eventsLost.addingLoss(count)
         health.damage.append("\(count) events left out: they belong to loops, timers or wait threads past the \(Limits.loops) loops, \(Limits.timers) timers and \(Limits.waitThreads) wait threads one summary keeps apart")
@@ -404,9 +401,6 @@ public struct TraceSummarizer {
     /// traces name the thread), or any window overlapping in time when streams are per CPU (LTTng). Events are
     /// the tracer's own counts, so they never exceed the trace's total; windows also count whole-packet losses,
     /// whose events no tracer counts.
-    /// The stream name of the kernel recorder's loss windows.
-    static let kernelLossStream = "kernel"
-
     static func losses(in health: TraceHealth, threadID: Int32, from: UInt64, to: UInt64) -> (events: UInt64, windows: UInt64) {
         var events: UInt64 = 0, windows: UInt64 = 0
         for window in health.lossWindows {
