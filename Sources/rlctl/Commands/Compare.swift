@@ -12,6 +12,13 @@ struct Compare: ParsableCommand {
         Ratios (loop.utilization, timer.within_tolerance) change in points, and the threshold applies to them in \
         points (10% = 10 points). A warning says when the two sides look like different workloads. \
         With a single repetition on a side there is no interval to speak of: use --repeat 5 or more.
+
+        The machine, not the code: when both sides have the kernel view in every repetition (rlctl run and record \
+        --kernel, as root), the time on the CPU per callout and per iteration is compared too. If it did not \
+        regress while the wait for a CPU or the CPU-quota throttling rose, the wall-clock metrics that regressed \
+        are marked "slower: the machine" and do not fail the comparison, and the report says which contention \
+        explains them. A handler that really got slower moves its time on the CPU, and fails as before \
+        (docs/kernel-causes.md).
         """
     )
 
