@@ -180,13 +180,19 @@ public enum TraceSchema {
     /// The folder inside a trace folder (an embedded trace, or an LTTng output folder) that holds its kernel view: a
     /// trace of its own in this format, written by rlctl's kernel recorder, whose events the readers merge with the
     /// trace's by time.
-    public static let kernelViewFolder = "kernel"
+    /// Not `kernel/`, which is where LTTng writes a session's kernel-domain trace.
+    public static let kernelViewFolder = "rlctl-kernel"
     /// What a kernel view's metadata says it is (`rlctl_trace_part` in `env`): a part of the trace around it, never a
     /// trace (a host, a session) of its own.
     public static let kernelViewPart = "kernel"
 
     /// The CTF 1.8 metadata for a trace with this UUID and clock offset (realtime − monotonic, in ns); `part`: for a
     /// trace that is part of another (``kernelViewPart``), said in `env` as `rlctl_trace_part`.
+    ///
+    /// The clock is declared `absolute`: its offset makes it the wall clock, so babeltrace2 merges an rlctl trace
+    /// with its kernel view and with LTTng traces (its muxer refuses to mix a non-absolute clock with another
+    /// trace's unless their clock uuids agree, and the kernel view cannot know the uuid of a trace another process
+    /// writes).
     public static func metadata(uuid: [UInt8], clockOffsetNanoseconds: Int64, hostname: String, part: String? = nil) -> String {
         let uuidText = formatUUID(uuid)
         var text = """
@@ -225,7 +231,7 @@ public enum TraceSchema {
             precision = 1;
             offset_s = \(clockOffsetNanoseconds / 1_000_000_000);
             offset = \(clockOffsetNanoseconds % 1_000_000_000);
-            absolute = false;
+            absolute = true;
         };
 
         typealias integer { size = 64; align = 8; signed = false; map = clock.monotonic.value; } := uint64_clock_monotonic_t;

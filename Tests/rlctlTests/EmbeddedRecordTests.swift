@@ -128,7 +128,7 @@ struct EmbeddedRecordTests {
         #expect(alone.status == 3, "no runloop event from sh itself: \(alone.termination): \(alone.stderr)")
         #expect(alone.stdout.hasPrefix("runloop-demo: "), "the child ran: \(alone.stdout.prefix(300))")
         // rlctl's own kernel view of sh (kernel/) may be there; no trace of the program's.
-        let written = ((try? FileManager.default.contentsOfDirectory(atPath: unfollowed)) ?? []).filter { $0 != "kernel" }
+        let written = ((try? FileManager.default.contentsOfDirectory(atPath: unfollowed)) ?? []).filter { $0 != "rlctl-kernel" }
         #expect(written.isEmpty, "the child wrote no trace of its own: \(written)")
         let both = try CLI.run(["record", "--tracer", "embedded", "--follow-children", "--output", followed, "--format", "json",
                                 "--", "sh", "-c", script])

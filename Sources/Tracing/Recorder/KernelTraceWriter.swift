@@ -3,7 +3,7 @@ import Glibc
 import TraceModel
 
 /// Writes the kernel view of a recording (the `kernel_*` events of the schema) as a trace of its own, in the embedded
-/// recorder's format: `<trace>/kernel/` (``TraceSchema/kernelViewFolder``) holds its metadata, one stream and its end
+/// recorder's format: `<trace>/rlctl-kernel/` (``TraceSchema/kernelViewFolder``) holds its metadata, one stream and its end
 /// file, so the readers check it like any embedded trace (a stream cut short or deleted is a loss, a missing end file
 /// a recording cut off) and merge its events with the trace's by time; babeltrace2 reads the folder as it is.
 ///
@@ -27,8 +27,11 @@ public final class KernelTraceWriter: @unchecked Sendable {
     private var failure: String?
     private var finished = false
 
-    /// A packet is written once it holds this much: small enough that a killed rlctl loses little of the view.
+    /// A packet is written once it holds this much, or once it is this old at the end of a ``write(_:)``: a killed rlctl
+    /// loses at most that much of the view.
     static let packetCapacity = 64 * 1024
+    static let packetAge: Duration = .milliseconds(100)
+    private var packetOpened = ContinuousClock.now
 
     /// Creates `folder` (which must not hold a trace yet) with the trace's metadata and its stream.
     public init(folder: String) throws {
@@ -87,6 +90,7 @@ public final class KernelTraceWriter: @unchecked Sendable {
             events += 1
             if packet.count >= Self.packetCapacity { try flushPacket() }
         }
+        if !packet.isEmpty, ContinuousClock.now - packetOpened >= Self.packetAge { try flushPacket() }
     }
 
     /// Writes what is left and the end file; after it, the folder is a complete trace. The records the kernel
@@ -113,6 +117,7 @@ public final class KernelTraceWriter: @unchecked Sendable {
     // ===== packets (layout: TraceSchema) =====
 
     private func startPacket(at timestamp: UInt64) {
+        packetOpened = .now
         packetBegin = timestamp
         packetEnd = timestamp
         packet.removeAll(keepingCapacity: true)

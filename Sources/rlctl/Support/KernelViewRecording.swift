@@ -32,7 +32,7 @@ struct KernelViewOptions: ParsableArguments {
 /// sees into the trace folder's `kernel/` trace, which the readers merge with the loops' events.
 final class KernelViewRecording: @unchecked Sendable {
     /// The folder, inside a trace folder, that holds its kernel view.
-    static let folderName = "kernel"
+    static let folderName = TraceSchema.kernelViewFolder
 
     private let recorder: KernelRecorder
     private let writer: KernelTraceWriter
