@@ -120,6 +120,50 @@ struct KernelViewTests {
                 && lines[0].contains("root"), "\(result.stderr)")
     }
 
+    /// A kernel view that cannot load (here: its BPF object missing, or libbpf hidden from rlctl) is said in the
+    /// summary with why, and the recording goes on; `--kernel on` makes it a one-line error before the run.
+    @Test(arguments: ["object", "libbpf"])
+    func aKernelViewThatCannotLoadIsSaidNotHidden(missing: String) throws {
+        guard Self.requirement.requireMet() else { return }
+        let library: String? = ["/usr/lib/x86_64-linux-gnu/libbpf.so.1", "/usr/lib64/libbpf.so.1", "/usr/lib/libbpf.so.1"].first { FileManager.default.fileExists(atPath: $0) }
+        func run(_ arguments: [String]) throws -> ProcessOutput {
+            let rlctl = [CLI.binary, "run", "timers", "--duration", "300ms"] + arguments
+            if missing == "object" {
+                return try RunningProcess(CLI.binary, Array(rlctl.dropFirst()),
+                                          ProcessOptions(environment: ["RLCTL_KERNEL_PROBE": "/nonexistent/runloop-kernel-probe.bpf"])).wait()
+            }
+            // A mount namespace of its own where libbpf.so.1 is an empty file: dlopen fails as on a machine without it.
+            let script = "mount --bind /dev/null \"$0\" && exec \"$@\""
+            return try runProcess("/usr/bin/unshare", ["-m", "/bin/sh", "-c", script, library ?? "/nonexistent"] + rlctl)
+        }
+        if missing == "libbpf" && library == nil {
+            Issue.record("libbpf.so.1 is not where this test looks for it")
+            return
+        }
+        let auto = try run([])
+        #expect(auto.status == 0, "\(auto.stderr)")
+        let line = auto.stdout.split(separator: "\n").first { $0.hasPrefix("kernel view:") }.map(String.init) ?? ""
+        #expect(line.hasPrefix("kernel view: not available — ") && line.contains(missing == "object" ? "RLCTL_KERNEL_PROBE" : "libbpf"), "\(auto.stdout.prefix(600))")
+        let on = try run(["--kernel", "on"])
+        #expect(on.status == 2 && on.stdout.isEmpty)
+        #expect(on.stderr.hasPrefix("rlctl: --kernel on: the kernel view is not available: ") && on.stderr.split(separator: "\n").count == 1, "\(on.stderr)")
+    }
+
+    /// Two recordings at once each load their own kernel view and see their own loops.
+    @Test func twoRecordingsAtOnceEachHaveTheirKernelView() throws {
+        guard Self.requirement.requireMet() else { return }
+        let first = try CLI.start(["run", "timers", "--duration", "1500ms", "--kernel", "on", "--format", "json"])
+        let second = try CLI.start(["run", "jank", "--duration", "1500ms", "--kernel", "on", "--format", "json"])
+        for result in [first.wait(), second.wait()] {
+            #expect(result.status == 0, "\(result.stderr)")
+            let summary = try Self.json(result.stdout)
+            let kernel = try #require(summary["kernel"] as? [String: Any])
+            #expect(kernel["status"] as? String == "on" && (kernel["records"] as? Int ?? 0) > 0, "\(kernel)")
+            let loop = try #require((summary["loops"] as? [[String: Any]])?.first)
+            #expect(loop["kernel"] != nil, "the loop has no kernel facet")
+        }
+    }
+
     /// Killed by SIGKILL while it records, rlctl leaves no BPF program loaded.
     @Test func sigkillLeavesNoBPFProgramBehind() throws {
         guard Self.requirement.requireMet() else { return }
