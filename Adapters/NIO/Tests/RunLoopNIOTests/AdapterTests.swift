@@ -201,8 +201,8 @@ struct AdapterTests {
         try withTracedGroup(threads: 1) { group, _ in
             let loop = group.next()
             try withSink(sink) {
-                try loop.submit { usleep(1_000) }.wait()
-                try loop.submit { usleep(40_000) }.wait()
+                _ = try loop.submit { usleep(1_000) }.wait()
+                _ = try loop.submit { usleep(40_000) }.wait()
                 #expect(eventually { sink.ticks.contains { $0.end - $0.start >= 40_000_000 } })
             }
         }
@@ -290,7 +290,7 @@ struct AdapterTests {
             try client.writeAndFlush(client.allocator.buffer(string: "x")).wait()
             #expect(eventually { served.value == 1 })
             try client.close().wait()
-            for _ in 0..<10 { try group.next().submit { usleep(2_000) }.wait() }
+            for _ in 0..<10 { _ = try group.next().submit { usleep(2_000) }.wait() }
         }
         #expect(sink.events.isEmpty, "a sink no longer installed received \(sink.events.count) events")
     }
