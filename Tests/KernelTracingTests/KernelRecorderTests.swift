@@ -97,6 +97,21 @@ struct KernelRecorderTests {
         })
     }
 
+    /// The probe's programs that process `pid` holds a descriptor of (the program's, or a link's to it), from its
+    /// /proc fdinfo: other processes' kernel views (other tests' rlctl, running at the same time) never count as its.
+    static func programsHeld(by pid: Int32) throws -> Set<Int> {
+        let probe = try probePrograms()
+        var held: Set<Int> = []
+        let folder = "/proc/\(pid)/fdinfo"
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+            guard let text = try? String(contentsOfFile: folder + "/" + entry, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n") where line.hasPrefix("prog_id:") {
+                if let id = Int(line.dropFirst("prog_id:".count).trimmingCharacters(in: .whitespaces)), probe.contains(id) { held.insert(id) }
+            }
+        }
+        return held
+    }
+
     /// Which of `programs` are still loaded after up to 2 s: the kernel frees a program once its last descriptor
     /// is closed, after an RCU grace period, not at once.
     static func programsGo(_ programs: Set<Int>) throws -> Set<Int> {
@@ -341,9 +356,8 @@ struct KernelRecorderTests {
 
     @Test func stopUnloadsEverythingAndCanBeCalledTwice() throws {
         guard kernelView.requireMet() else { return }
-        let before = try Self.probePrograms()
         let recorder = try KernelRecorder { _ in }
-        let ours = try Self.probePrograms().subtracting(before)
+        let ours = try Self.programsHeld(by: getpid())
         #expect(ours.count >= 10, "the probe's programs are listed while it records: \(ours)")
         try recorder.follow(process: getpid())
         let first = recorder.stop()
@@ -354,12 +368,11 @@ struct KernelRecorderTests {
 
     @Test func droppingTheRecorderStopsIt() throws {
         guard kernelView.requireMet() else { return }
-        let before = try Self.probePrograms()
         let recording = Recording()
         var ours: Set<Int> = []
         do {
             let recorder = try KernelRecorder { recording.add($0) }
-            ours = try Self.probePrograms().subtracting(before)
+            ours = try Self.programsHeld(by: getpid())
             try recorder.follow(process: getpid())
             usleep(50_000)   // a few polls: the consumer thread holds it only while it polls
         }
@@ -377,9 +390,8 @@ struct KernelRecorderTests {
 
     @Test func theAvailabilityCheckLeavesNothingLoaded() throws {
         guard kernelView.requireMet() else { return }
-        let before = try Self.probePrograms()
         #expect(KernelView.unavailableReason() == nil)
-        #expect(try Self.programsGo(try Self.probePrograms().subtracting(before)).isEmpty)
+        #expect(try Self.programsHeld(by: getpid()).isEmpty, "the availability check keeps nothing loaded")
     }
 
     @Test func withoutPrivilegesItSaysWhatItNeeds() throws {
@@ -399,12 +411,11 @@ struct KernelRecorderTests {
     @Test func aRecorderKilledWithSIGKILLLeavesNothingLoaded() throws {
         guard kernelView.requireMet() else { return }
         let fixture = Self.fixture
-        let before = try Self.probePrograms()
         let process = try RunningProcess(fixture, [], ProcessOptions(timeout: .seconds(30)))
         let deadline = ContinuousClock.now + .seconds(20)
         while !process.outputSoFar.stdout.contains("ready") && process.isRunning && ContinuousClock.now < deadline { usleep(5000) }
         #expect(process.outputSoFar.stdout.contains("ready"), "\(process.outputSoFar)")
-        let ours = try Self.probePrograms().subtracting(before)
+        let ours = try Self.programsHeld(by: process.pid)
         #expect(ours.count >= 10)
         process.send(SIGKILL)
         #expect(process.wait().termination == .signaled(SIGKILL))

@@ -171,19 +171,36 @@ struct KernelViewTests {
             Issue.record("bpftool is missing (scripts/install-deps.sh installs it)")
             return
         }
-        func ourPrograms() throws -> [String] {
-            let listing = try runProcess(bpftool, ["prog", "show"])
-            return listing.stdout.split(separator: "\n").filter { $0.contains(" name rlctl_kp") }.map(String.init)
+        func loaded() throws -> Set<Int> {
+            let listing = try runProcess(bpftool, ["-j", "prog", "show"])
+            let programs = try JSONSerialization.jsonObject(with: Data(listing.stdout.utf8)) as? [[String: Any]] ?? []
+            return Set(programs.compactMap { ($0["name"] as? String)?.hasPrefix("rlctl_kp_") == true ? $0["id"] as? Int : nil })
         }
-        let before = try ourPrograms()
+        // The programs this rlctl holds (its descriptors' fdinfo), not another test's rlctl running meanwhile.
+        func held(by pid: Int32) throws -> Set<Int> {
+            let folder = "/proc/\(pid)/fdinfo"
+            var ids: Set<Int> = []
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+                let text = (try? String(contentsOfFile: folder + "/" + entry, encoding: .utf8)) ?? ""
+                for line in text.split(separator: "\n") where line.hasPrefix("prog_id:") {
+                    if let id = Int(line.dropFirst("prog_id:".count).trimmingCharacters(in: .whitespaces)) { ids.insert(id) }
+                }
+            }
+            return try ids.intersection(loaded())
+        }
         let rlctl = try CLI.start(["run", "timers", "--duration", "60s", "--kernel", "on"])
-        let loaded = Date()
-        while try ourPrograms().count <= before.count, Date().timeIntervalSince(loaded) < 30 { usleep(50_000) }
-        #expect(try ourPrograms().count > before.count, "the kernel view never loaded its programs")
+        let started = Date()
+        var ours: Set<Int> = []
+        while ours.count < 10, Date().timeIntervalSince(started) < 30 {
+            usleep(50_000)
+            ours = try held(by: rlctl.pid)
+        }
+        #expect(ours.count >= 10, "the kernel view never loaded its programs: \(ours)")
         rlctl.send(SIGKILL, toGroup: true)
         _ = rlctl.wait()
-        let gone = Date()
-        while try ourPrograms().count > before.count, Date().timeIntervalSince(gone) < 10 { usleep(50_000) }
-        #expect(try ourPrograms() == before, "left loaded after SIGKILL")
+        // The kernel frees a program after an RCU grace period once its last descriptor is closed.
+        let killed = Date()
+        while !(try loaded().intersection(ours)).isEmpty, Date().timeIntervalSince(killed) < 10 { usleep(50_000) }
+        #expect(try loaded().intersection(ours).isEmpty, "left loaded after SIGKILL")
     }
 }
