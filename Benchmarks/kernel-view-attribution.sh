@@ -200,12 +200,24 @@ under_wrk() {
     taskset -a -p -c 0 "$server" >/dev/null
     local before after
     before=$(awk '{print $14 + $15}' "/proc/$server/stat")
-    taskset -c 1 wrk -t1 -c32 -d"${seconds}s" "http://127.0.0.1:$port/" > "$work/wrk"
+    run taskset -c 1 wrk -t1 -c32 -d"${seconds}s" "http://127.0.0.1:$port/" > "$work/wrk"
     after=$(awk '{print $14 + $15}' "/proc/$server/stat")
     wait "$launched" || { echo "kernel-view-attribution: the server failed: $(tail -3 "$work/server.err")" >&2; exit 1; }
     awk -v b="$before" -v a="$after" -v hz="$(getconf CLK_TCK)" '
         /^Requests\/sec/ {rps = $2} /requests in/ {n = $1}
         END {printf "%s %.2f\n", rps, (a - b) / hz * 1e6 / n}' "$work/wrk"
+}
+
+# Runs a command in the background and waits for it: a signal's trap then runs at once (bash defers it until a
+# foreground command ends), and the cleanup kills it.
+run() {
+    "$@" & local child=$! status=0
+    pids+=("$child")
+    wait "$child" || status=$?
+    local kept=() pid
+    for pid in "${pids[@]}"; do [ "$pid" = "$child" ] || kept+=("$pid"); done
+    pids=("${kept[@]}")
+    return "$status"
 }
 
 failures=0
@@ -218,7 +230,7 @@ echo "== 1. attribution is complete (parts within 5% of the loop's own figure: e
 
 echo "-- hog: two hogs on CPU 0; taskset -c 0 rlctl run jank --every 10 --cost 5ms --duration 3s --stall 8ms --kernel on --format json"
 hog 0; hog 0
-taskset -c 0 "$rlctl" run jank --every 10 --cost 5ms --duration 3s --stall 8ms --kernel on --format json > "$work/hog.json"
+run taskset -c 0 "$rlctl" run jank --every 10 --cost 5ms --duration 3s --stall 8ms --kernel on --format json > "$work/hog.json"
 stop_hogs
 attribution hog "$work/hog.json"
 
@@ -230,7 +242,7 @@ else
     echo 20000 > "$cgroup/cpu.cfs_quota_us"
 fi
 hog 1 "$cgroup"
-sh -c "echo \$\$ > $cgroup/cgroup.procs && exec taskset -c 0 '$rlctl' run jank --every 5 --cost 2ms --duration 3s --stall 8ms --kernel on --format json" > "$work/quota.json"
+run sh -c "echo \$\$ > $cgroup/cgroup.procs && exec taskset -c 0 '$rlctl' run jank --every 5 --cost 2ms --duration 3s --stall 8ms --kernel on --format json" > "$work/quota.json"
 stop_hogs
 for _ in $(seq 50); do rmdir "$cgroup" 2>/dev/null && break; sleep 0.1; done
 [ -d "$cgroup" ] || cgroup=
@@ -279,7 +291,7 @@ for r in $(seq "$rounds"); do
     # The order alternates from round to round.
     if [ $((r % 2)) = 1 ]; then order="off on"; else order="on off"; fi
     for mode in $order; do
-        taskset -c 0 "$rlctl" run timers --count 1 --interval 1ms --duration 5s --kernel "$mode" --format json > "$work/timers-$mode.json"
+        run taskset -c 0 "$rlctl" run timers --count 1 --interval 1ms --duration 5s --kernel "$mode" --format json > "$work/timers-$mode.json"
         declare "p50_$mode=$(p50_us "$work/timers-$mode.json")"
     done
     on+=("$p50_on"); off+=("$p50_off"); deltas+=("$(awk -v a="$p50_on" -v b="$p50_off" 'BEGIN {printf "%.1f", a - b}')")
