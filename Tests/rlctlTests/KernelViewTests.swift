@@ -96,7 +96,10 @@ struct KernelViewTests {
         try record(slower, handler: "500us")
         let aa = try CLI.run(["compare", quiet, busy])
         #expect(aa.status == 0, "A/A beside a hog failed:\n\(aa.stdout)\(aa.stderr)")
-        #expect(aa.stdout.contains("the machine, not the code"), "\(aa.stdout)")
+        // Beside the hog the wall clock usually regresses past the threshold, and the report names the contention; on a
+        // machine busy enough during the quiet run too, nothing regresses at all. Either way the A/A pair passes.
+        #expect(aa.stdout.contains("the machine, not the code") || aa.stdout.contains("no regression beyond"), "\(aa.stdout)")
+        #expect(!aa.stdout.contains("REGRESSED"), "\(aa.stdout)")
         let regression = try CLI.run(["compare", quiet, slower])
         #expect(regression.status == 1, "a 300 µs slower handler passed:\n\(regression.stdout)\(regression.stderr)")
         #expect(regression.stdout.contains("kernel.oncpu_per_callout"), "\(regression.stdout)")
