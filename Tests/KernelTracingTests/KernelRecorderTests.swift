@@ -195,66 +195,6 @@ struct KernelRecorderTests {
         }
     }
 
-    @Test func aHogOnTheSameCPUIsTheRunQueueCulprit() throws {
-        guard kernelView.requireMet() else { return }
-        let (hog, hogTID) = try Self.start(["/usr/bin/taskset", "-c", "0", Self.workload, "spin", "5"])
-        defer { hog.send(SIGKILL); _ = hog.wait() }
-        let (recording, _, _, tid) = try Self.record(["/usr/bin/taskset", "-c", "0", Self.workload, "spin", "1.5"])
-        #expect(recording.outOfOrder == 0)
-        let preempted = Self.episodes(recording.events, thread: tid).filter { $0.off.reason == .preempted }
-        #expect(preempted.count >= 20, "\(preempted.count) preemptions in 1.5 s beside a hog")
-        var blamed = 0
-        for (off, _, queue) in preempted {
-            #expect(off.wakerThreadID == -1 && off.woken == off.left && off.throttled == 0)
-            guard let queue else {
-                #expect(off.runnable == 0, "waited \(off.runnable) ns without a run queue")
-                continue
-            }
-            let held = queue.culprits.reduce(queue.others) { $0 + $1.nanoseconds }
-            // The culprits and others add up to the time it waited (the probe charges every switch on its CPU).
-            #expect(held == off.runnable, "culprits+others \(held) vs back-woken \(off.runnable)")
-            // Queued on CPU 0 (taskset) but for the moment before taskset's own affinity took hold.
-            if queue.cpu == 0, queue.culprits.contains(where: { $0.threadID == hogTID }) { blamed += 1 }
-        }
-        // On a loaded machine other programs share CPU 0 too: the hog is one of those that held it in most waits.
-        #expect(blamed * 2 >= preempted.count, "the hog held CPU 0 in \(blamed) of \(preempted.count) waits")
-        // The hog is named (once, before its first mention) with its command.
-        let events = recording.events
-        let naming = events.firstIndex { if case .kernelTask(hogTID, hog.pid, "kernel_workload") = $0.payload { return true }; return false }
-        let mention = events.firstIndex { if case .kernelRunQueue(let q) = $0.payload { return q.culprits.contains { $0.threadID == hogTID } }; return false }
-        #expect(naming != nil && mention != nil && naming! < mention!)
-        #expect(events.filter { if case .kernelTask(hogTID, _, _) = $0.payload { return true }; return false }.count == 1)
-    }
-
-    /// A cgroup with a CPU quota of 20 ms per 100 ms, made for the test and removed (cgroup v1's cpu controller,
-    /// as on this kind of VM, or v2's cpu.max).
-    struct QuotaGroup: ~Copyable {
-        let path: String
-        init() throws {
-            let name = "rlctl-kernel-test-\(getpid())"
-            let v2 = (try? String(contentsOfFile: "/sys/fs/cgroup/cgroup.controllers", encoding: .utf8))?
-                .split(separator: " ").contains { $0.trimmingCharacters(in: .whitespacesAndNewlines) == "cpu" } ?? false
-            path = v2 ? "/sys/fs/cgroup/\(name)" : "/sys/fs/cgroup/cpu/\(name)"
-            guard mkdir(path, 0o755) == 0 else { throw KernelRecorderError("mkdir \(path): \(String(cString: strerror(errno)))") }
-            do {
-                if v2 {
-                    try "20000 100000".write(toFile: path + "/cpu.max", atomically: false, encoding: .utf8)
-                } else {
-                    try "100000".write(toFile: path + "/cpu.cfs_period_us", atomically: false, encoding: .utf8)
-                    try "20000".write(toFile: path + "/cpu.cfs_quota_us", atomically: false, encoding: .utf8)
-                }
-            } catch {
-                rmdir(path)
-                throw error
-            }
-        }
-
-        deinit {
-            // Its processes are gone by now; their exit may take a moment to leave the group.
-            for _ in 0..<100 where rmdir(path) != 0 { usleep(20_000) }
-        }
-    }
-
     @Test func aPipeWakeUpNamesTheThreadThatWrote() throws {
         guard kernelView.requireMet() else { return }
         let (recording, statistics, pid, tid) = try Self.record([Self.workload, "pingpong", "20000"])
@@ -301,22 +241,6 @@ struct KernelRecorderTests {
         #expect(Self.offCPU(recording.events, thread: kept).count >= 50)
         #expect(Self.offCPU(recording.events, thread: left).isEmpty)
         _ = threads
-    }
-
-    @Test func aCPUQuotaIsThrottledTime() throws {
-        guard kernelView.requireMet() else { return }
-        let group = try QuotaGroup()
-        let (recording, _, _, tid) = try Self.record(["/bin/sh", "-c", "echo $$ > \(group.path)/cgroup.procs && exec \"$0\" \"$@\"",
-                                                      Self.workload, "spin", "1.5"])
-        let episodes = Self.episodes(recording.events, thread: tid)
-        let throttled = episodes.reduce(0) { $0 + $1.off.throttled }
-        // 1.5 s of a busy loop at 20 % quota: about 1.2 s throttled; ask for a quarter of that.
-        #expect(throttled >= 300_000_000, "\(throttled) ns throttled, \(episodes.count) episodes")
-        #expect(episodes.contains { $0.off.reason == .throttled })
-        for episode in episodes where episode.off.reason == .throttled {
-            #expect(episode.off.throttled == episode.off.back - episode.off.left)
-        }
-        _ = consume group
     }
 
     @Test func aFullRingBufferIsCountedAsLost() throws {
@@ -421,5 +345,87 @@ struct KernelRecorderTests {
         #expect(process.wait().termination == .signaled(SIGKILL))
         let left = try Self.programsGo(ours)
         #expect(left.isEmpty, "still loaded after SIGKILL: \(left)")
+    }
+}
+
+extension KernelRecorderTests {
+    /// The tests that load the CPUs on purpose: on their own, after the parallel suite (CPULoadTests).
+    @Suite(.serialized, .enabled(if: CPULoadTests.enabled, CPULoadTests.comment))
+    struct CPULoad {
+        @Test func aHogOnTheSameCPUIsTheRunQueueCulprit() throws {
+            guard kernelView.requireMet() else { return }
+            let (hog, hogTID) = try KernelRecorderTests.start(["/usr/bin/taskset", "-c", "0", KernelRecorderTests.workload, "spin", "5"])
+            defer { hog.send(SIGKILL); _ = hog.wait() }
+            let (recording, _, _, tid) = try KernelRecorderTests.record(["/usr/bin/taskset", "-c", "0", KernelRecorderTests.workload, "spin", "1.5"])
+            #expect(recording.outOfOrder == 0)
+            let preempted = KernelRecorderTests.episodes(recording.events, thread: tid).filter { $0.off.reason == .preempted }
+            #expect(preempted.count >= 20, "\(preempted.count) preemptions in 1.5 s beside a hog")
+            var blamed = 0
+            for (off, _, queue) in preempted {
+                #expect(off.wakerThreadID == -1 && off.woken == off.left && off.throttled == 0)
+                guard let queue else {
+                    #expect(off.runnable == 0, "waited \(off.runnable) ns without a run queue")
+                    continue
+                }
+                let held = queue.culprits.reduce(queue.others) { $0 + $1.nanoseconds }
+                // The culprits and others add up to the time it waited (the probe charges every switch on its CPU).
+                #expect(held == off.runnable, "culprits+others \(held) vs back-woken \(off.runnable)")
+                // Queued on CPU 0 (taskset) but for the moment before taskset's own affinity took hold.
+                if queue.cpu == 0, queue.culprits.contains(where: { $0.threadID == hogTID }) { blamed += 1 }
+            }
+            // On a loaded machine other programs share CPU 0 too: the hog is one of those that held it in most waits.
+            #expect(blamed * 2 >= preempted.count, "the hog held CPU 0 in \(blamed) of \(preempted.count) waits")
+            // The hog is named (once, before its first mention) with its command.
+            let events = recording.events
+            let naming = events.firstIndex { if case .kernelTask(hogTID, hog.pid, "kernel_workload") = $0.payload { return true }; return false }
+            let mention = events.firstIndex { if case .kernelRunQueue(let q) = $0.payload { return q.culprits.contains { $0.threadID == hogTID } }; return false }
+            #expect(naming != nil && mention != nil && naming! < mention!)
+            #expect(events.filter { if case .kernelTask(hogTID, _, _) = $0.payload { return true }; return false }.count == 1)
+        }
+
+        /// A cgroup with a CPU quota of 20 ms per 100 ms, made for the test and removed (cgroup v1's cpu controller,
+        /// as on this kind of VM, or v2's cpu.max).
+        struct QuotaGroup: ~Copyable {
+            let path: String
+            init() throws {
+                let name = "rlctl-kernel-test-\(getpid())"
+                let v2 = (try? String(contentsOfFile: "/sys/fs/cgroup/cgroup.controllers", encoding: .utf8))?
+                    .split(separator: " ").contains { $0.trimmingCharacters(in: .whitespacesAndNewlines) == "cpu" } ?? false
+                path = v2 ? "/sys/fs/cgroup/\(name)" : "/sys/fs/cgroup/cpu/\(name)"
+                guard mkdir(path, 0o755) == 0 else { throw KernelRecorderError("mkdir \(path): \(String(cString: strerror(errno)))") }
+                do {
+                    if v2 {
+                        try "20000 100000".write(toFile: path + "/cpu.max", atomically: false, encoding: .utf8)
+                    } else {
+                        try "100000".write(toFile: path + "/cpu.cfs_period_us", atomically: false, encoding: .utf8)
+                        try "20000".write(toFile: path + "/cpu.cfs_quota_us", atomically: false, encoding: .utf8)
+                    }
+                } catch {
+                    rmdir(path)
+                    throw error
+                }
+            }
+
+            deinit {
+                // Its processes are gone by now; their exit may take a moment to leave the group.
+                for _ in 0..<100 where rmdir(path) != 0 { usleep(20_000) }
+            }
+        }
+
+        @Test func aCPUQuotaIsThrottledTime() throws {
+            guard kernelView.requireMet() else { return }
+            let group = try QuotaGroup()
+            let (recording, _, _, tid) = try KernelRecorderTests.record(["/bin/sh", "-c", "echo $$ > \(group.path)/cgroup.procs && exec \"$0\" \"$@\"",
+                                                          KernelRecorderTests.workload, "spin", "1.5"])
+            let episodes = KernelRecorderTests.episodes(recording.events, thread: tid)
+            let throttled = episodes.reduce(0) { $0 + $1.off.throttled }
+            // 1.5 s of a busy loop at 20 % quota: about 1.2 s throttled; ask for a quarter of that.
+            #expect(throttled >= 300_000_000, "\(throttled) ns throttled, \(episodes.count) episodes")
+            #expect(episodes.contains { $0.off.reason == .throttled })
+            for episode in episodes where episode.off.reason == .throttled {
+                #expect(episode.off.throttled == episode.off.back - episode.off.left)
+            }
+            _ = consume group
+        }
     }
 }

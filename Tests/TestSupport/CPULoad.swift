@@ -107,3 +107,11 @@ public final class QuotaCgroup: @unchecked Sendable {
         }
     }
 }
+
+/// Tests that load the CPUs on purpose (hogs pinned beside a loop, a CPU quota) take a 2-core machine away from every
+/// timing-sensitive test running beside them in the parallel suite. They run on their own, after it, when
+/// RLCTL_TEST_CPU_LOAD=1 (`.ci/run` does: `swift test --no-parallel --filter CPULoad`).
+public enum CPULoadTests {
+    public static let enabled = ProcessInfo.processInfo.environment["RLCTL_TEST_CPU_LOAD"] == "1"
+    public static let comment: Comment = "loads the CPUs on purpose: runs on its own after the suite, with RLCTL_TEST_CPU_LOAD=1 swift test --no-parallel --filter CPULoad (.ci/run does)"
+}

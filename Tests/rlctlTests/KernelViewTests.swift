@@ -28,83 +28,6 @@ struct KernelViewTests {
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
     }
 
-    /// Beside two CPU hogs on its CPU, a jank callout that needs 5 ms of CPU is not a 5 ms handler on the clock:
-    /// the stall's split names the wait for the CPU and the hogs, and its time on the CPU stays about 5 ms.
-    @Test func aStallBesideTwoHogsIsBlamedOnTheCPUNotTheCallout() throws {
-        guard Self.requirement.requireMet() else { return }
-        let hogs = try CPUHogs(count: 2, cpu: 0)
-        defer { hogs.stop() }
-        let result = try Self.pinned(["run", "jank", "--every", "10", "--cost", "5ms", "--duration", "2s", "--stall", "8ms",
-                                      "--kernel", "on", "--format", "json"])
-        #expect(result.status == 0, "\(result.stderr)")
-        let summary = try Self.json(result.stdout)
-        #expect((summary["kernel"] as? [String: Any])?["status"] as? String == "on")
-        let loop = try #require((summary["loops"] as? [[String: Any]])?.first)
-        let worst = try #require((loop["worstStalls"] as? [[String: Any]])?.first, "no stall beside two hogs: \(result.stdout.prefix(2000))")
-        let split = try #require(worst["kernel"] as? [String: Any], "the worst stall has no kernel split")
-        let onCPU = try #require(split["onCPUNanoseconds"] as? Int), waiting = try #require(split["runQueueNanoseconds"] as? Int)
-        let busy = try #require(worst["busyNanoseconds"] as? Int)
-        // The handler needs 5 ms of CPU (it spins on its thread's CPU time); the iteration's other work is tiny.
-        #expect(onCPU >= 4_500_000 && onCPU <= 8_000_000, "on CPU \(onCPU) ns of a 5 ms handler")
-        #expect(waiting > onCPU, "waiting for the CPU \(waiting) ns, on it \(onCPU) ns, beside two hogs")
-        #expect(busy >= onCPU + waiting - 100_000, "the parts (\(onCPU) + \(waiting)) exceed the stall's \(busy) ns")
-        let culprits = (split["culprits"] as? [[String: Any]]) ?? []
-        let hogPIDs = Set(hogs.pids)
-        #expect(culprits.contains { ($0["pid"] as? Int).map { hogPIDs.contains(Int32($0)) } ?? false },
-                "the culprits \(culprits) name neither hog (\(hogPIDs))")
-    }
-
-    /// A CPU quota (20 ms per 100 ms, spent by a hog in the same cgroup) reads as throttling, not as a slow loop.
-    @Test func aCPUQuotaReadsAsThrottled() throws {
-        guard Self.requirement.requireMet() else { return }
-        if let reason = QuotaCgroup.unavailableReason {
-            Issue.record("no CPU quota can be made here: \(reason)")
-            return
-        }
-        let cgroup = try QuotaCgroup(name: "rlctl-kernel-test", quota: .milliseconds(20), period: .milliseconds(100))
-        defer { cgroup.remove() }
-        let hog = try RunningProcess("/bin/sh", ["-c", "echo $$ > '\(cgroup.path)/cgroup.procs' && exec taskset -c 1 sh -c 'while :; do :; done'"],
-                                     ProcessOptions(timeout: .seconds(300), ownProcessGroup: true))
-        defer { hog.send(SIGKILL, toGroup: true); _ = hog.wait() }
-        let result = try Self.pinned(["run", "jank", "--every", "5", "--cost", "2ms", "--duration", "2s", "--stall", "8ms",
-                                      "--kernel", "on", "--format", "json"], prefix: cgroup.wrap([]))
-        #expect(result.status == 0, "\(result.stderr)")
-        #expect(cgroup.periodsThrottled > 0, "the cgroup (\(cgroup.hierarchy)) was never throttled")
-        let summary = try Self.json(result.stdout)
-        let overall = try #require((summary["kernel"] as? [String: Any])?["overall"] as? [String: Any])
-        let busy = try #require(overall["busy"] as? [String: Any])
-        let throttled = try #require(busy["throttledNanoseconds"] as? Int)
-        #expect(throttled > 10_000_000, "throttled only \(throttled) ns under a 20%-of-a-CPU quota: \(busy)")
-    }
-
-    /// The same workload twice, the second beside a hog: the wall clock regressed, time on the CPU did not, and compare
-    /// says so and passes; a handler that really got 300 µs slower still fails.
-    @Test func compareTellsTheMachineFromTheCode() throws {
-        guard Self.requirement.requireMet() else { return }
-        let quiet = temporaryPath("quiet.json"), busy = temporaryPath("busy.json"), slower = temporaryPath("slower.json")
-        func record(_ output: String, handler: String) throws {
-            let result = try Self.pinned(["run", "timers", "--count", "4", "--interval", "5ms", "--handler-cost", handler,
-                                          "--duration", "2s", "--repeat", "3", "--kernel", "on", "--output", output])
-            #expect(result.status == 0, "\(result.stderr)")
-        }
-        try record(quiet, handler: "200us")
-        do {
-            let hog = try CPUHogs(count: 1, cpu: 0)
-            defer { hog.stop() }
-            try record(busy, handler: "200us")
-        }
-        try record(slower, handler: "500us")
-        let aa = try CLI.run(["compare", quiet, busy])
-        #expect(aa.status == 0, "A/A beside a hog failed:\n\(aa.stdout)\(aa.stderr)")
-        // Beside the hog the wall clock usually regresses past the threshold, and the report names the contention; on a
-        // machine busy enough during the quiet run too, nothing regresses at all. Either way the A/A pair passes.
-        #expect(aa.stdout.contains("the machine, not the code") || aa.stdout.contains("no regression beyond"), "\(aa.stdout)")
-        #expect(!aa.stdout.contains("REGRESSED"), "\(aa.stdout)")
-        let regression = try CLI.run(["compare", quiet, slower])
-        #expect(regression.status == 1, "a 300 µs slower handler passed:\n\(regression.stdout)\(regression.stderr)")
-        #expect(regression.stdout.contains("kernel.oncpu_per_callout"), "\(regression.stdout)")
-    }
-
     /// `--kernel on` where the kernel view cannot be taken (here: not root) is a one-line error before anything runs.
     @Test func kernelOnWithoutPrivilegeFailsBeforeTheRun() throws {
         guard Self.requirement.requireMet() else { return }
@@ -205,5 +128,88 @@ struct KernelViewTests {
         let killed = Date()
         while !(try loaded().intersection(ours)).isEmpty, Date().timeIntervalSince(killed) < 10 { usleep(50_000) }
         #expect(try loaded().intersection(ours).isEmpty, "left loaded after SIGKILL")
+    }
+}
+
+extension KernelViewTests {
+    /// The README's experiments, which load the CPUs on purpose: on their own, after the parallel suite (CPULoadTests).
+    @Suite(.serialized, .enabled(if: CPULoadTests.enabled, CPULoadTests.comment))
+    struct CPULoad {
+        /// Beside two CPU hogs on its CPU, a jank callout that needs 5 ms of CPU is not a 5 ms handler on the clock:
+        /// the stall's split names the wait for the CPU and the hogs, and its time on the CPU stays about 5 ms.
+        @Test func aStallBesideTwoHogsIsBlamedOnTheCPUNotTheCallout() throws {
+            guard KernelViewTests.requirement.requireMet() else { return }
+            let hogs = try CPUHogs(count: 2, cpu: 0)
+            defer { hogs.stop() }
+            let result = try KernelViewTests.pinned(["run", "jank", "--every", "10", "--cost", "5ms", "--duration", "2s", "--stall", "8ms",
+                                          "--kernel", "on", "--format", "json"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let summary = try KernelViewTests.json(result.stdout)
+            #expect((summary["kernel"] as? [String: Any])?["status"] as? String == "on")
+            let loop = try #require((summary["loops"] as? [[String: Any]])?.first)
+            let worst = try #require((loop["worstStalls"] as? [[String: Any]])?.first, "no stall beside two hogs: \(result.stdout.prefix(2000))")
+            let split = try #require(worst["kernel"] as? [String: Any], "the worst stall has no kernel split")
+            let onCPU = try #require(split["onCPUNanoseconds"] as? Int), waiting = try #require(split["runQueueNanoseconds"] as? Int)
+            let busy = try #require(worst["busyNanoseconds"] as? Int)
+            // The handler needs 5 ms of CPU (it spins on its thread's CPU time); the iteration's other work is tiny.
+            #expect(onCPU >= 4_500_000 && onCPU <= 8_000_000, "on CPU \(onCPU) ns of a 5 ms handler")
+            #expect(waiting > onCPU, "waiting for the CPU \(waiting) ns, on it \(onCPU) ns, beside two hogs")
+            #expect(busy >= onCPU + waiting - 100_000, "the parts (\(onCPU) + \(waiting)) exceed the stall's \(busy) ns")
+            let culprits = (split["culprits"] as? [[String: Any]]) ?? []
+            let hogPIDs = Set(hogs.pids)
+            #expect(culprits.contains { ($0["pid"] as? Int).map { hogPIDs.contains(Int32($0)) } ?? false },
+                    "the culprits \(culprits) name neither hog (\(hogPIDs))")
+        }
+
+        /// A CPU quota (20 ms per 100 ms, spent by a hog in the same cgroup) reads as throttling, not as a slow loop.
+        @Test func aCPUQuotaReadsAsThrottled() throws {
+            guard KernelViewTests.requirement.requireMet() else { return }
+            if let reason = QuotaCgroup.unavailableReason {
+                Issue.record("no CPU quota can be made here: \(reason)")
+                return
+            }
+            let cgroup = try QuotaCgroup(name: "rlctl-kernel-test", quota: .milliseconds(20), period: .milliseconds(100))
+            defer { cgroup.remove() }
+            let hog = try RunningProcess("/bin/sh", ["-c", "echo $$ > '\(cgroup.path)/cgroup.procs' && exec taskset -c 1 sh -c 'while :; do :; done'"],
+                                         ProcessOptions(timeout: .seconds(300), ownProcessGroup: true))
+            defer { hog.send(SIGKILL, toGroup: true); _ = hog.wait() }
+            let result = try KernelViewTests.pinned(["run", "jank", "--every", "5", "--cost", "2ms", "--duration", "2s", "--stall", "8ms",
+                                          "--kernel", "on", "--format", "json"], prefix: cgroup.wrap([]))
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(cgroup.periodsThrottled > 0, "the cgroup (\(cgroup.hierarchy)) was never throttled")
+            let summary = try KernelViewTests.json(result.stdout)
+            let overall = try #require((summary["kernel"] as? [String: Any])?["overall"] as? [String: Any])
+            let busy = try #require(overall["busy"] as? [String: Any])
+            let throttled = try #require(busy["throttledNanoseconds"] as? Int)
+            #expect(throttled > 10_000_000, "throttled only \(throttled) ns under a 20%-of-a-CPU quota: \(busy)")
+        }
+
+        /// The same workload twice, the second beside a hog: the wall clock regressed, time on the CPU did not, and compare
+        /// says so and passes; a handler that really got 300 µs slower still fails.
+        @Test func compareTellsTheMachineFromTheCode() throws {
+            guard KernelViewTests.requirement.requireMet() else { return }
+            let quiet = temporaryPath("quiet.json"), busy = temporaryPath("busy.json"), slower = temporaryPath("slower.json")
+            func record(_ output: String, handler: String) throws {
+                let result = try KernelViewTests.pinned(["run", "timers", "--count", "4", "--interval", "5ms", "--handler-cost", handler,
+                                              "--duration", "2s", "--repeat", "3", "--kernel", "on", "--output", output])
+                #expect(result.status == 0, "\(result.stderr)")
+            }
+            try record(quiet, handler: "200us")
+            do {
+                let hog = try CPUHogs(count: 1, cpu: 0)
+                defer { hog.stop() }
+                try record(busy, handler: "200us")
+            }
+            try record(slower, handler: "500us")
+            let aa = try CLI.run(["compare", quiet, busy])
+            #expect(aa.status == 0, "A/A beside a hog failed:\n\(aa.stdout)\(aa.stderr)")
+            // Beside the hog the wall clock usually regresses past the threshold, and the report names the contention; on a
+            // machine busy enough during the quiet run too, nothing regresses at all. Either way the A/A pair passes.
+            #expect(aa.stdout.contains("the machine, not the code") || aa.stdout.contains("no regression beyond"), "\(aa.stdout)")
+            #expect(!aa.stdout.contains("REGRESSED"), "\(aa.stdout)")
+            let regression = try CLI.run(["compare", quiet, slower])
+            #expect(regression.status == 1, "a 300 µs slower handler passed:\n\(regression.stdout)\(regression.stderr)")
+            #expect(regression.stdout.contains("kernel.oncpu_per_callout"), "\(regression.stdout)")
+        }
     }
 }
