@@ -279,11 +279,11 @@ struct ChromeTraceWriter {
     }
 
     /// A slice whose start and end the event carries (an adapter's, reported after it ended).
-    private mutating func complete(_ name: String, cat: String, tid: Int32, from start: UInt64, to end: UInt64, args: String,
+    private mutating func complete(_ name: String, cat: String, pid: Int = 1, tid: Int32, from start: UInt64, to end: UInt64, args: String,
                                    flowOut: String? = nil) -> String {
         let duration = end >= start ? end - start : 0
         let flow = flowOut.map { ",\"bind_id\":\($0),\"flow_out\":true" } ?? ""
-        return "{\"ph\":\"X\",\"name\":\(jsonString(name)),\"cat\":\"\(cat)\",\"pid\":1,\"tid\":\(tid),\"ts\":\(micros(start)),\"dur\":\(duration / 1000).\(String(duration % 1000).leftPadded(to: 3))\(flow),\"args\":{\(args)}}"
+        return "{\"ph\":\"X\",\"name\":\(jsonString(name)),\"cat\":\"\(cat)\",\"pid\":\(pid),\"tid\":\(tid),\"ts\":\(micros(start)),\"dur\":\(duration / 1000).\(String(duration % 1000).leftPadded(to: 3))\(flow),\"args\":{\(args)}}"
     }
 
     /// A slice on a track of its own (Chrome's async events, one track per `track`): stalls and loss windows
@@ -455,10 +455,9 @@ extension ChromeTraceWriter {
         return true
     }
 
+    /// A thread state on the kernel view's track (pid 2). A time off the CPU that began before the trace's first event
+    /// is drawn from there: the view has no earlier time.
     private mutating func kernelSlice(_ name: String, tid: Int32, from start: UInt64, to end: UInt64, args: String) -> String {
-        // A time off the CPU that began before the trace's first event is drawn from there: the view has no earlier time.
-        let start = origin.map { max(start, $0) } ?? start
-        let duration = end >= start ? end - start : 0
-        return "{\"ph\":\"X\",\"name\":\(jsonString(name)),\"cat\":\"kernel\",\"pid\":2,\"tid\":\(tid),\"ts\":\(micros(start)),\"dur\":\(duration / 1000).\(String(duration % 1000).leftPadded(to: 3)),\"args\":{\(args)}}"
+        complete(name, cat: "kernel", pid: 2, tid: tid, from: origin.map { max(start, $0) } ?? start, to: end, args: args)
     }
 }

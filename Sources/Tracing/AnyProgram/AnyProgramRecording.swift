@@ -42,19 +42,13 @@ public struct AnyProgramRecording: Sendable {
         self.tracer = tracer
         self.followChildren = followChildren
         self.interposer = interposer
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40   // RFC 4122 version 4
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        uuid = bytes
+        uuid = TraceSchema.newUUID()
         if case .embedded = tracer { try writeMetadata() }
     }
 
     private func writeMetadata() throws(RecorderError) {
-        var realtime = timespec()
-        clock_gettime(CLOCK_REALTIME, &realtime)
-        let offset = Int64(realtime.tv_sec) * 1_000_000_000 + Int64(realtime.tv_nsec) - Int64(bitPattern: Loop.Instant.now.nanoseconds)
-        let metadata = TraceSchema.metadata(uuid: uuid, clockOffsetNanoseconds: offset, hostname: ProcessInfo.processInfo.hostName)
+        let metadata = TraceSchema.metadata(uuid: uuid, clockOffsetNanoseconds: TraceSchema.currentClockOffsetNanoseconds(),
+                                            hostname: ProcessInfo.processInfo.hostName)
         do { try metadata.write(toFile: folder + "/metadata", atomically: true, encoding: .utf8) } catch {
             throw RecorderError("cannot write \(folder)/metadata: \(error.localizedDescription)")
         }

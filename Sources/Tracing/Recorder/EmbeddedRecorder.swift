@@ -130,15 +130,10 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
         }
         self.directory = directory
         self.options = options
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40   // version 4
-        bytes[8] = (bytes[8] & 0x3F) | 0x80   // RFC 4122 variant
+        let bytes = TraceSchema.newUUID()
         self.uuid = bytes
-        var realtime = timespec()
-        clock_gettime(CLOCK_REALTIME, &realtime)
-        let offset = Int64(realtime.tv_sec) * 1_000_000_000 + Int64(realtime.tv_nsec) - Int64(bitPattern: Loop.Instant.now.nanoseconds)
-        metadata = TraceSchema.metadata(uuid: bytes, clockOffsetNanoseconds: offset, hostname: ProcessInfo.processInfo.hostName)
+        metadata = TraceSchema.metadata(uuid: bytes, clockOffsetNanoseconds: TraceSchema.currentClockOffsetNanoseconds(),
+                                        hostname: ProcessInfo.processInfo.hostName)
         super.init()
         try prepareDirectory()
     }

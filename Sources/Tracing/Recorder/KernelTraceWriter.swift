@@ -36,10 +36,7 @@ public final class KernelTraceWriter: @unchecked Sendable {
     /// Creates `folder` (which must not hold a trace yet) with the trace's metadata and its stream.
     public init(folder: String) throws {
         self.folder = folder
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let bytes = TraceSchema.newUUID()
         uuid = bytes
         streamTID = getpid()
         streamName = "stream-\(streamTID)"
@@ -50,11 +47,7 @@ public final class KernelTraceWriter: @unchecked Sendable {
         do { try fileManager.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
             throw RecorderError("cannot make the kernel view's folder \(folder): \(error.localizedDescription)")
         }
-        var realtime = timespec(), monotonic = timespec()
-        clock_gettime(CLOCK_REALTIME, &realtime)
-        clock_gettime(CLOCK_MONOTONIC, &monotonic)
-        let offset = (Int64(realtime.tv_sec) - Int64(monotonic.tv_sec)) * 1_000_000_000 + Int64(realtime.tv_nsec) - Int64(monotonic.tv_nsec)
-        let metadata = TraceSchema.metadata(uuid: bytes, clockOffsetNanoseconds: offset, hostname: ProcessInfo.processInfo.hostName,
+        let metadata = TraceSchema.metadata(uuid: bytes, clockOffsetNanoseconds: TraceSchema.currentClockOffsetNanoseconds(), hostname: ProcessInfo.processInfo.hostName,
                                             part: TraceSchema.kernelViewPart)
         do { try metadata.write(toFile: folder + "/metadata", atomically: true, encoding: .utf8) } catch {
             throw RecorderError("cannot write \(folder)/metadata: \(error.localizedDescription)")

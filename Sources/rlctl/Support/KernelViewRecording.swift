@@ -31,9 +31,6 @@ struct KernelViewOptions: ParsableArguments {
 /// The kernel view of one recording: the kernel recorder follows the traced process's threads and writes what it
 /// sees into the trace folder's `kernel/` trace, which the readers merge with the loops' events.
 final class KernelViewRecording: @unchecked Sendable {
-    /// The folder, inside a trace folder, that holds its kernel view.
-    static let folderName = TraceSchema.kernelViewFolder
-
     private let recorder: KernelRecorder
     private let writer: KernelTraceWriter
     private let lock = NSLock()
@@ -65,7 +62,7 @@ final class KernelViewRecording: @unchecked Sendable {
     }
 
     private init(traceFolder: String, following process: Int32, followChildren: Bool) throws {
-        let writer = try KernelTraceWriter(folder: traceFolder + "/" + Self.folderName)
+        let writer = try KernelTraceWriter(folder: traceFolder + "/" + TraceSchema.kernelViewFolder)
         self.writer = writer
         var options = KernelRecorder.Options()
         options.followChildren = followChildren
