@@ -25,7 +25,10 @@
 # blocks use that already exists (say an old baseline.json) stops the run before anything runs, rather than
 # being overwritten or read by mistake.
 #
-# Environment: README_FLOWS_FILE (the Markdown file, default README.md), README_FLOWS_DIR (where blocks run,
+# PATH: blocks run with the repository's .build/release first on PATH, as the README's set-up command puts it
+# there for the reader's shell (each block runs in a shell of its own, so the README's `export` cannot carry over).
+#
+# Environment: README_FLOWS_FILE (the Markdown file, default README.md, or a guide under docs/), README_FLOWS_DIR (where blocks run,
 # default the repository root), README_FLOWS_TIMEOUT (seconds per block, default 1800: the first block builds
 # rlctl in release mode), GITHUB_STEP_SUMMARY (set to a temporary file when unset, as the CI example appends
 # to it).
@@ -263,7 +266,7 @@ run_flows() {
                 instrument "$(cat "$body")" "$start" "$markdown" >"$script"
                 local block_start=$SECONDS status=0
                 # No terminal input: a command that would prompt fails instead of waiting for the timeout.
-                (cd "$dir" && README_FLOWS_NAME=$markdown timeout -k 10 "$timeout_seconds" \
+                (cd "$dir" && PATH="$repo/.build/release:$PATH" README_FLOWS_NAME=$markdown timeout -k 10 "$timeout_seconds" \
                     bash -euo pipefail "$script" </dev/null) || status=$?
                 local took=$((SECONDS - block_start))
                 if [ $status -ne 0 ]; then

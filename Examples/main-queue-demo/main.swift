@@ -1,5 +1,5 @@
-// main-queue-demo: the README's "RunLoopCore in one example", as a program (`swift run main-queue-demo`).
-// MainQueueProcessTests checks that the README shows exactly this code and that it runs.
+// main-queue-demo: docs/runloopcore.md's example, as a program (`swift run main-queue-demo`).
+// MainQueueProcessTests checks that docs/runloopcore.md shows exactly this code and that it runs.
 import Dispatch
 import RunLoopCore
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TraceModel
 
 @main
 struct RLCtl: ParsableCommand {
@@ -10,8 +11,12 @@ struct RLCtl: ParsableCommand {
         Exit status: 0 success; 1 a budget violation or a regression; 2 a usage or input error; 3 the data is \
         incomplete (lost events) and the budget forbids that.
         """,
+        version: RLCtl.version,
         subcommands: [Run.self, Record.self, Summarize.self, Export.self, Report.self, Check.self, Compare.self, List.self, Top.self, Doctor.self]
     )
+
+    /// `rlctl --version`: the tool's version and the trace format it writes and reads.
+    static let version = "rlctl 0.9.0 (trace format \(TraceSchema.formatVersion))"
 
     /// Every failure ends as one line on stderr and a documented exit status; never a stack trace.
     static func main() {
@@ -49,15 +54,23 @@ struct RLCtl: ParsableCommand {
         guard let first = arguments.first else {
             throw Failure.input("name a command: \(names.joined(separator: ", ")) (rlctl --help describes them)")
         }
+        if !first.hasPrefix("-"), first != "help", !names.contains(first) {
+            throw Failure.input("unknown command \"\(first)\"" + suggestion(first, among: names) + " (the commands: \(names.joined(separator: ", ")))")
+        }
         if first == "help", arguments.count > 1 {
             let topic = arguments[1]
             guard names.contains(topic) else {
-                throw Failure.input("no help topic \"\(topic)\": the commands are \(names.joined(separator: ", "))")
+                throw Failure.input("no help topic \"\(topic)\"" + suggestion(topic, among: names) + " (the commands: \(names.joined(separator: ", ")))")
             }
             guard arguments.count == 2 else {
                 throw Failure.input("help takes one command (got \(arguments.dropFirst().joined(separator: " ")))")
             }
         }
+    }
+
+    /// `: did you mean summarize?` for the command closest to a mistyped one, else nothing.
+    static func suggestion(_ word: String, among names: [String]) -> String {
+        Spelling.closest(to: word, among: names).map { ": did you mean \($0)?" } ?? ""
     }
 
     /// `--duration -1s` reads to ArgumentParser as an option with no value followed by an unknown flag ("Missing

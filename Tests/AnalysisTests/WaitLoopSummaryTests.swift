@@ -315,6 +315,9 @@ import TraceModel
         let s = try w.summarize()
         let text = SummaryReport.text(s)
         #expect(text == """
+            verdict:
+              2 stalls (iterations busier than 16.0ms); worst 30.0ms on wait loop node (pid 4242) thread node, epoll fd 5
+              1 wait woke later than 1.00ms past its timeout (worst 2.00ms)
             trace: 22 events, none lost, every run complete
 
             wait loop: node (pid 4242) thread node (tid 20), epoll fd 5 — epoll_pwait 8

@@ -63,17 +63,17 @@ import Testing
             """, "main-queue-fixture foundation")
     }
 
-    /// The README's RunLoopCore example is Examples/main-queue-demo, word for word, and it runs: the @MainActor
+    /// The RunLoopCore example (docs/runloopcore.md) is Examples/main-queue-demo, word for word, and it runs: the @MainActor
     /// task and the DispatchQueue.main block run, and the task's stop ends the run.
     @Test func theReadmeExampleIsTheMainQueueDemoAndItRuns() throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: repository.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: repository.appendingPathComponent("docs/runloopcore.md"), encoding: .utf8)
         let demo = try String(contentsOf: repository.appendingPathComponent("Examples/main-queue-demo/main.swift"), encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: "## RunLoopCore in one example").dropFirst().first)
+        let section = try #require(readme.components(separatedBy: "# RunLoopCore in one example").dropFirst().first)
         let block = try #require(section.components(separatedBy: "```swift\n").dropFirst().first?.components(separatedBy: "```\n").first)
         // The program only adds a header comment.
         let program = demo.split(separator: "\n", omittingEmptySubsequences: false).drop { $0.hasPrefix("//") }.joined(separator: "\n")
-        expectSameText(block, program, "README.md's RunLoopCore example against Examples/main-queue-demo/main.swift")
+        expectSameText(block, program, "docs/runloopcore.md's example against Examples/main-queue-demo/main.swift")
 
         let result = try Self.run("main-queue-demo")
         #expect(result.status == 0, "\(result.termination): \(result.stderr)")

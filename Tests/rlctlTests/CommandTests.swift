@@ -34,6 +34,7 @@ import TestSupport
         USAGE: rlctl <subcommand>
 
         OPTIONS:
+          --version               Show the version.
           -h, --help              Show help information.
 
         SUBCOMMANDS:
@@ -239,7 +240,7 @@ import TestSupport
     @Test func unknownWorkloadOrFlag() throws {
         try expectUsageError(["run", "nope"], "The value 'nope' is invalid for '<workload>'. Please provide one of the following: timers, sources, ports, io, blocks, modes, jank, mixed")
         try expectUsageError(["run", "timers", "--bogus"], "Unknown option '--bogus'. Did you mean '--bytes'?")
-        try expectUsageError(["frobnicate"], "Unexpected argument 'frobnicate'")
+        try expectUsageError(["frobnicate"], "unknown command \"frobnicate\" (the commands: run, record, summarize, export, report, check, compare, list, top, doctor)")
     }
 
     @Test func negativeOrMissingDurations() throws {

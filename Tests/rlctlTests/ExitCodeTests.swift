@@ -12,7 +12,7 @@ import TestSupport
 
     @Test func helpForAnUnknownTopicIsAUsageError() throws {
         try assertCommand(["help", "nosuch"],
-                          stderr: "rlctl: no help topic \"nosuch\": the commands are run, record, summarize, export, report, check, compare, list, top, doctor\n",
+                          stderr: "rlctl: no help topic \"nosuch\" (the commands: run, record, summarize, export, report, check, compare, list, top, doctor)\n",
                           status: 2)
         try assertCommand(["help", "run", "extra"], stderr: "rlctl: help takes one command (got run extra)\n", status: 2)
         // Known topics and plain help still succeed (their text: CommandTests.helpIsTheManual).

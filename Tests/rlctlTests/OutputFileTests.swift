@@ -29,7 +29,7 @@ import TestSupport
         #expect(result.stderr == "rlctl: wrote the summary \(summary)\n")
         let text = try readText(summary)
         #expect(text.components(separatedBy: "\ntrace: ").count == 3, "a title and trace line per repetition: \(text)")
-        #expect(text.hasPrefix("timers — 1 element for 100ms, tracer embedded — repetition 1/2\ntrace: ") && text.hasSuffix("\n"), "\(text)")
+        #expect(text.hasPrefix("timers — 1 element for 100ms, tracer embedded — repetition 1/2\nverdict") && text.hasSuffix("\n"), "\(text)")
         // Repetitions' JSON is printed nowhere (--output's run report holds it): an empty --summary is refused.
         try expectUsageError(["run", "timers", "--repeat", "2", "--format", "json", "--summary", summary],
                              "--summary with --repeat takes --format text or markdown; every repetition's JSON is the run report of --output")
@@ -125,7 +125,8 @@ import TestSupport
         }
     }
 
-    /// An export of a cut-off recording said only `wrote N events`; it says what summarize says of it.
+    /// An export of a cut-off recording said only `wrote N events`; it says what summarize says of it, on stderr
+    /// with the "wrote" line (stdout stays for results).
     @Test func anExportOfAnIncompleteTraceSaysSoInTheSummarysWords() throws {
         let cutOff = temporaryPath("cut-off.rltrace")
         try FileManager.default.copyItem(atPath: sharedTrace, toPath: cutOff)
@@ -136,12 +137,17 @@ import TestSupport
 
         let whole = try CLI.run(["export", sharedTrace, "--format", "csv", "-o", rows])
         try #require(whole.status == 0, "\(whole.stderr)")
-        let count = try #require(whole.stdout.split(separator: " ").dropFirst().first.flatMap { Int($0) }, "\(whole.stdout)")
-        #expect(whole.stdout == "wrote \(count) events to \(rows)\n")
+        let count = try #require(whole.stderr.split(separator: " ").dropFirst(2).first.flatMap { Int($0) }, "\(whole.stderr)")
+        #expect(whole.stdout.isEmpty && whole.stderr == "rlctl: wrote \(count) events to \(rows)\n")
 
-        try assertCommand(["export", cutOff, "--format", "csv", "-o", rows], stdout: """
-            wrote \(count) events to \(rows) from an INCOMPLETE trace:
-              the recording was cut off: its process was killed or crashed before it completed the trace; each thread's events after its last written packet are missing (how many is unknown)
+        try assertCommand(["export", cutOff, "--format", "csv", "-o", rows], stderr: """
+            rlctl: wrote \(count) events to \(rows)
+            rlctl: the trace is INCOMPLETE: the recording was cut off: its process was killed or crashed before it completed the trace; each thread's events after its last written packet are missing (how many is unknown)
+
+            """, status: 0)
+        // --quiet drops the "wrote" line, never the warning about the data.
+        try assertCommand(["export", cutOff, "--format", "csv", "-o", rows, "--quiet"], stderr: """
+            rlctl: the trace is INCOMPLETE: the recording was cut off: its process was killed or crashed before it completed the trace; each thread's events after its last written packet are missing (how many is unknown)
 
             """, status: 0)
         let summary = try CLI.run(["summarize", cutOff])

@@ -61,7 +61,7 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: page) }
         let result = try CLI.run(["report", sharedTrace, "-o", page])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout == "wrote \(page)\n")
+        #expect(result.stdout.isEmpty && result.stderr == "rlctl: wrote the report \(page)\n", "\(result.stdout)\(result.stderr)")
         let html = try String(contentsOfFile: page, encoding: .utf8)
         let summary = try Self.json(try CLI.run(["summarize", sharedTrace, "--format", "json"]).stdout)
         Self.expectFiguresMatch(html, summary: summary)
@@ -169,13 +169,13 @@ import TestSupport
         #expect(sections == metrics)
     }
 
-    /// Runs of different workloads: the page says so above the verdict, as compare warns.
+    /// Runs of different workloads, compared anyway: the page says so above the verdict, as compare warns.
     @Test func aComparisonOfDifferentWorkloadsSaysSo() throws {
         let a = temporaryPath("timers.json"), b = temporaryPath("jank.json"), page = temporaryPath("mismatch.html")
         defer { for path in [a, b, page] { try? FileManager.default.removeItem(atPath: path) } }
         try #require(try CLI.run(["run", "timers", "--duration", "200ms", "--output", a, "--format", "json"]).status == 0)
         try #require(try CLI.run(["run", "jank", "--duration", "200ms", "--output", b, "--format", "json"]).status == 0)
-        try #require(try CLI.run(["report", "--baseline", a, "--current", b, "-o", page]).status == 0)
+        try #require(try CLI.run(["report", "--baseline", a, "--current", b, "-o", page, "--allow-different-workloads"]).status == 0)
         let html = try String(contentsOfFile: page, encoding: .utf8)
         #expect(html.contains("These may be different workloads: the baseline ran workload &quot;timers&quot; and the current run &quot;jank&quot;."))
         // Distribution metrics are drawn whole, both sides overlaid.
@@ -238,7 +238,7 @@ import TestSupport
         for output in [a, b] {
             try #require(try CLI.run(["run", "timers", "--duration", "200ms", "--repeat", "3", "--output", output, "--format", "json"]).status == 0)
         }
-        try #require(try CLI.run(["report", "--baseline", a, "--current", b, "-o", page]).status == 0)
+        try #require(try CLI.run(["report", "--baseline", a, "--current", b, "-o", page, "--allow-different-workloads"]).status == 0)
         let dom = try Self.load(page, screenshot: "comparison")
         #expect(dom.contains("class=\"verdict"))
         #expect(dom.contains("<svg"))

@@ -49,15 +49,21 @@ public struct Budget: Sendable {
             // A tab is a space, also in the rule's text that reports quote (a tab there misaligns their columns).
             let trimmed = line.replacingOccurrences(of: "\t", with: " ").trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty { continue }
-            guard let comparison = Comparison.allCases.sorted(by: { $0.rawValue.count > $1.rawValue.count })
-                    .first(where: { trimmed.contains($0.rawValue) }),
-                  let range = trimmed.range(of: comparison.rawValue) else {
+            // metric, operator, limit: the operator is every comparison character between the two, so that a
+            // mistyped one (`=<`) is said to be the operator, not read as part of the metric's name.
+            let operatorCharacters: Set<Character> = ["<", ">", "=", "!"]
+            guard let operatorStart = trimmed.firstIndex(where: { operatorCharacters.contains($0) }) else {
                 throw BudgetError("\(at): expected `metric <= limit` (or <, >=, >, ==, !=), got \"\(trimmed)\"")
             }
-            let name = trimmed[..<range.lowerBound].trimmingCharacters(in: .whitespaces)
-            let limitText = trimmed[range.upperBound...].trimmingCharacters(in: .whitespaces)
+            let operatorEnd = trimmed[operatorStart...].firstIndex { !operatorCharacters.contains($0) } ?? trimmed.endIndex
+            let operatorText = String(trimmed[operatorStart ..< operatorEnd])
+            let name = trimmed[..<operatorStart].trimmingCharacters(in: .whitespaces)
+            let limitText = trimmed[operatorEnd...].trimmingCharacters(in: .whitespaces)
+            guard let comparison = Comparison(rawValue: operatorText) else {
+                throw BudgetError("\(at): unknown comparison \"\(operatorText)\" (use <=, <, >=, >, == or !=)")
+            }
             guard let metric = Metric.named(name) else {
-                throw BudgetError("\(at): unknown metric \"\(name)\" (rlctl check --list-metrics lists them)")
+                throw BudgetError("\(at): unknown metric \"\(name)\"" + Metric.suggestion(for: name) + " (rlctl check --list-metrics lists them)")
             }
             let limit = try Self.parseLimit(limitText, for: metric, at: at)
             try Self.checkPossible(metric: metric, comparison: comparison, limit: limit, text: limitText, at: at)

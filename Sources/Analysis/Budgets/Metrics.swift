@@ -297,6 +297,11 @@ public enum Metric {
     private static let byName: [String: Definition] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 
     public static func named(_ name: String) -> Definition? { byName[name] }
+
+    /// ` (did you mean timer.lateness.p90?)` for a mistyped metric name, else nothing.
+    public static func suggestion(for name: String) -> String {
+        Spelling.closest(to: name, among: all.map(\.name)).map { " (did you mean \($0)?)" } ?? ""
+    }
 }
 
 extension Metric.Definition {

@@ -100,7 +100,9 @@ public struct OutputFileError: Error, CustomStringConvertible {
         case ENOSPC, EDQUOT: return "the disk holding \(folder) is full"
         case EACCES, EPERM: return "no permission to write in \(folder)"
         case EROFS: return "\(folder) is on a read-only file system"
-        case ENOENT: return "no folder \(folder)"
+        case ENOENT:
+            // A folder that exists and still says ENOENT takes no new files: a virtual file system (/proc, /sys).
+            return access(folder, F_OK) == 0 ? "\(folder) takes no new files (a virtual file system?)" : "no folder \(folder)"
         case ENOTDIR: return "\(folder) is not a folder"
         case EISDIR: return "it is a folder"
         default: return String(cString: strerror(errno))

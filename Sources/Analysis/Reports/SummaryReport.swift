@@ -90,9 +90,12 @@ public enum SummaryReport {
         return out
     }
 
-    public static func text(_ s: TraceSummary, title: String? = nil) -> String {
+    /// The summary as text: its verdict first, then the trace's health and every loop's figures (`brief`: the
+    /// verdict and the trace's health only).
+    public static func text(_ s: TraceSummary, title: String? = nil, brief: Bool = false) -> String {
         var out: [String] = []
         if let title { out.append(title) }
+        out += SummaryVerdict(s).lines()
         let h = s.health
         let problems = healthProblems(h)
         if problems.isEmpty {
@@ -103,6 +106,7 @@ public enum SummaryReport {
         }
         if let skipped = skippedNote(h) { out.append("  " + skipped) }
         if let kernel = kernelStatusLine(s) { out.append(kernel) }
+        if brief { return out.joined(separator: "\n") }
         for loop in s.loops {
             out.append("")
             let mark = lossMark(affected: loop.affectedByLoss, lostEvents: loop.lostEventsAffecting)
@@ -217,6 +221,15 @@ public enum SummaryReport {
     public static func markdown(_ s: TraceSummary, title: String? = nil) -> String {
         var out: [String] = []
         out.append("### \((title ?? "Run-loop summary").markdownEscaped)")
+        out.append("")
+        let verdict = SummaryVerdict(s)
+        if verdict.isClean {
+            out.append("**Verdict:** " + verdict.nothingFound.markdownEscaped + ".")
+        } else {
+            out.append("**Verdict:**")
+            out.append("")
+            out += verdict.findings.map { "- " + $0.markdownEscaped }
+        }
         out.append("")
         let problems = healthProblems(s.health)
         if problems.isEmpty {

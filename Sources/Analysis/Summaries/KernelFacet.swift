@@ -47,11 +47,13 @@ extension TraceSummary {
         /// The CPU where it held the loop's thread off longest.
         public var cpu: Int32
 
-        /// `sh (pid 4242)`, `kworker/0:1 (kernel thread)`, `thread 77`.
+        /// `sh (pid 4242)`, `rlctl (pid 4242, thread 4250)` (a thread other than its process's first: several of
+        /// one process must read apart), `kworker/0:1 (kernel thread)`, `thread 77`.
         public var name: String {
             guard let command else { return "thread \(threadID)" }
             guard let pid else { return command }
-            return pid == 0 ? "\(command) (kernel thread)" : "\(command) (pid \(pid))"
+            if pid == 0 { return "\(command) (kernel thread)" }
+            return threadID == pid ? "\(command) (pid \(pid))" : "\(command) (pid \(pid), thread \(threadID))"
         }
     }
 

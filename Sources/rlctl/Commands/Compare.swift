@@ -10,7 +10,9 @@ struct Compare: ParsableCommand {
         tail metric the change of the median across repetitions gets a 95% bootstrap confidence interval; the \
         comparison fails (exit 1) only when the whole interval is past the threshold in the worse direction. \
         Ratios (loop.utilization, timer.within_tolerance) change in points, and the threshold applies to them in \
-        points (10% = 10 points). A warning says when the two sides look like different workloads. \
+        points (10% = 10 points). Runs of two differently named workloads are refused (exit 2; \
+        --allow-different-workloads compares them anyway); a warning says when the two sides look like different \
+        workloads otherwise (their timers or kinds of callouts differ). \
         With a single repetition on a side there is no interval to speak of: use --repeat 5 or more.
 
         The machine, not the code: when both sides have the kernel view in every repetition (rlctl run and record \

@@ -23,8 +23,8 @@ struct Export: ParsableCommand {
 
         The file is written beside --output and renamed over it once whole: a failed export (a full disk, an \
         unreadable trace) leaves --output as it was. Its folder is checked before the trace is read. When the \
-        trace is incomplete (events or packets lost, the recording cut off), export says so after "wrote", in \
-        summarize's words.
+        trace is incomplete (events or packets lost, the recording cut off), export says so on stderr, in \
+        summarize's words, even with --quiet.
         """
     )
 
@@ -39,16 +39,18 @@ struct Export: ParsableCommand {
 
     @OptionGroup var hostOption: HostOption
     @OptionGroup var analysis: AnalysisOptions
+    @OptionGroup var quietOption: QuietOption
 
     func run() throws {
+        quietOption.apply()
         try requireWritableOutputs(output)
         do {
             var reader = try TraceReaders.open(trace, host: hostOption.host)
             let count = try TraceExporter.export(&reader, format: format, to: output, options: analysis.summarizerOptions)
             let problems = SummaryReport.traceProblems(reader.health)
-            print("wrote \(count) events to \(output)" + (problems.isEmpty ? "" : " from an INCOMPLETE trace:"))
-            for problem in problems { print("  " + problem) }
-            if format == .chrome { print("open it in Perfetto: https://ui.perfetto.dev, \"Open trace file\" (read in the browser, not uploaded)") }
+            wrote("\(count) events to \(output)" + (format == .chrome ? " (open it in https://ui.perfetto.dev, \"Open trace file\": read in the browser, not uploaded)" : ""))
+            // Not a "wrote" line: a warning about the data, said even with --quiet.
+            if !problems.isEmpty { note("the trace is INCOMPLETE: " + problems.joined(separator: "; ")) }
         } catch let error as TraceReadError {
             throw Failure.input("cannot read trace: \(error)")
         } catch let error as OutputFileError {

@@ -118,6 +118,8 @@ struct Record: ParsableCommand {
     @Option(help: "Output format: text, json or markdown.")
     var format: SummaryFormat = .text
 
+    @OptionGroup var briefOption: BriefOption
+
     @Option(help: "Also draw the recording as an HTML page (rlctl report) in this file.")
     var report: String?
 
@@ -136,6 +138,7 @@ struct Record: ParsableCommand {
     @OptionGroup var snapshots: SnapshotOnStallOptions
 
     @OptionGroup var analysis: AnalysisOptions
+    @OptionGroup var quietOption: QuietOption
 
     @OptionGroup var kernelView: KernelViewOptions
 
@@ -174,6 +177,7 @@ struct Record: ParsableCommand {
     }
 
     func run() throws {
+        quietOption.apply()
         try requireWritableOutputs(report, self.summary)
         if let threshold = snapshots.snapshotOnStall { return try recordSnapshots(threshold: threshold) }
         if let relayd { return try recordToRelay(relayd) }
@@ -271,7 +275,7 @@ struct Record: ParsableCommand {
         }
         let tracerName = (useLTTng ? "LTTng" : "embedded recorder") + (any ? ", any program (wait interposer)" : "")
         let title = "\(command.joined(separator: " ")) — \(tracerName)" + (destination.keep ? ", trace \(destination.path)" : "")
-        try SummaryDestination(path: self.summary).deliver(try format.render(summary, title: format == .json ? nil : title))
+        try SummaryDestination(path: self.summary).deliver(try format.render(summary, title: format == .json ? nil : title, brief: briefOption.brief))
         if useLTTng, let advice = LTTngRecording.lossAdvice(lost: summary.health.eventsLost, read: summary.health.eventsRead) {
             note(advice)
         }

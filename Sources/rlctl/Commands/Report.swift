@@ -43,6 +43,7 @@ struct Report: ParsableCommand {
     @OptionGroup var comparison: ComparisonOptions
     @OptionGroup var hostOption: HostOption
     @OptionGroup var analysis: AnalysisOptions
+    @OptionGroup var quietOption: QuietOption
 
     func validate() throws {
         switch (input, baseline, current) {
@@ -54,6 +55,7 @@ struct Report: ParsableCommand {
     }
 
     func run() throws {
+        quietOption.apply()
         try requireWritableOutputs(output)
         let options = analysis.summarizerOptions(drawing: true)
         let page: String
@@ -72,7 +74,7 @@ struct Report: ParsableCommand {
             page = HTMLReport.comparison(result, baseline: a, current: b, context: context)
         }
         try write(page, to: output)
-        print("wrote \(output)")
+        wrote("the report \(output)")
     }
 }
 
@@ -93,7 +95,7 @@ enum HTMLReportOptions {
     /// Writes the page of what `run` or `record` just summarized, and says where.
     static func write(_ report: RunReport, title: String, about: [String], to path: String) throws {
         try rlctl.write(try page(for: report, title: title, about: about, budget: nil), to: path)
-        Interruptions.shared.output { FileHandle.standardError.write(Data("rlctl: wrote the report \(path)\n".utf8)) }
+        wrote("the report \(path)")
     }
 }
 

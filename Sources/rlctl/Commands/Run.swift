@@ -89,9 +89,12 @@ struct Run: ParsableCommand {
     @Option(help: "Output format: text, json or markdown.")
     var format: SummaryFormat = .text
 
+    @OptionGroup var briefOption: BriefOption
+
     @OptionGroup var snapshots: SnapshotOnStallOptions
 
     @OptionGroup var analysis: AnalysisOptions
+    @OptionGroup var quietOption: QuietOption
 
     @OptionGroup var kernelView: KernelViewOptions
 
@@ -137,6 +140,7 @@ struct Run: ParsableCommand {
     }
 
     func run() throws {
+        quietOption.apply()
         try requireWritableOutputs(output, report, summary)
         let spec = try workloadSpec()
         // Before the first repetition: a trace written into another folder's files would mix with them (LTTng) or
@@ -162,13 +166,14 @@ struct Run: ParsableCommand {
             guard let summary = try runOnce(spec, repetition: repetition, kernelUnavailable: kernelUnavailable) else { continue }
             summaries.append(summary)
             if `repeat` == 1 || format == .text {
-                let report = try format.render(summary, title: format == .json ? nil : title)
-                if self.summary == nil { Interruptions.shared.output { print(report) } } else { summaryTexts.append(report) }
+                let report = try format.render(summary, title: format == .json ? nil : title, brief: briefOption.brief)
+                if self.summary == nil { try SummaryDestination(path: nil).deliver(report) } else { summaryTexts.append(report) }
             }
         }
         if !summaryTexts.isEmpty { try SummaryDestination(path: self.summary).deliver(summaryTexts.joined(separator: "\n")) }
         if let output {
             try write(try RunReport(workload: name, tracer: tracer.rawValue, repetitions: summaries).json(), to: output)
+            wrote("the run report \(output) (\(summaries.count) repetition\(summaries.count == 1 ? "" : "s"))")
         }
         if let report, !summaries.isEmpty {
             try HTMLReportOptions.write(RunReport(workload: name, tracer: tracer.rawValue, repetitions: summaries), title: "rlctl report: run \(name)",

@@ -28,13 +28,15 @@ struct Summarize: ParsableCommand {
     @Option(help: "Output format: text, json or markdown.")
     var format: SummaryFormat = .text
 
+    @OptionGroup var briefOption: BriefOption
+
     @OptionGroup var hostOption: HostOption
     @OptionGroup var analysis: AnalysisOptions
 
     func run() throws {
         switch try summarizeFolder(at: trace, host: hostOption.host, options: analysis.summarizerOptions) {
         case .single(let result):
-            print(try format.render(result, title: format == .json ? nil : trace + (hostOption.host.map { ", host \($0)" } ?? "")))
+            print(try format.render(result, title: format == .json ? nil : trace + (hostOption.host.map { ", host \($0)" } ?? ""), brief: briefOption.brief))
         case .fleet(let fleet):
             print(try format.render(fleet, title: trace))
             if !fleet.unreadable.isEmpty {

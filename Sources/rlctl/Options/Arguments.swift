@@ -13,6 +13,12 @@ enum SummaryFormat: String, ExpressibleByArgument, CaseIterable {
     case text, json, markdown
 }
 
+/// `--brief`: the summary's verdict and the trace's health, without every loop's figures.
+struct BriefOption: ParsableArguments {
+    @Flag(help: "Print only the summary's verdict and the trace's health (text), not every loop's figures.")
+    var brief = false
+}
+
 /// The thresholds every command that summarizes a trace shares.
 struct AnalysisOptions: ParsableArguments {
     @Option(help: "Iterations busier than this are stalls, e.g. 16ms.", transform: durationArgument)
@@ -45,8 +51,8 @@ struct HostOption: ParsableArguments {
 }
 
 extension SummaryFormat {
-    func render(_ summary: TraceSummary, title: String?) throws -> String {
-        try render(text: { SummaryReport.text(summary, title: title) }, json: { try SummaryReport.json(summary) },
+    func render(_ summary: TraceSummary, title: String?, brief: Bool = false) throws -> String {
+        try render(text: { SummaryReport.text(summary, title: title, brief: brief) }, json: { try SummaryReport.json(summary) },
                    markdown: { SummaryReport.markdown(summary, title: title) })
     }
 
@@ -77,17 +83,24 @@ struct ComparisonOptions: ParsableArguments {
     @Option(parsing: .upToNextOption, help: "Metrics to compare (default: the tail latencies and utilization).")
     var metrics: [String] = []
 
+    @Flag(help: "Compare runs of two differently named workloads anyway (without it that is a usage error, exit 2).")
+    var allowDifferentWorkloads = false
+
     func validate() throws {
         guard threshold.hasSuffix("%"), let value = Double(threshold.dropLast()), value.isFinite, value > 0, value < 10_000 else {
             throw ValidationError("--threshold must be a positive percentage, e.g. 10% (got \(threshold))")
         }
         for metric in metrics where Metric.named(metric) == nil {
-            throw ValidationError("unknown metric \"\(metric)\" (rlctl check --list-metrics lists them)")
+            throw ValidationError("unknown metric \"\(metric)\"" + Metric.suggestion(for: metric) + " (rlctl check --list-metrics lists them)")
         }
     }
 
-    /// The two reports compared, or a one-line failure when no metric has data in both.
+    /// The two reports compared, or a one-line failure when no metric has data in both, or when they ran two
+    /// differently named workloads (their regressions would be the difference of two workloads, not of a change).
     func compare(_ baseline: RunReport, _ current: RunReport) throws -> ComparisonReport {
+        if !allowDifferentWorkloads, let a = baseline.workloadName, let b = current.workloadName, a != b {
+            throw Failure.input("the baseline ran workload \"\(a)\" and the current run \"\(b)\": different workloads (--allow-different-workloads compares them anyway)")
+        }
         guard let comparison = ComparisonReport(baseline: baseline, current: current, metrics: metrics.isEmpty ? Comparison.defaultMetrics : metrics,
                                                 threshold: Double(threshold.dropLast())! / 100, thresholdText: threshold) else {
             throw Failure.input("no metric has data in both runs")

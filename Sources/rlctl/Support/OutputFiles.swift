@@ -1,4 +1,5 @@
 import Analysis
+import ArgumentParser
 import Foundation
 import Glibc
 
@@ -18,13 +19,21 @@ private func whyNotWritable(_ path: String) -> Int32? {
     return whyNotWritableFolder(AtomicFile.folder(of: path))
 }
 
-/// Why nothing can be written in `folder`: it is missing (ENOENT), is no folder (ENOTDIR), or refuses writes
-/// (access's errno: EACCES, EROFS); nil when files can be made there.
+/// Why nothing can be written in `folder`: it is missing (ENOENT), is no folder (ENOTDIR), or refuses a new
+/// file (the errno creating one fails with: EACCES, EROFS, or ENOENT from a virtual file system such as /proc,
+/// which root's access() passes); nil when files can be made there.
 private func whyNotWritableFolder(_ folder: String) -> Int32? {
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) else { return ENOENT }
     guard isDirectory.boolValue else { return ENOTDIR }
-    return access(folder, W_OK) == 0 ? nil : errno
+    guard access(folder, W_OK) == 0 else { return errno }
+    // The only sure test is to make a file there, as the result will be made (then removed at once).
+    let probe = folder + "/.rlctl-probe-\(getpid())-\(UInt32.random(in: 0 ... .max))"
+    let fd = open(probe, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { return errno }
+    close(fd)
+    unlink(probe)
+    return nil
 }
 
 /// Writes a result file atomically (see AtomicFile), or fails with a one-line message that says why.
@@ -38,10 +47,36 @@ struct SummaryDestination {
     let path: String?
 
     func deliver(_ text: String) throws {
-        guard let path else { return Interruptions.shared.output { print(text) } }
+        guard let path else {
+            if !Console.quiet { Interruptions.shared.output { print(text) } }
+            return
+        }
         try write(text + "\n", to: path)
-        note("wrote the summary \(path)")
+        wrote("the summary \(path)")
     }
+}
+
+/// How much rlctl says besides its results and errors: `--quiet` says nothing but errors (the exit status and the
+/// files are the result).
+enum Console {
+    /// Set once, by the command, before anything is printed or any thread started.
+    nonisolated(unsafe) static var quiet = false
+}
+
+/// `--quiet`, for the commands that write files or print long summaries.
+struct QuietOption: ParsableArguments {
+    @Flag(help: "Print nothing but errors and warnings about the data: no summary, no \"wrote\" line.")
+    var quiet = false
+
+    /// Makes it rlctl's for the rest of the command.
+    func apply() { Console.quiet = quiet }
+}
+
+/// Every result file rlctl writes is said in one place and one way, `rlctl: wrote WHAT` on stderr (stdout holds
+/// the results themselves), once the file is whole; nothing with --quiet.
+func wrote(_ what: String) {
+    guard !Console.quiet else { return }
+    note("wrote " + what)
 }
 
 /// Refuses, before the program or the workload starts, a trace folder that could not be written: the folder, or

@@ -24,6 +24,7 @@ public enum HTMLReport {
     /// The page of one summary (a trace, or one repetition of a run).
     public static func summary(_ s: TraceSummary, context: Context) -> String {
         var body: [Node] = header(context)
+        body.append(verdictSection(s))
         body.append(healthSection(s.health))
         if let budget = context.budget { body.append(budgetSection(budget)) }
         if let reported = reportedSection(s) { body.append(reported) }
@@ -38,6 +39,7 @@ public enum HTMLReport {
         }
         var body = header(context)
         if report.repetitions.count > 1 { body.append(repetitionsSection(report)) }
+        body.append(verdictSection(first))
         body.append(healthSection(first.health))
         if let budget = context.budget { body.append(budgetSection(budget)) }
         if report.repetitions.count > 1 {
@@ -130,6 +132,15 @@ public enum HTMLReport {
         .element("div", ["class": "figures"], pairs.map { name, value in
             .element("div", ["class": "figure"], [.element("span", ["class": "value"], text: value), .element("span", ["class": "name"], text: name)])
         })
+    }
+
+    /// What is wrong, if anything, before any figure (the text summary's first lines).
+    private static func verdictSection(_ s: TraceSummary) -> Node {
+        let verdict = SummaryVerdict(s)
+        let finding: Node = verdict.isClean
+            ? .element("p", ["class": "pass"], text: verdict.nothingFound.prefix(1).uppercased() + verdict.nothingFound.dropFirst() + ".")
+            : .element("ul", ["class": "problems"], verdict.findings.map { .element("li", text: $0) })
+        return .element("section", ["class": "verdict"], [.element("h2", text: "Verdict"), finding])
     }
 
     private static func healthSection(_ h: TraceSummary.Health) -> Node {
