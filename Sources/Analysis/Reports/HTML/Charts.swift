@@ -110,32 +110,53 @@ enum Chart {
             nodes.append(stall.anchor.map { .element("a", attributes: [("href", "#" + $0)], [mark]) } ?? mark)
         }
         nodes += timeAxis(seconds: seconds, x: x)
-        return svg(title, nodes)
+        nodes.append(axisTitle(x: left + plotWidth / 2, y: top + plotHeight + 30, "time since the trace's first event"))
+        nodes.append(axisTitle(x: 14, y: top + plotHeight / 2, "busy", vertical: true))
+        return svg(title, height: height + axisTitleHeight, nodes)
     }
 
     /// A log axis from `low` to `high` over `plotWidth`: the position of a value, and the decade ticks.
-    private static func logAxis(low: Double, high: Double, plotWidth: Double, unit: (Double) -> String) -> (x: (Double) -> Double, ticks: [Node]) {
+    /// `baseline` is the plot's bottom edge, where the axis runs.
+    private static func logAxis(low: Double, high: Double, plotWidth: Double, baseline: Double = top + plotHeight,
+                                unit: (Double) -> String) -> (x: (Double) -> Double, ticks: [Node]) {
         let logLow = log10(low), logHigh = log10(high)
         let x = { (v: Double) in left + (log10(max(v, low)) - logLow) / (logHigh - logLow) * plotWidth }
-        var ticks: [Node] = [line(left, top + plotHeight, left + plotWidth, top + plotHeight, "axisline")]
+        var ticks: [Node] = [line(left, baseline, left + plotWidth, baseline, "axisline")]
         var decade = pow(10, floor(logLow))
         while decade <= high * 1.0001 {
             if decade >= low * 0.999 {
-                ticks.append(line(x(decade), top + plotHeight, x(decade), top + plotHeight + 4, "axisline"))
-                ticks.append(label(x(decade), top + plotHeight + 16, unit(decade)))
+                ticks.append(line(x(decade), baseline, x(decade), baseline + 4, "axisline"))
+                ticks.append(label(x(decade), baseline + 16, unit(decade)))
             }
             decade *= 10
         }
         return (x, ticks)
     }
 
+    /// An axis's title: under the tick labels (x), or turned up along the left edge (y).
+    private static func axisTitle(x: Double, y: Double, _ text: String, vertical: Bool = false) -> Node {
+        var attributes = [("x", number(x)), ("y", number(y)), ("text-anchor", "middle"), ("class", "axistitle")]
+        if vertical { attributes.append(("transform", "rotate(-90 \(number(x)) \(number(y)))")) }
+        return .element("text", attributes: attributes, [.text(text)])
+    }
+
+    /// Rows above a histogram's plot for the marks' labels (p50, p99, p99.9, max), one row each, so that no label
+    /// is ever drawn over a bar, nor over another label.
+    static let markRows = 4
+    static let markRowHeight = 11.0
+    /// Below the tick labels: the x axis's title.
+    static let axisTitleHeight = 14.0
+
     /// The values a histogram bucket holds, as its bar's tooltip says them.
     private static func range(_ bucket: DistributionSummary.Bucket, unit: (Double) -> String) -> String {
         bucket.lowest == bucket.highest ? unit(Double(bucket.lowest)) : "\(unit(Double(bucket.lowest)))–\(unit(Double(bucket.highest)))"
     }
 
-    /// A distribution on a log axis from its histogram buckets, with p50, p99, p99.9 and max marked.
-    static func histogram(_ d: DistributionSummary, title: String, unit: (Double) -> String = { formatNanoseconds($0) }) -> Node {
+    /// A distribution on a log axis from its histogram buckets, with p50, p99, p99.9 and max marked: each mark a
+    /// line through the plot and its label in a row of its own above it. `axis` names the values (with their
+    /// unit: the axis is in the unit's own steps), `counting` what a bar counts.
+    static func histogram(_ d: DistributionSummary, title: String, axis: String? = nil, counting: String = "count",
+                          unit: (Double) -> String = { formatNanoseconds($0) }) -> Node {
         let buckets = d.buckets.filter { $0.count > 0 }
         guard d.count > 0, let highest = buckets.last?.upTo else {
             return .element("p", ["class": "na"], text: "\(title): no values")
@@ -144,27 +165,32 @@ enum Chart {
         let high = max(Double(highest), low * 10)
         // Half the page's width: distributions sit two to a row, and their labels must stay readable there.
         let chartWidth = 460.0, plotWidth = chartWidth - left - right
-        let (x, ticks) = logAxis(low: low, high: high, plotWidth: plotWidth, unit: unit)
+        let plotTop = top + Double(markRows) * markRowHeight, plotBottom = plotTop + plotHeight
+        let (x, ticks) = logAxis(low: low, high: high, plotWidth: plotWidth, baseline: plotBottom, unit: unit)
         let tallest = Double(buckets.map(\.count).max() ?? 1)
-        let y = { (c: Double) in top + plotHeight - c / tallest * plotHeight }
+        let y = { (c: Double) in plotBottom - c / tallest * plotHeight }
         var nodes: [Node] = []
         for bucket in buckets {
             let from = max(Double(bucket.lowest), low), to = max(Double(bucket.upTo), from)
-            nodes.append(rect(x(from), y(Double(bucket.count)), x(to) - x(from), top + plotHeight - y(Double(bucket.count)), "bar",
+            nodes.append(rect(x(from), y(Double(bucket.count)), x(to) - x(from), plotBottom - y(Double(bucket.count)), "bar",
                               title: "\(range(bucket, unit: unit)): \(bucket.count) (\(formatPercent(Double(bucket.count) / Double(d.count))))"))
         }
-        for (name, value) in [("p50", d.p50), ("p99", d.p99), ("p99.9", d.p999), ("max", d.max)] {
+        for (row, (name, value)) in [("p50", d.p50), ("p99", d.p99), ("p99.9", d.p999), ("max", d.max)].enumerated() {
             let at = x(Double(value))
-            nodes.append(line(at, top, at, top + plotHeight, "mark"))
-            // Labels stacked, and turned to the left of their line in the right third, so none leaves the chart.
-            let leftward = at > left + plotWidth * 0.66
-            nodes.append(label(leftward ? at - 3 : at + 3, top + 10 + (name == "p99" ? 11 : name == "p99.9" ? 22 : name == "max" ? 33 : 0),
+            nodes.append(line(at, plotTop, at, plotBottom, "mark"))
+            // Its label in its own row above the plot, turned to the left of its line in the right half, so none
+            // leaves the chart.
+            let leftward = at > left + plotWidth * 0.5
+            nodes.append(label(leftward ? at + 2 : at - 2, top + markRowHeight * Double(row) + 8,
                                "\(name) \(unit(Double(value)))", anchor: leftward ? "end" : "start", cls: "marklabel"))
         }
         nodes += ticks
-        nodes.append(label(left - 6, top + 10, "\(Int(tallest))", anchor: "end"))
-        nodes.append(label(left - 6, top + plotHeight, "0", anchor: "end"))
-        return svg(width: chartWidth, "\(title): \(d.count) values, p50 \(unit(Double(d.p50))), p99 \(unit(Double(d.p99))), max \(unit(Double(d.max)))", nodes)
+        nodes.append(label(left - 6, plotTop + 8, "\(Int(tallest))", anchor: "end"))
+        nodes.append(label(left - 6, plotBottom, "0", anchor: "end"))
+        nodes.append(axisTitle(x: left + plotWidth / 2, y: plotBottom + 30, (axis ?? title) + " (log scale)"))
+        nodes.append(axisTitle(x: 14, y: (plotTop + plotBottom) / 2, counting, vertical: true))
+        return svg(width: chartWidth, "\(title): \(d.count) values, p50 \(unit(Double(d.p50))), p99 \(unit(Double(d.p99))), max \(unit(Double(d.max)))",
+                   height: plotBottom + 30 + axisTitleHeight / 2, nodes)
     }
 
     /// A timer's lateness over time: each bucket's least and most late firing, the tolerance band, missed slots.
@@ -203,7 +229,9 @@ enum Chart {
             }
         }
         nodes += timeAxis(seconds: seconds, x: x)
-        return svg("timer \(timer.label): lateness over time", nodes)
+        nodes.append(axisTitle(x: left + plotWidth / 2, y: top + plotHeight + 30, "time since the trace's first event (× above: missed slots)"))
+        nodes.append(axisTitle(x: 14, y: top + plotHeight / 2, "lateness", vertical: true))
+        return svg("timer \(timer.label): lateness over time", height: height + axisTitleHeight, nodes)
     }
 
     /// A comparison of one metric: each repetition's value of both sides as dots on one axis, the medians as bars.

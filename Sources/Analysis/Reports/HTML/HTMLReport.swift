@@ -140,7 +140,7 @@ public enum HTMLReport {
         let finding: Node = verdict.isClean
             ? .element("p", ["class": "pass"], text: verdict.nothingFound.prefix(1).uppercased() + verdict.nothingFound.dropFirst() + ".")
             : .element("ul", ["class": "problems"], verdict.findings.map { .element("li", text: $0) })
-        return .element("section", ["class": "verdict"], [.element("h2", text: "Verdict"), finding])
+        return .element("section", ["class": "findings"], [.element("h2", text: "Verdict"), finding])
     }
 
     private static func healthSection(_ h: TraceSummary.Health) -> Node {
@@ -485,10 +485,11 @@ public enum HTMLReport {
     .figure .value{display:block;font-size:18px;font-weight:600}.figure .name{color:var(--muted);font-size:12px}
     table{border-collapse:collapse;margin:6px 0;font-size:13px}th,td{text-align:left;padding:3px 10px 3px 0;border-bottom:1px solid var(--grid);vertical-align:top}
     tr.fail td{color:var(--bad)}tr.pass td{color:var(--fg)}tr:target td{background:var(--loss)}
-    .distributions{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:6px 18px}
+    .distributions{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(440px,100%),1fr));gap:6px 18px}
+    @media (max-width:640px){table{display:block;overflow-x:auto}}
     figure{margin:8px 0}figcaption{font-size:13px;color:var(--muted)}
     svg.chart{width:100%;height:auto;display:block}
-    svg .axis{fill:var(--muted);font-size:10px}svg .marklabel{fill:var(--accent2);font-size:10px}
+    svg .axis{fill:var(--muted);font-size:10px}svg .axistitle{fill:var(--muted);font-size:10px;font-style:italic}svg .marklabel{fill:var(--accent2);font-size:10px}
     svg .axisline{stroke:var(--muted);stroke-width:1}svg .grid{stroke:var(--grid);stroke-width:1}
     svg .series{fill:none;stroke:var(--accent);stroke-width:1.6}
     svg .hover{fill:transparent}svg .hover:hover{fill:var(--grid);opacity:.5}
