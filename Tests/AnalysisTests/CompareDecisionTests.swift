@@ -36,6 +36,18 @@ import Testing
         #expect(r.low <= 0.1 && !r.regressed && !result.regressed)
     }
 
+    /// An interval that reaches past the threshold without being wholly past it is said to be inconclusive, in
+    /// every rendering, never "ok": more repetitions could tell.
+    @Test func anIntervalAcrossTheThresholdIsInconclusive() throws {
+        let result = try compare(try report(p99: [0.5, 1, 2, 1, 0.6]), try report(p99: [0.6, 1.2, 2, 1.2, 0.5]), ["timer.lateness.p99"])
+        let r = try #require(result.results.first)
+        #expect(r.high > 0.1 && r.low <= 0.1 && r.inconclusive && !r.regressed && !result.regressed)
+        #expect(result.text.contains("inconclusive (the interval crosses the threshold)"), "\(result.text)")
+        #expect(result.markdown.contains("❔ inconclusive"))
+        let steady = try compare(try report(p99: [1, 1, 1, 1]), try report(p99: [1.01, 1.01, 1.01, 1.01]), ["timer.lateness.p99"])
+        #expect(steady.results.first?.inconclusive == false && steady.text.contains("  ok"), "\(steady.text)")
+    }
+
     @Test func anImprovementIsNotARegression() throws {
         let result = try compare(try report(p99: [3, 3, 3]), try report(p99: [1, 1, 1]), ["timer.lateness.p99"])
         #expect(result.results.first?.improved == true && !result.regressed)

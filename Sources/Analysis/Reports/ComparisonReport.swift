@@ -92,7 +92,8 @@ public struct ComparisonReport: Sendable {
             out.append("note: \(baselineRepetitions) vs \(currentRepetitions) repetitions — intervals need several repetitions per side")
         }
         for r in results {
-            let outcome = r.explainedByContention ? "slower: the machine" : r.regressed ? "REGRESSED" : (r.improved ? "improved" : "ok")
+            let outcome = r.explainedByContention ? "slower: the machine" : r.regressed ? "REGRESSED" : r.improved ? "improved"
+                : r.inconclusive ? "inconclusive (the interval crosses the threshold)" : "ok"
             out.append(r.metric.padded(30) + formatMetric(r.baseline, unit: unit(r)).leftPad(10) + " → " + formatMetric(r.current, unit: unit(r)).padded(10)
                        + " " + signed(r.change, r.inPoints).leftPad(9) + "  95% CI [\(signed(r.low, r.inPoints)), \(signed(r.high, r.inPoints))]  " + outcome)
         }
@@ -107,7 +108,7 @@ public struct ComparisonReport: Sendable {
         out.append("| metric | baseline | current | change | 95% CI | |")
         out.append("| --- | --- | --- | --- | --- | --- |")
         for r in results {
-            let mark = r.explainedByContention ? "🖥️ the machine" : r.regressed ? "❌" : (r.improved ? "🟢" : "✅")
+            let mark = r.explainedByContention ? "🖥️ the machine" : r.regressed ? "❌" : r.improved ? "🟢" : r.inconclusive ? "❔ inconclusive" : "✅"
             out.append("| `\(r.metric)` | \(formatMetric(r.baseline, unit: unit(r))) | \(formatMetric(r.current, unit: unit(r))) | \(signed(r.change, r.inPoints)) | [\(signed(r.low, r.inPoints)), \(signed(r.high, r.inPoints))] | \(mark) |")
         }
         out.append("")
@@ -167,6 +168,9 @@ public enum Comparison {
         /// The whole interval is past the threshold in the better direction.
         public var improved: Bool
         public var higherIsWorse: Bool
+        /// Neither: the interval reaches past the threshold on one side but not wholly (more repetitions could
+        /// tell). Said as such, never as "ok".
+        public var inconclusive = false
         /// Regressed, but contention on the machine explains it (``Comparison/contention(baseline:current:threshold:)``):
         /// not counted as a regression.
         public var explainedByContention = false
@@ -267,9 +271,12 @@ public enum Comparison {
             let high = samples[min(samples.count - 1, Int(0.975 * Double(samples.count)))]
             let worseLow = metric.higherIsWorse ? low : -high
             let betterHigh = metric.higherIsWorse ? high : -low
+            let worseHigh = metric.higherIsWorse ? high : -low
+            let betterLow = metric.higherIsWorse ? low : -high
+            let regressed = worseLow > threshold, improved = betterHigh < -threshold
             results.append(Result(metric: name, baseline: ma, current: mb, change: change, inPoints: inPoints, low: low, high: high,
-                                  regressed: worseLow > threshold, improved: betterHigh < -threshold,
-                                  higherIsWorse: metric.higherIsWorse))
+                                  regressed: regressed, improved: improved, higherIsWorse: metric.higherIsWorse,
+                                  inconclusive: !regressed && !improved && (worseHigh > threshold || betterLow < -threshold)))
         }
         return results
     }

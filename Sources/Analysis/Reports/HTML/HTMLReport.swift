@@ -57,7 +57,8 @@ public enum HTMLReport {
     /// A metric's verdict in words: a wall-clock metric slower because of the machine is not a regression.
     private static func state(_ result: Comparison.Result) -> String {
         if result.explainedByContention { return "slower: the machine, not the code" }
-        return result.regressed ? "regressed" : result.improved ? "improved" : "within noise"
+        if result.inconclusive { return "inconclusive: the interval crosses the threshold (more repetitions could tell)" }
+        return result.regressed ? "regressed" : result.improved ? "improved" : "within the threshold"
     }
 
     public static func comparison(_ c: ComparisonReport, baseline: RunReport, current: RunReport, context: Context) -> String {
