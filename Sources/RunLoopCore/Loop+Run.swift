@@ -8,7 +8,7 @@ extension Loop {
     ///
     /// - Parameters:
     ///   - mode: the mode to run; the common token, a mode never used, or an empty mode returns
-    ///     ``RunResult/finished`` at once with no observer calls.
+    ///     `Loop.RunResult.finished` at once with no observer calls.
     ///   - timeout: how long the run may last; zero runs exactly one non-blocking iteration.
     ///   - returnAfterSourceHandled: return after the first source (custom, descriptor or port) is handled;
     ///     only the first signalled custom source is performed, the rest stay signalled.
@@ -35,7 +35,7 @@ extension Loop {
         return result
     }
 
-    /// Runs the default mode until a run returns ``RunResult/stopped`` or ``RunResult/finished``.
+    /// Runs the default mode until a run returns `Loop.RunResult.stopped` or `Loop.RunResult.finished`.
     public func run() {
         while true {
             let result = run(mode: .default, timeout: Loop.forever)

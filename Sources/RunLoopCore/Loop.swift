@@ -215,7 +215,7 @@ public final class Loop: @unchecked Sendable {
         eventfdWriters.wrappingSubtract(1, ordering: .releasing)
     }
 
-    /// Ends the innermost running run (it returns ``RunResult/stopped``). Safe from any thread.
+    /// Ends the innermost running run (it returns `Loop.RunResult.stopped`). Safe from any thread.
     /// A stop while the loop is not running is ignored.
     public func stop() {
         let stopped: Bool = lock.withLock {

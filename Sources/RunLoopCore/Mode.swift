@@ -21,13 +21,13 @@ extension Loop {
         public static let `default` = Mode("kCFRunLoopDefaultMode")
 
         /// The common-modes token (`kCFRunLoopCommonModes`). Adding an item with it adds the item to every
-        /// common mode, now and later; running it returns ``Loop/RunResult/finished`` at once.
+        /// common mode, now and later; running it returns `Loop.RunResult.finished` at once.
         public static let common = Mode("kCFRunLoopCommonModes")
 
         public var description: String { name }
     }
 
-    /// The points of an iteration that observers can watch (the trace vocabulary's ``LoopActivity``).
+    /// The points of an iteration that observers can watch (the trace vocabulary's `LoopActivity`).
     public typealias Activity = LoopActivity
     /// Why a run returned.
     public typealias RunResult = LoopRunResult

@@ -12,14 +12,14 @@ import Tracing
 /// RunLoop.main.run()
 /// ```
 ///
-/// The call also runs ``LoopEventSink/installFromEnvironment()`` (module Tracing), so that under `rlctl record`
+/// The call also runs `LoopEventSink/installFromEnvironment()` (module Tracing), so that under `rlctl record`
 /// the process records with the tracer rlctl chose; outside rlctl it installs nothing.
 ///
 /// One CFRunLoop observer, for all six activities, is added in `kCFRunLoopCommonModes` and in every mode the loop
 /// has when it is attached; while a sink is installed, the modes created since are added each time a traced run
 /// is about to sleep (`beforeWaiting`: the re-scan, CFRunLoopCopyAllModes, costs about 0.4 µs, which an
 /// iteration about to block does not feel; at every entry it added about 10% to a polling iteration). Each
-/// activity goes to ``LoopEventSink/current``; with no sink installed an activity costs the observer callout and
+/// activity goes to `LoopEventSink/current`; with no sink installed an activity costs the observer callout and
 /// a few integer updates, nothing else.
 ///
 /// What a Foundation loop's trace holds, and what it cannot: CF tells observers only its six activities, so an
@@ -110,7 +110,7 @@ public enum FoundationLoopTracing {
 
         init(_ observation: LoopObservation) { self.observation = observation }
 
-        /// The loop's id in traces (from ``LoopEventSink/makeID()``).
+        /// The loop's id in traces (from `LoopEventSink/makeID()`).
         public var loopID: UInt64 { observation.loopID }
         /// The loop's name in traces.
         public var name: String { observation.name }
@@ -126,7 +126,7 @@ public enum FoundationLoopTracing {
 
 /// Where an attachment's events go.
 enum SinkSource {
-    /// ``LoopEventSink/current``: what the process installed.
+    /// `LoopEventSink/current`: what the process installed.
     case installed
     /// A sink of the caller's (nil: none).
     case provided(@Sendable () -> LoopEventSink?)

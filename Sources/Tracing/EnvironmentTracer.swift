@@ -18,12 +18,12 @@ import TraceModel
 ///   raised again, so the process still ends by it). A process killed by SIGKILL or a crash leaves the packets
 ///   written so far: readers take it as cut off and say so.
 /// - Anything else: nothing is installed; an unusable value is reported once on stderr, never fatal.
-/// - `RLCTL_STALL_THRESHOLD=50ms` (read by RunLoopCore itself, ``Loop/stallThreshold``): iterations busier than
+/// - `RLCTL_STALL_THRESHOLD=50ms` (read by RunLoopCore itself, `Loop.stallThreshold`): iterations busier than
 ///   that are traced as `loop_stall` events, with their longest callout.
 /// - `RLCTL_SNAPSHOT_ON_STALL=50ms` with `RLCTL_TRACER=embedded` (and `RLCTL_MAX_SNAPSHOTS`, `RLCTL_SNAPSHOT_GAP`):
 ///   instead of a whole recording, a flight recorder that writes a snapshot into the folder for each stall that
 ///   busy (`rlctl record --snapshot-on-stall`); set `RLCTL_STALL_THRESHOLD` too, so that the loops report them.
-/// - `RLCTL_WATCHDOG=500ms`, with a tracer installed: a ``LoopWatchdog`` over every loop of the process traces a
+/// - `RLCTL_WATCHDOG=500ms`, with a tracer installed: a `LoopWatchdog` over every loop of the process traces a
 ///   loop still busy in one iteration after that long as `loop_hang`, while it is stuck.
 ///
 /// Only the program `rlctl record` started takes the tracer (`RLCTL_RECORDER_PID`: a process whose parent is not that
@@ -55,9 +55,9 @@ extension LoopEventSink {
 public enum TracerEnvironment {
     public static let tracer = "RLCTL_TRACER"
     public static let folder = "RLCTL_TRACE_DIR"
-    /// A duration: a ``LoopWatchdog`` over every loop, reporting through the installed tracer.
+    /// A duration: a `LoopWatchdog` over every loop, reporting through the installed tracer.
     public static let watchdog = "RLCTL_WATCHDOG"
-    /// A duration: ``Loop/stallThreshold`` (read by RunLoopCore).
+    /// A duration: `Loop.stallThreshold` (read by RunLoopCore).
     public static let stallThreshold = "RLCTL_STALL_THRESHOLD"
     /// A duration, with `RLCTL_TRACER=embedded`: the recorder is a flight recorder writing a snapshot into
     /// `RLCTL_TRACE_DIR` for each stall this busy (``EmbeddedRecorder/Options/stallSnapshots``).

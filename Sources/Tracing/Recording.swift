@@ -22,12 +22,12 @@ public final class Recording: @unchecked Sendable {
         /// ``LTTngTools/ensureSessionDaemon()``).
         case lttng(LTTngOptions = .init())
         /// An LTTng session in snapshot mode that traces this process only, and writes a snapshot into the
-        /// folder each time one of its loops reports a stall (``LTTngStallSnapshots``); ``Loop/stallThreshold`` is
+        /// folder each time one of its loops reports a stall (``LTTngStallSnapshots``); `Loop.stallThreshold` is
         /// set meanwhile.
         case lttngSnapshots(SnapshotOptions)
         /// The embedded recorder as a flight recorder that writes a snapshot into the folder each time one of
         /// this process's loops reports a stall the policy accepts (``EmbeddedRecorder/Options/stallSnapshots``);
-        /// ``Loop/stallThreshold`` is set meanwhile.
+        /// `Loop.stallThreshold` is set meanwhile.
         case embeddedSnapshots(StallSnapshotPolicy, EmbeddedRecorder.Options = .init())
         /// No sink: the loops run untraced, to measure what tracing itself costs.
         case none
@@ -80,7 +80,7 @@ public final class Recording: @unchecked Sendable {
         public var recorder: EmbeddedRecorder.Summary?
         /// How the embedded recorder stamped its events.
         public var clock: EmbeddedRecorder.ClockReport?
-        /// The snapshots taken (``Tracer/lttngSnapshots``, ``Tracer/embeddedSnapshots``), oldest first.
+        /// The snapshots taken (``Recording/Tracer/lttngSnapshots(_:)``, ``Recording/Tracer/embeddedSnapshots(_:_:)``), oldest first.
         public var snapshots: [StallSnapshotFolder]?
         /// Why no snapshot could be taken after some point (LTTng: the trigger could not be armed again; embedded:
         /// a snapshot could not be written), if so.

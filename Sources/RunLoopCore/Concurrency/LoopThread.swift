@@ -33,7 +33,7 @@ import Glibc
 ///   run in a common mode performs it. While a callout runs a private mode (or blocks), closing waits for it. A
 ///   stop that ends a nested run is repeated for the run around it, and for any run in a common mode a callout
 ///   starts after it: such a run returns at once (after the sources signalled before it), so a callout that runs
-///   the loop until something happens must also end when a run returns ``Loop/RunResult/stopped``.
+///   the loop until something happens must also end when a run returns `Loop.RunResult.stopped`.
 /// - Releasing the last reference closes the thread the same way; when that happens on the loop's own thread,
 ///   the thread is detached instead of joined.
 public final class LoopThread: @unchecked Sendable {

@@ -80,7 +80,7 @@ open class LoopEventSink: @unchecked Sendable {
     public typealias CalloutKind = LoopCalloutKind
 
     /// The callout that ran longest in a stalled iteration: its kind, its item's id and label ("" for none), and
-    /// how long it ran. Kind ``LoopCalloutKind/none`` when no callout ran, or the tracer of an adapted loop cannot
+    /// how long it ran. Kind `LoopCalloutKind.none` when no callout ran, or the tracer of an adapted loop cannot
     /// see its callouts.
     public struct Culprit: Sendable, Equatable {
         public var kind: CalloutKind

@@ -133,6 +133,9 @@ public final class LoopPort: @unchecked Sendable {
     /// Queues a message for the port's handler (or ``receive(timeout:)``) and wakes its loop if it sleeps in a
     /// mode the port is in.
     /// - Parameters:
+    ///   - msgid: the message's number, for the handler to tell messages apart.
+    ///   - data: its bytes.
+    ///   - replyPort: where the handler may send its reply (request/reply), or nil.
     ///   - timeout: how long to wait for room when the queue is full; nil waits as long as it takes.
     /// - Throws: ``Failure/invalidPort``, ``Failure/sendTimedOut``, ``Failure/queueFullOnLoopThread`` (at once,
     ///   on the thread of the loop the port is scheduled in).

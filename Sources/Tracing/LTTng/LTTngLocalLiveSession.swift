@@ -20,8 +20,10 @@ public final class LTTngLocalLiveSession: @unchecked Sendable {
     private let keeper = DispatchSemaphore(value: 0)
     private let keeperDone = DispatchSemaphore(value: 0)
 
-    /// - Parameter relayRestarted: called (on a thread of its own) each time the relay daemon, found dead, was
-    ///   started again on the same ports with a new session, or could not be; with what to tell the user.
+    /// - Parameters:
+    ///   - liveTimer: how often the tracer sends what it has to the relay daemon, for the live reader.
+    ///   - relayRestarted: called (on a thread of its own) each time the relay daemon, found dead, was
+    ///     started again on the same ports with a new session, or could not be; with what to tell the user.
     public init(liveTimer: Duration = .milliseconds(500), relayRestarted: @escaping @Sendable (String) -> Void = { _ in }) throws(LTTngError) {
         try LTTngTools.ensureSessionDaemon()
         let ports = Self.freePorts(3)

@@ -174,7 +174,7 @@ public enum LTTngTools {
 }
 
 /// One LTTng recording session that enables every `runloop` event (with the `vtid` context, so each event
-/// names its thread) and writes a CTF trace folder that ``CTFTraceReader`` and ``TraceReaders`` read.
+/// names its thread) and writes a CTF trace folder that `CTFTraceReader` and `TraceReaders` read.
 ///
 /// ```swift
 /// try LTTngTools.ensureSessionDaemon()
@@ -199,6 +199,8 @@ public struct LTTngSession: Sendable {
     /// Creates the session; a session daemon must answer (``LTTngTools/ensureSessionDaemon()``).
     ///
     /// - Parameters:
+    ///   - name: the session's name (rlctl's are `rlctl-LABEL-PID.START-…`, see ``LTTngLeftoverSessions``).
+    ///   - output: the folder the trace is written in.
     ///   - trackedProcess: when set, only this process is traced, so other programs emitting `runloop` events
     ///     at the same time (whose loop ids would collide with its own) stay out of the trace. Otherwise
     ///     ``track(processID:)`` can add processes later; until then every process is traced.
@@ -217,6 +219,10 @@ public struct LTTngSession: Sendable {
     /// contacted when the events are enabled, so an unreachable one fails here.
     ///
     /// - Parameters:
+    ///   - name: the session's name.
+    ///   - relay: the relay daemon's URL, `net://HOST[:CONTROL_PORT[:DATA_PORT]]`.
+    ///   - trackedProcess: when set, only this process is traced (as for a local session).
+    ///   - channelOptions: `lttng enable-channel` options; default channel otherwise.
     ///   - liveTimer: how often the tracer sends what it has to the relay, for live readers (LTTng's default, 1 s,
     ///     when nil).
     ///   - contexts: the context fields each event carries (`vpid` too, for a reader of several processes).

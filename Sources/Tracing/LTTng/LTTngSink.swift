@@ -11,7 +11,7 @@ import RunLoopCore
 /// While no session enables an event, each callback costs its dynamic call, two loads and a branch: the
 /// tracepoint's `state` word is read inline (`rl_tp_enabled`), and only an enabled event calls into C, where
 /// `lttng_ust_tracepoint_enabled()` / `lttng_ust_do_tracepoint()` record it. Mode names go to LTTng as the loop's
-/// own C string (``LoopEventSink/Context/modeCString``), with no conversion per event.
+/// own C string (`LoopEventSink.ContextmodeCString`), with no conversion per event.
 ///
 /// In a build without LTTng-UST (see `docs/lttng.md`) the sink still works and records nothing;
 /// ``isCompiledIn`` tells which build this is.

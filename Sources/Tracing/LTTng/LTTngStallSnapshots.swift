@@ -50,8 +50,12 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
     public var rearmProblem: String? { lock.withLock { rearmFailure } }
 
     /// Creates and starts the session, arms the trigger and starts watching; a session daemon must answer.
-    /// - Parameter startTimeout: when the traced process is this one, how long LTTng may take to enable the
-    ///   tracepoints in it (waited for, see ``LTTngSession/startForThisProcess(timeout:)``); nil for another process.
+    /// - Parameters:
+    ///   - name: the session's name.
+    ///   - output: the folder the snapshots are written in, one folder each.
+    ///   - options: the stall threshold, the process traced and the limits on snapshots.
+    ///   - startTimeout: when the traced process is this one, how long LTTng may take to enable the
+    ///     tracepoints in it (waited for, see ``LTTngSession/startForThisProcess(timeout:)``); nil for another process.
     public init(session name: String, output: String, options: Options, startTimeout: Duration? = nil) throws(LTTngError) {
         self.options = options
         session = try LTTngSession.create(name: name, output: output, trackedProcess: options.processID,

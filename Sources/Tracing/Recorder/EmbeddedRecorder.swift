@@ -4,7 +4,7 @@ import Glibc
 import RunLoopCore
 import TraceModel
 
-/// Records every loop event in-process into a trace folder (format: ``TraceSchema``), with no tracer installed.
+/// Records every loop event in-process into a trace folder (format: `TraceSchema`), with no tracer installed.
 ///
 /// Events go into per-thread buffers with no lock and no allocation on the hot path; a writer thread moves full
 /// packets to the thread's stream file. In ``Mode-swift.enum/discard`` mode a thread whose buffers are all full
@@ -12,7 +12,7 @@ import TraceModel
 /// oldest packet instead, and everything is written when the recording stops. Either way every lost event is
 /// counted in the trace (each packet's `events_discarded`) and in ``Summary``.
 ///
-/// One recording runs at a time in a process. Install the recorder as the ``LoopEventSink`` to feed it:
+/// One recording runs at a time in a process. Install the recorder as the `LoopEventSink` to feed it:
 /// ```swift
 /// let recorder = try EmbeddedRecorder(directory: "run.rltrace")
 /// try recorder.start()

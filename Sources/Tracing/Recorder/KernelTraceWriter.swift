@@ -3,12 +3,12 @@ import Glibc
 import TraceModel
 
 /// Writes the kernel view of a recording (the `kernel_*` events of the schema) as a trace of its own, in the embedded
-/// recorder's format: `<trace>/rlctl-kernel/` (``TraceSchema/kernelViewFolder``) holds its metadata, one stream and its end
+/// recorder's format: `<trace>/rlctl-kernel/` (`TraceSchema.kernelViewFolder`) holds its metadata, one stream and its end
 /// file, so the readers check it like any embedded trace (a stream cut short or deleted is a loss, a missing end file
 /// a recording cut off) and merge its events with the trace's by time; babeltrace2 reads the folder as it is.
 ///
 /// The events come from rlctl's kernel recorder, not from the threads they are about: each is stamped with the
-/// moment it describes (``TraceEvent/timestamp``), non-decreasing across calls to ``write(_:)``. One producer thread
+/// moment it describes (`TraceEvent.timestamp`), non-decreasing across calls to ``write(_:)``. One producer thread
 /// at a time.
 public final class KernelTraceWriter: @unchecked Sendable {
     public let folder: String
@@ -61,7 +61,7 @@ public final class KernelTraceWriter: @unchecked Sendable {
 
     deinit { if descriptor >= 0 { close(descriptor) } }
 
-    /// Appends kernel events (``TraceEvent/Payload/kernelBegin`` … ``TraceEvent/Payload/kernelLost``); an event
+    /// Appends kernel events (`TraceEvent.PayloadkernelBegin` … `TraceEvent.PayloadkernelLost`); an event
     /// stamped earlier than the last one written is written at the last one's time (a stream's times never go back;
     /// its fields keep the exact moments).
     /// - Throws: ``RecorderError`` for another kind of event, and when the stream cannot be written (the kernel view
