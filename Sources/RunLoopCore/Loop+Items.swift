@@ -287,6 +287,7 @@ extension Loop {
     private func assignSequence<Item: ModeItem>(_ item: Item) {
         if let timer = item as? LoopTimer {
             timer.sequence = Sequence.next()
+            timer.settleDateGivenUnbound(on: self)
         } else if let observer = item as? LoopObserver {
             observer.sequence = Sequence.next()
         }

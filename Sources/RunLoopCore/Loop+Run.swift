@@ -56,6 +56,7 @@ extension Loop {
     /// One iteration: one call per step of the rulebook's event order.
     private func runIteration(_ frame: RunFrame) -> RunResult? {
         countIteration()
+        ignoresOwnWakeUps = false
         beginStallWatch(frame)
         notifyObservers(.beforeTimers, frame)                                // 1
         notifyObservers(.beforeSources, frame)                               // 2
@@ -71,9 +72,10 @@ extension Loop {
             }
         }
         waitForWakeUp(frame, poll: poll)                                     // 7
+        ignoresOwnWakeUps = true
         if !poll { notifyObservers(.afterWaiting, frame) }                   // 8
         if handleWakeUp(frame) { sourceHandled = true }                      // 9
-        drainWakeUpLeftByTheWait()
+        drainWakeUpAfterTheWait()
         return iterationResult(frame, sourceHandled: sourceHandled)          // 10
     }
 
@@ -84,7 +86,8 @@ extension Loop {
         lock.lock()
         defer { lock.unlock() }
         guard !isTornDown, mode != .common else { return nil }
-        if runStack.isEmpty { discardWakeUpFromBeforeTheRun() } else { drainWakeUpLeftByTheWait() }
+        // Outside a run, or nested in steps 8-10 of one: a wake-up written meanwhile is not this run's.
+        if ignoresOwnWakeUps { drainWakeUpAfterTheWait() }
         let known = modes[mode]
         let modeIsCommon = known?.isCommon ?? commonModeSet.contains(mode)
         let servesMainQueue = servesMainQueue(modeIsCommon: modeIsCommon)
@@ -97,6 +100,11 @@ extension Loop {
         frame.begin(state: state, deadline: deadline, pollsOnly: pollsOnly,
                     returnAfterSourceHandled: returnAfterSourceHandled, depth: UInt32(runStack.count + 1))
         frame.servesMainQueue = servesMainQueue
+        // CF's per-run data: the run honours its own thread's wake-ups until its first wait; the outer run's
+        // state comes back when it ends.
+        frame.outerIgnoresOwnWakeUps = ignoresOwnWakeUps
+        frame.outerBlockQueuedOnLoopThread = blockQueuedOnLoopThread
+        ignoresOwnWakeUps = false
         runStack.append(frame)
         activeRuns.store(runStack.count, ordering: .releasing)
         counters.runs += 1
@@ -107,6 +115,9 @@ extension Loop {
         lock.withLock {
             let top = runStack.removeLast()
             precondition(top === frame, "BUG IN RunLoopCore (please report): runs ended out of order")
+            ignoresOwnWakeUps = frame.outerIgnoresOwnWakeUps
+            // A block the outer run's thread queued before this run (for the outer mode) still needs its poll.
+            blockQueuedOnLoopThread = blockQueuedOnLoopThread || frame.outerBlockQueuedOnLoopThread
             activeRuns.store(runStack.count, ordering: .releasing)
             publishCounters(frame)
             frame.end()
@@ -123,22 +134,16 @@ extension Loop {
         return !blocks.contains { mayRun($0, in: state.mode, modeIsCommon: state.isCommon) }
     }
 
-    /// Rule 33: a wake-up while the loop was not running is not carried into the run (CF drains its wake-up port
-    /// on entry). Only the outermost run: a nested run's wake-up arrived while the loop was running.
-    /// Cleared after the drain, as after a wait: a wake-up that lands in between finds the flag set and writes
-    /// nothing, and what it announced is seen by the run's first iteration anyway.
-    private func discardWakeUpFromBeforeTheRun() {
-        guard wakePending.load(ordering: .acquiring) else { return }
-        drainWakeUp()
-    }
-
-    /// Consumes the wake-up the last wait returned for, once steps 8 and 9 have run. Every check a wake-up can
-    /// stand for (blocks, signalled sources, a stop, the run's end) comes after this in step 10 or the next
-    /// iteration, so a wake-up it consumes is never lost; a run nested in step 8 or 9 drains it on entry, or its
-    /// first wait would return at once for it.
+    /// Rule 33: consumes the wake-up the last wait returned for, and any written since the wait (from any thread),
+    /// once steps 8 and 9 have run, as CF ignores wake-ups from just after its wait until the next iteration.
+    /// Every check a wake-up can stand for (blocks, signalled sources, a stop, the run's end) comes after this in
+    /// step 10 or the next iteration, so a wake-up it consumes is never lost. A run that starts while the loop
+    /// runs no other, or nested in step 8 or 9, drains on entry for the same reason (or its first wait would
+    /// return at once for a wake-up that is not its own). The flag is cleared after the drain: a wake-up that
+    /// lands in between finds it set and writes nothing, and what it announced is seen by the next step anyway.
     @inline(__always)
-    func drainWakeUpLeftByTheWait() {
-        guard wakeUpLeftByTheWait else { return }
+    func drainWakeUpAfterTheWait() {
+        guard wakeUpLeftByTheWait || wakePending.load(ordering: .relaxed) else { return }
         wakeUpLeftByTheWait = false
         drainWakeUp()
     }

@@ -36,6 +36,8 @@ extension Loop {
     /// Blocks queued meanwhile wait for the next pass.
     @discardableResult
     func doBlocks(_ frame: RunFrame) -> Bool {
+        // Every block queued so far is taken now: a block queued from here on sets the flag again.
+        blockQueuedOnLoopThread = false
         guard blocks.takeAll(into: &frame.blocks) else { return false }
         let modeIsCommon = lock.withLock { frame.state.isCommon }
 
@@ -102,8 +104,9 @@ extension Loop {
         prepareMainQueueWait(frame)
         let (sleptFrom, messageWaiting) = poll ? (0, false) : prepareToSleep(frame)
         // A message that reached one of the mode's ports since step 5 turns the sleep into a poll: its send saw
-        // no sleeping loop to wake (rule 21a).
-        let ready = kernel.wait(frame.state.waitSet, poll: poll || messageWaiting)
+        // no sleeping loop to wake (rule 21a). So does a block queued from this thread since the last block step
+        // (by a block, or a BeforeWaiting observer), which wrote no wake-up: it runs in step 9 (rule 31).
+        let ready = kernel.wait(frame.state.waitSet, poll: poll || messageWaiting || blockQueuedOnLoopThread)
         countWait()
         frame.waitNumber = waitCount
         if !poll { setWaiting(false) }

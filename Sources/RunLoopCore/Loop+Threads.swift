@@ -28,6 +28,16 @@ func currentThreadLoop() -> Loop {
     return loop
 }
 
+/// The calling thread's clock: its loop's when it has one (a virtual kernel's in tests), else CLOCK_MONOTONIC
+/// (identity nil, as ``Kernel/clockIdentity``). Creates no loop.
+func currentThreadClock() -> (identity: ObjectIdentifier?, now: UInt64) {
+    if !currentThreadIsMain(), let pointer = pthread_getspecific(threadLoopKey) {
+        let loop = Unmanaged<Loop>.fromOpaque(pointer).takeUnretainedValue()
+        return (loop.kernel.clockIdentity, loop.now())
+    }
+    return (nil, monotonicNanoseconds())
+}
+
 func currentThreadName() -> String {
     var buffer = [CChar](repeating: 0, count: 32)
     guard crl_thread_name(&buffer, Int32(buffer.count)) == 0 else { return "" }

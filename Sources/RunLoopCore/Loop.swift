@@ -93,8 +93,14 @@ public final class Loop: @unchecked Sendable {
     @exclusivity(unchecked) var sleptWhileTraced: UInt64 = 0
     /// While an actor job runs: runs nested in it run no other job (Concurrency/Loop+Executor.swift).
     @exclusivity(unchecked) var isRunningJob = false
-    /// A wait returned for the wake-up descriptor, which is read after step 9 (``drainWakeUpLeftByTheWait()``).
+    /// A wait returned for the wake-up descriptor, which is read after step 9 (``drainWakeUpAfterTheWait()``).
     @exclusivity(unchecked) var wakeUpLeftByTheWait = false
+    /// A block was queued from the loop's own thread since the last block step took the queue (rule 31): it
+    /// writes no wake-up, so step 7 polls instead of sleeping while such a block may still be waiting.
+    @exclusivity(unchecked) var blockQueuedOnLoopThread = false
+    /// Rule 33, as CF's per-run `ignoreWakeUps`: a ``wakeUp()`` from the loop's own thread is ignored while no
+    /// run is active and from just after a run's wait until its next iteration starts (steps 8 to 10, Exit).
+    @exclusivity(unchecked) var ignoresOwnWakeUps = true
 
     private let waiting = Atomic<Bool>(false)
     /// Set by the one thread whose wake-up writes the eventfd; cleared by the loop when it drains it, so
@@ -206,10 +212,25 @@ public final class Loop: @unchecked Sendable {
 
     /// Makes a sleeping loop go round once. Many wake-ups before the loop wakes collapse into one, and one while
     /// the loop is not running is not carried into its next run.
+    ///
+    /// From the loop's own thread, as CFRunLoopWakeUp: a wake-up before the wait of the current iteration (an
+    /// Entry, BeforeTimers, BeforeSources or BeforeWaiting observer, a block, a custom source) makes that wait
+    /// return at once; one after it (an AfterWaiting observer, a timer, a port or descriptor handler, a block
+    /// of step 9, an Exit observer) or while no run is active is ignored: the loop is awake and checks
+    /// everything a wake-up can announce before it sleeps again.
     public func wakeUp() {
-        // One load first: under contention most callers see the flag set and skip the read-modify-write.
-        guard !wakePending.load(ordering: .relaxed),
-              wakePending.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        // One load first: under contention most callers see the flag set and skip the read-modify-write. A
+        // pending wake-up is also enough for the loop's own thread: the next wait returns for it, or a step that
+        // checks all it can announce comes first.
+        guard !wakePending.load(ordering: .relaxed) else { return }
+        // In this order: the flag is the loop thread's own.
+        if isOwnedByCurrentThread && ignoresOwnWakeUps { return }
+        writeWakeUp()
+    }
+
+    /// Writes the wake-up descriptor unless a wake-up is pending already.
+    private func writeWakeUp() {
+        guard wakePending.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         let writers = eventfdWriters.wrappingAdd(1, ordering: .acquiring).newValue
         if writers & Loop.descriptorsClosedBit == 0 { kernel.wakeUp() }
         eventfdWriters.wrappingSubtract(1, ordering: .releasing)
@@ -229,8 +250,11 @@ public final class Loop: @unchecked Sendable {
     // ===== blocks =====
 
     /// Queues a block to run on the loop's thread in the given modes (the common token allowed, resolved when it
-    /// runs). Blocks run in FIFO order; a pending block keeps its mode alive. This wakes the loop, so a block
-    /// never waits for an unrelated event.
+    /// runs). Blocks run in FIFO order; a pending block keeps its mode alive. A block never waits for an
+    /// unrelated event: from another thread this wakes the loop; from the loop's own thread it writes no wake-up
+    /// (as CFRunLoopPerformBlock) and costs no extra iteration: the block runs at the next step that runs blocks,
+    /// and when the loop would sleep before that step (a block performed by a block, or by a BeforeWaiting
+    /// observer), the sleep is a poll instead (docs/semantics.md, rule 31).
     public func perform(inModes modes: [Mode], _ block: @escaping @Sendable () -> Void) {
         requireUsage(!modes.isEmpty, "Loop.perform(inModes:): name at least one mode (or .common)")
         enqueue(BlockModes(modes), block)
@@ -269,9 +293,20 @@ public final class Loop: @unchecked Sendable {
         let block = LoopEventSink.current == nil
             ? PendingBlock(modes: modes, work: work)
             : PendingBlock(modes: modes, work: work, id: Sequence.next(), enqueuedAt: monotonicNanoseconds())
-        // Also from the loop's own thread: a block queued by a callout must not wait for an unrelated wake-up
-        // while the loop sleeps. wakeUp() is coalesced, so a burst of performs costs one eventfd write.
-        if blocks.append(block) { wakeUp() }
+        // wakeUp() is coalesced, so a burst of performs costs one eventfd write; a pending wake-up costs one load.
+        if blocks.append(block), !wakePending.load(ordering: .relaxed) { wakeUpForBlock() }
+    }
+
+    /// The wake-up for a queued block, when none is pending: from another thread, the eventfd; from the loop's
+    /// own thread, a flag step 7 reads (no system call, and no extra iteration for a block that runs before the
+    /// wait anyway). Not inlined: the cross-thread path writes the eventfd next, the own-thread check is noise.
+    @inline(never)
+    private func wakeUpForBlock() {
+        if isOwnedByCurrentThread {
+            blockQueuedOnLoopThread = true
+        } else {
+            writeWakeUp()
+        }
     }
 
     /// Called by a port scheduled here when a message arrives: wakes the loop only if it sleeps in a mode that

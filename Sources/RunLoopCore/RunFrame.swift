@@ -44,6 +44,10 @@ final class RunFrame {
     @exclusivity(unchecked) var stall = StallWatch()
     /// The clock as step 10 last read it (0 before the run's first step 10): where the next iteration begins.
     @exclusivity(unchecked) var lastClockRead: UInt64 = 0
+    /// The loop's ``Loop/ignoresOwnWakeUps`` and ``Loop/blockQueuedOnLoopThread`` when this run began, given back
+    /// to the run it is nested in when it ends.
+    @exclusivity(unchecked) var outerIgnoresOwnWakeUps = true
+    @exclusivity(unchecked) var outerBlockQueuedOnLoopThread = false
     /// Counters gathered outside the lock and published before the next sleep, after a poll, or at the run's end.
     @exclusivity(unchecked) var unpublished = CalloutCounts()
 

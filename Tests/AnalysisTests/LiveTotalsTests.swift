@@ -43,7 +43,8 @@ import Tracing
         // The recorder takes the loops other tests run meanwhile too: this test's loop is judged.
         let a = try #require(whole.loops.first { $0.loopID == loopID.value }, "\(whole.loops.map(\.loopID))")
         let b = try #require(totals.loops.first { $0.loopID == loopID.value })
-        #expect(a.iterations > 30)
+        // One iteration per firing at least: the blocks a callout performs run in the same step 9 (rules 31, 33).
+        #expect(a.iterations >= 30)
         #expect(b.iterations == a.iterations && b.wallNanoseconds == a.wallNanoseconds && b.busyNanoseconds == a.busyNanoseconds)
         // Every 5th of 30 firings burns 20 ms; a preemption past 10 ms on a loaded machine adds one.
         #expect(b.stalls == a.stalls && a.stalls >= 6, "\(a.stalls) stalls")

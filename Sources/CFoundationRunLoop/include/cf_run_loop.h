@@ -34,6 +34,8 @@ typedef struct {
 
 rlcf_run_loop_ref rlcf_run_loop_get_current(void) __asm__("CFRunLoopGetCurrent");
 rlcf_run_loop_ref rlcf_run_loop_get_main(void) __asm__("CFRunLoopGetMain");
+/// CFRunLoopWakeUp (the tests compare RunLoopCore's wake-up rules with CF's own).
+void rlcf_run_loop_wake_up(rlcf_run_loop_ref loop) __asm__("CFRunLoopWakeUp");
 /// The mode the loop runs in now (retained: CFRelease it), NULL when it runs in none.
 rlcf_string_ref rlcf_run_loop_copy_current_mode(rlcf_run_loop_ref loop) __asm__("CFRunLoopCopyCurrentMode");
 /// Every mode's name (retained array: CFRelease it); the common-modes token is not one of them.

@@ -53,6 +53,14 @@ enum Kernel {
         }
     }
 
+    /// Which clock the backend's dates are on: nil for CLOCK_MONOTONIC, else the virtual kernel's identity.
+    var clockIdentity: ObjectIdentifier? {
+        switch self {
+        case .epoll: return nil
+        case .virtual(let kernel): return ObjectIdentifier(kernel)
+        }
+    }
+
     // The calls an iteration makes, each a switch so the epoll case is a direct (inlinable) call. The rare ones
     // (wait sets, watch, close) go through `backend`.
 

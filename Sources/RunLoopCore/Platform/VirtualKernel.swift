@@ -17,7 +17,9 @@ import Glibc
 ///
 /// - Note: `LoopTimer(after:)` and `Loop.Instant.now` read CLOCK_MONOTONIC, not this clock; on a virtual loop
 ///   date timers with `LoopTimer(fireAt: kernel.now.advanced(by: …))`. `Loop.perform(after:)` uses the loop's
-///   clock and needs nothing special.
+///   clock and needs nothing special. A fire date in the past is stored as "now" on the clock of the thread that
+///   gives it (rule 22); a timer created on a thread without a virtual loop is checked again against this clock
+///   when it is first added to the loop.
 @_spi(VirtualTime)
 public final class VirtualKernel: @unchecked Sendable {
     /// One blocking wait of the loop: when it started and the virtual time it returned at.

@@ -2,7 +2,8 @@ import Synchronization
 
 /// A timer: fires its handler on a loop's thread at its fire date, once or on a repeating grid.
 ///
-/// - A fire date in the past means "due now".
+/// - A fire date in the past means "due now", and the timer stores now, as CFRunLoop does: timers given past
+///   dates fire in the order they were created (or given the date), and a repeating timer's grid starts there.
 /// - A repeating timer stays on its original grid: after a callout the next fire date is the first
 ///   `previous scheduled date + k × interval` later than the moment the callout returned. Missed slots are
 ///   skipped, never replayed in a burst.
@@ -38,6 +39,9 @@ public final class LoopTimer: @unchecked Sendable {
     var isFiring = false
     /// Set when the fire date is assigned during the callout, which then wins over the grid.
     var fireDateSetDuringCallout = false
+    /// The date as given while unbound, and the clock it was checked against (past dates stored as now), until
+    /// the timer first joins a loop: a loop on another clock checks it again against its own.
+    var dateGivenUnbound: (date: UInt64, clock: ObjectIdentifier?)?
 
     /// Creates a timer that first fires `delay` from now.
     /// - Parameters:
@@ -67,23 +71,41 @@ public final class LoopTimer: @unchecked Sendable {
         self.intervalNanoseconds = intervalNanoseconds
         self.order = order
         self.handler = handler
-        self.fireDateNanoseconds = date.nanoseconds
+        self.fireDateNanoseconds = 0
         self.toleranceNanoseconds = UInt64(tolerance.nanosecondsClamped)
+        setDateUnbound(date.nanoseconds)
+    }
+
+    /// Stores a date given while the timer belongs to no loop (guarded as the scheduling state is): a past date
+    /// on the calling thread's clock (its loop's, or CLOCK_MONOTONIC) is stored as now, as CF does at creation.
+    private func setDateUnbound(_ date: UInt64) {
+        let clock = currentThreadClock()
+        fireDateNanoseconds = max(date, clock.now)
+        dateGivenUnbound = (date, clock.identity)
+    }
+
+    /// When the timer joins its first loop (that loop's lock held): a date checked against another clock (a
+    /// virtual loop's timer created on a thread with a real clock) is checked again against the loop's.
+    func settleDateGivenUnbound(on loop: Loop) {
+        guard let given = dateGivenUnbound else { return }
+        dateGivenUnbound = nil
+        if given.clock != loop.kernel.clockIdentity { fireDateNanoseconds = max(given.date, loop.now()) }
     }
 
     /// Whether the timer can still fire. Invalidation is permanent.
     public var isValid: Bool { valid.load(ordering: .acquiring) }
 
     /// The date the timer fires next. Setting it reschedules the timer in every mode it is in, from any thread;
-    /// set inside the timer's own callout, it replaces the grid's next date.
+    /// set inside the timer's own callout, it replaces the grid's next date. A date in the past is stored as now
+    /// (on the loop's clock), as CFRunLoopTimerSetNextFireDate does.
     public var nextFireDate: Loop.Instant {
         get { binding.withStateLocked { _ in Loop.Instant(nanoseconds: fireDateNanoseconds) } }
         set {
             binding.withStateLocked { loop in
                 if let loop {
-                    loop.reschedule(self, to: newValue.nanoseconds)
+                    loop.reschedule(self, to: max(newValue.nanoseconds, loop.now()))
                 } else {
-                    fireDateNanoseconds = newValue.nanoseconds
+                    setDateUnbound(newValue.nanoseconds)
                 }
             }
         }
