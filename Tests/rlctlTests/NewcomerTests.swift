@@ -62,6 +62,28 @@ import TestSupport
         #expect(!FileManager.default.fileExists(atPath: marker), "the program ran")
     }
 
+    /// A result file that cannot be written once the program has run (its folder went away meanwhile) fails the
+    /// command, but never takes the recording with it: it is kept where no later rlctl removes it, and said.
+    @Test func aRecordingOutlivesAFileThatCouldNotBeWrittenAfterIt() throws {
+        let folder = temporaryPath("goes-away")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let demo = CLI.sibling("runloop-demo")
+        let result = try CLI.run(["record", "--tracer", "embedded", "--summary", folder + "/s.txt", "--",
+                                  "/bin/sh", "-c", "rmdir '\(folder)' && exec '\(demo)' 0.3"])
+        #expect(result.status == 2, "\(result.termination): \(result.stderr)")
+        let prefix = "rlctl: cannot write \(folder)/s.txt: no folder \(folder); the recording is kept in "
+        let line = try #require(result.stderr.split(separator: "\n").first { $0.hasPrefix(prefix) }, "\(result.stderr)")
+        let kept = String(line.dropFirst(prefix.count).prefix { $0 != " " })
+        defer { try? FileManager.default.removeItem(atPath: kept) }
+        #expect(kept.contains("/rlctl-kept-") && line.hasSuffix("(rlctl summarize \(kept))"), "\(line)")
+        let summary = try CLI.run(["summarize", kept, "--brief"])
+        #expect(summary.status == 0 && summary.stdout.contains("trace: "), "\(summary.stdout)\(summary.stderr)")
+        // The next rlctl that makes a temporary folder leaves it alone (its owner is gone, but it is no temporary one).
+        try #require(try CLI.run(["run", "timers", "--duration", "100ms", "--quiet"]).status == 0)
+        #expect(FileManager.default.fileExists(atPath: kept))
+    }
+
     /// One place says what was written (stderr, so stdout stays the results); --quiet says nothing but errors.
     @Test func whatWasWrittenIsSaidOnceAndQuietSaysNothing() throws {
         let output = temporaryPath("run.json")

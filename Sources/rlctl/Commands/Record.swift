@@ -275,15 +275,22 @@ struct Record: ParsableCommand {
         }
         let tracerName = (useLTTng ? "LTTng" : "embedded recorder") + (any ? ", any program (wait interposer)" : "")
         let title = "\(command.joined(separator: " ")) — \(tracerName)" + (destination.keep ? ", trace \(destination.path)" : "")
-        try SummaryDestination(path: self.summary).deliver(try format.render(summary, title: format == .json ? nil : title, brief: briefOption.brief))
-        if useLTTng, let advice = LTTngRecording.lossAdvice(lost: summary.health.eventsLost, read: summary.health.eventsRead) {
-            note(advice)
-        }
-        if let report {
-            // Also for a program that failed: the page shows what its loops did until then.
-            try HTMLReportOptions.write(RunReport(workload: command.joined(separator: " "), tracer: tracerName, repetitions: [summary]),
-                                        title: "rlctl report: \(command.joined(separator: " "))",
-                                        about: ["program: \(command.joined(separator: " ")) (\(ending))", "tracer: \(tracerName)"], to: report)
+        do {
+            try SummaryDestination(path: self.summary).deliver(try format.render(summary, title: format == .json ? nil : title, brief: briefOption.brief))
+            if useLTTng, let advice = LTTngRecording.lossAdvice(lost: summary.health.eventsLost, read: summary.health.eventsRead) {
+                note(advice)
+            }
+            if let report {
+                // Also for a program that failed: the page shows what its loops did until then.
+                try HTMLReportOptions.write(RunReport(workload: command.joined(separator: " "), tracer: tracerName, repetitions: [summary]),
+                                            title: "rlctl report: \(command.joined(separator: " "))",
+                                            about: ["program: \(command.joined(separator: " ")) (\(ending))", "tracer: \(tracerName)"], to: report)
+            }
+        } catch let failure as Failure {
+            // The program ran and its recording is whole: a file that could not be written (a disk that filled
+            // meanwhile) must not take the recording with it.
+            guard let kept = destination.keptAfterFailure() else { throw failure }
+            throw Failure(message: failure.message + "; the recording is kept in \(kept) (rlctl summarize \(kept))", status: failure.status)
         }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
         if let sessionLost { throw Failure(message: "the recording is incomplete: \(sessionLost)", status: .incomplete) }

@@ -166,4 +166,14 @@ struct TraceDestination {
     func removeUnlessKept() {
         if !keep { try? FileManager.default.removeItem(atPath: path) }
     }
+
+    /// A step after the recording failed (its summary or page could not be written): the recording must not go
+    /// with it. A temporary trace moves to a name no later rlctl removes (`rlctl-kept-…` beside it); returns where
+    /// the trace is, or nil when it could not be kept.
+    func keptAfterFailure() -> String? {
+        guard !keep else { return path }
+        let kept = (path as NSString).deletingLastPathComponent + "/" + (path as NSString).lastPathComponent
+            .replacingOccurrences(of: "rlctl-" + Self.temporaryLabel, with: "rlctl-kept-")
+        return rename(path, kept) == 0 ? kept : nil
+    }
 }
