@@ -186,8 +186,8 @@ let package = Package(
         .testTarget(
             name: "rlctlTests", dependencies: ["rlctl", "runloop-demo", "TestSupport"],
             // AnyPrograms: the programs `rlctl record --any` is tested on; Fleet: the relay daemon test's hosts, as
-            // network namespaces. Both run from #filePath.
-            exclude: ["AnyPrograms", "Fleet"]
+            // network namespaces; Pages: what checks a report's screenshot. All run from #filePath.
+            exclude: ["AnyPrograms", "Fleet", "Pages"]
         ),
     ]
 )

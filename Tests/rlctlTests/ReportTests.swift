@@ -202,6 +202,30 @@ import TestSupport
         return dom.stdout
     }
 
+    /// The page as a person sees it on a laptop (1400 px) and on a phone (390 px): nothing cut off at the
+    /// window's right edge (Pages/right-edge.py counts the screenshot's rows with anything but the background in
+    /// its last columns: a chart or grid wider than the window reaches there).
+    @Test(.enabled(if: chromium.shouldRun, chromium.skipComment))
+    func thePageFitsALaptopAndAPhone() throws {
+        guard Self.chromium.requireMet() else { return }
+        let page = temporaryPath("fits.html")
+        defer { try? FileManager.default.removeItem(atPath: page) }
+        try #require(try CLI.run(["run", "mixed", "--duration", "1s", "--report", page, "--quiet"]).status == 0)
+        let browser = TestEnvironment.executable("chromium")!
+        let edge = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Pages/right-edge.py").path
+        for width in [1400, 390] {
+            let png = "\(Self.artifacts)/report-mixed-\(width).png"
+            try? FileManager.default.removeItem(atPath: png)
+            let shot = try runProcess(browser, ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--proxy-server=127.0.0.1:9",
+                                                "--user-data-dir=" + temporaryPath("chromium-profile"), "--window-size=\(width),3000",
+                                                "--screenshot=" + png, "file://" + page], ProcessOptions(timeout: .seconds(90)))
+            let made = FileManager.default.fileExists(atPath: png)
+            try #require(shot.status == 0 && made, "no screenshot at \(width) px: \(shot.stderr.suffix(300))")
+            let cut = try runProcess("/usr/bin/python3", [edge, png])
+            #expect(cut.status == 0 && cut.stdout == "0\n", "at \(width) px, \(cut.stdout) rows reach the right edge (cut off): \(png) \(cut.stderr)")
+        }
+    }
+
     @Test(.enabled(if: chromium.shouldRun, chromium.skipComment))
     func theBrowserShowsTheTimersJankAndLossyPagesWithTheSummarysFigures() throws {
         guard Self.chromium.requireMet() else { return }
