@@ -48,7 +48,7 @@ for commit in "$@"; do
     dir="$work/$sha"
     mkdir -p "$dir/Sources/perfharness"
     targets=$(cd "$here" && for t in CRunLoopLinux RunLoopCore TraceModel CTraceSchema; do
-        git cat-file -e "$sha:Sources/$t" 2>/dev/null && echo "Sources/$t"; done)
+        if git cat-file -e "$sha:Sources/$t" 2>/dev/null; then echo "Sources/$t"; fi; done)
     git -C "$here" archive "$sha" $targets | tar -x -C "$dir"
     cp "$here/Benchmarks/perform-callgrind/main.swift" "$dir/Sources/perfharness/main.swift"
     if [ -d "$dir/Sources/TraceModel" ]; then
@@ -66,7 +66,7 @@ let package = Package(name: "perfharness",
         .target(name: "RunLoopCore", dependencies: [$core, .product(name: "DequeModule", package: "swift-collections")]),
         .executableTarget(name: "perfharness", dependencies: ["RunLoopCore"])])
 PKG
-    (cd "$dir" && swift build -c release -Xswiftc -gnone >/dev/null)
+    (cd "$dir" && swift build -c release -Xswiftc -gnone >/dev/null 2>&1)
     strip -g -o "$dir/ph" "$dir/.build/release/perfharness"
     for blocks in $n $((2 * n)); do
         valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$dir/cg.$blocks" \
