@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -102,4 +103,24 @@ int cb_thread_usage_now(cb_thread_usage *usage) {
     usage->voluntary_switches = (uint64_t)ru.ru_nvcsw;
     usage->involuntary_switches = (uint64_t)ru.ru_nivcsw;
     return 0;
+}
+
+int cb_last_allowed_cpu(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(getpid(), sizeof set, &set) != 0) return -1;
+    for (int cpu = CPU_SETSIZE - 1; cpu >= 0; cpu--) {
+        if (CPU_ISSET(cpu, &set)) return cpu;
+    }
+    return -1;
+}
+
+int cb_pin_to_cpu(int cpu) {
+    cpu_set_t set;
+    if (cpu < 0) {
+        if (sched_getaffinity(getpid(), sizeof set, &set) != 0) return -errno;
+    } else {
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+    }
+    return sched_setaffinity(0, sizeof set, &set) == 0 ? 0 : -errno;
 }

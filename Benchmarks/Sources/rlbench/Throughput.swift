@@ -1,3 +1,4 @@
+import CBenchSupport
 import CoreFoundation
 import Dispatch
 import Foundation
@@ -11,6 +12,8 @@ import Synchronization
 //  (a) sustained: one producer thread submits no-op blocks for a fixed time while the loop runs them;
 //      the figure is blocks executed per second of that window.
 //  (b) drain: blocks queued while the loop is not running, then timed from starting the loop to the last one.
+//  (c) loaded: (a) with the loop's thread sharing its CPU with a thread that spins without sleeping (both pinned
+//      to one CPU), as on a machine that other work keeps busy (issue 30).
 // The block is the same for every peer and captures nothing, so it allocates no closure context.
 
 struct ThroughputConfiguration {
@@ -48,15 +51,23 @@ enum ThroughputBenchmark {
         defer { try? group.syncShutdownGracefully() }
         let eventLoop = group.next()
 
-        let sustained = interleave(section: "throughput (sustained)", rounds: configuration.rounds, peers: peers) { peer in
-            let target: any BlockTarget
+        func target(_ peer: Int) -> any BlockTarget {
             switch peer {
-            case 0: target = LoopCoreHost(name: "rlc-tput")
-            case 1: target = FoundationHost(name: "fnd-tput")
-            default: target = NIOHost(eventLoop: eventLoop)
+            case 0: return LoopCoreHost(name: "rlc-tput")
+            case 1: return FoundationHost(name: "fnd-tput")
+            default: return NIOHost(eventLoop: eventLoop)
             }
+        }
+        let sustained = interleave(section: "throughput (sustained)", rounds: configuration.rounds, peers: peers) { peer in
+            let target = target(peer)
             defer { target.finish() }
             return produce(into: target, configuration)
+        }
+        let loaded = interleave(section: "throughput (sustained, beside a busy loop)", rounds: configuration.rounds,
+                                peers: peers) { peer in
+            let target = target(peer)
+            defer { target.finish() }
+            return produceBesideABusyLoop(into: target, configuration)
         }
         let drain = interleave(section: "throughput (drain)", rounds: configuration.rounds, peers: peers) { peer in
             switch peer {
@@ -66,6 +77,7 @@ enum ThroughputBenchmark {
             }
         }
         report(sustained: sustained, drain: drain, configuration)
+        reportLoaded(loaded, configuration)
     }
 
     // ===== (a) sustained =====
@@ -101,6 +113,32 @@ enum ThroughputBenchmark {
         while Executed.count.load(ordering: .relaxed) < submitted { sched_yield() }
         return SustainedRound(blocksPerSecond: Double(executed) * 1e9 / elapsed, throttledShare: Double(throttled) / elapsed,
                               sleepsPerThousand: sleeps.map { $0 * 1_000 / Double(executed) })
+    }
+
+    // ===== (c) sustained beside a busy loop =====
+
+    /// (a) with the loop's thread and a spinning thread pinned to one CPU (the last the process may use); the
+    /// producer is left to the scheduler. The loop's thread gets its CPU set back afterwards (NIO's is reused).
+    static func produceBesideABusyLoop(into target: any BlockTarget, _ configuration: ThroughputConfiguration) -> SustainedRound {
+        let cpu = cb_last_allowed_cpu()
+        precondition(cpu >= 0, "rlbench: sched_getaffinity failed")
+        onLoopThread(of: target) { pinCurrentThread(to: cpu) }
+        let busy = BusyThread(cpu: cpu)
+        defer {
+            busy.stop()
+            onLoopThread(of: target) { pinCurrentThread(to: nil) }
+        }
+        return produce(into: target, configuration)
+    }
+
+    /// Runs `body` on the target's loop thread and returns once it ran (it does not count as a block).
+    static func onLoopThread(of target: any BlockTarget, _ body: @escaping @Sendable () -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        target.submit {
+            body()
+            done.signal()
+        }
+        done.wait()
     }
 
     // ===== (b) drain =====
@@ -207,5 +245,47 @@ enum ThroughputBenchmark {
         table.notes.append(goal("RunLoopCore drain rate at least NIO's", met: drainRates[0] >= drainRates[2],
                                 detail: "\(formatCount(drainRates[0])) vs \(formatCount(drainRates[2])) blocks/s = \(formatRatio(drainRates[0] / drainRates[2]))"))
         table.print()
+    }
+
+    static func reportLoaded(_ loaded: [[SustainedRound]], _ configuration: ThroughputConfiguration) {
+        let rates = loaded.map { median($0.map(\.blocksPerSecond)) }
+        let throttled = loaded.map { median($0.map(\.throttledShare)) }
+        var table = Table("3c. Throughput beside a busy loop: (a) with the loop's thread sharing its CPU with a spinning thread; higher is better",
+                          headers: ["peer", "(c) sustained blocks/s", "producer throttled", "RLC/peer (c)"])
+        for (index, name) in peers.enumerated() {
+            table.add([name, formatCount(rates[index]), String(format1: throttled[index] * 100, digits: 0) + " %",
+                       index == 0 ? "—" : formatRatio(rates[0] / rates[index])])
+        }
+        table.notes = ["  The loop's thread and a thread that never sleeps are pinned to one CPU; the producer runs where the scheduler puts it. Medians over rounds."]
+        table.notes.append(goal("RunLoopCore beside a busy loop not below NIO", met: rates[0] >= rates[2],
+                                detail: "\(formatCount(rates[0])) vs \(formatCount(rates[2])) blocks/s = \(formatRatio(rates[0] / rates[2]))"))
+        table.print()
+    }
+}
+
+/// Restricts the calling thread to `cpu`, or with nil gives it the process's CPUs back.
+func pinCurrentThread(to cpu: Int32?) {
+    let rc = cb_pin_to_cpu(cpu ?? -1)
+    precondition(rc == 0, "rlbench: sched_setaffinity failed (errno \(-rc))")
+}
+
+/// A thread pinned to one CPU that spins until stopped, never sleeping: the other work of a loaded machine.
+final class BusyThread: @unchecked Sendable {
+    private let running = Atomic<Bool>(true)
+    private var thread: BenchThread?
+
+    init(cpu: Int32) {
+        let started = DispatchSemaphore(value: 0)
+        thread = BenchThread(name: "rlbench-busy") { [self] in
+            pinCurrentThread(to: cpu)
+            started.signal()
+            while running.load(ordering: .relaxed) {}
+        }
+        started.wait()
+    }
+
+    func stop() {
+        running.store(false, ordering: .relaxed)
+        thread?.join()
     }
 }

@@ -61,13 +61,15 @@ extension Loop: SerialExecutor {
 extension Loop {
     /// Whether an entry of the block queue may run now, in `mode`: its modes admit it, and a job waits while
     /// another job runs further out.
-    func mayRun(_ pending: PendingBlock, in mode: Mode, modeIsCommon: Bool) -> Bool {
+    func mayRun(_ pending: borrowing PendingBlock, in mode: Mode, modeIsCommon: Bool) -> Bool {
         if isRunningJob, case .job = pending.work { return false }
         return pending.modes.admits(mode, modeIsCommon: modeIsCommon)
     }
 
-    /// Runs one entry of the block queue at steps 3, 4 or 9 as its traced callout.
-    func runPendingWork(_ pending: PendingBlock, _ frame: RunFrame) {
+    /// Runs one entry of the block queue at steps 3, 4 or 9 as its traced callout. It takes the entry over (the
+    /// caller popped it): a borrowed one cost a retain and a release of the closure per block, on the loop's
+    /// side of every cross-thread perform (callgrind: 14 instructions of about 200 per block drained).
+    func runPendingWork(_ pending: consuming PendingBlock, _ frame: RunFrame) {
         switch pending.work {
         case .block(let body):
             if let sink = frame.sink {

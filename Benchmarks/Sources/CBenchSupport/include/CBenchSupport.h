@@ -42,6 +42,10 @@ int32_t cb_gettid(void);
 void cb_set_thread_name(const char *name);
 /// Line-buffers stdout, so that tables appear as they are printed even through a pipe.
 void cb_line_buffer_stdout(void);
+/// The highest-numbered CPU the process's main thread may run on (its affinity mask), or -1 on failure.
+int cb_last_allowed_cpu(void);
+/// Restricts the calling thread to `cpu`, or with -1 gives it the main thread's CPUs back; 0 or -errno.
+int cb_pin_to_cpu(int cpu);
 
 /// The calling thread's resource usage (getrusage RUSAGE_THREAD).
 typedef struct {
