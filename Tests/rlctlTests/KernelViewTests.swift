@@ -46,6 +46,30 @@ struct KernelViewTests {
                 && lines[0].contains("root"), "\(result.stderr)")
     }
 
+    /// `rlctl top` where the kernel view cannot be taken (not root): with auto the run-queue column says why on the
+    /// status line; with `--kernel on` it is a one-line error before the view starts.
+    @Test func topWithoutPrivilegeSaysWhyTheRunQueueIsNotAvailable() throws {
+        guard Self.requirement.requireMet() else { return }
+        guard let setpriv = TestEnvironment.executable("setpriv") else {
+            Issue.record("setpriv (util-linux) is missing")
+            return
+        }
+        let registry = temporaryPath("live-registry")
+        func top(_ arguments: [String]) throws -> ProcessOutput {
+            try RunningProcess(setpriv, ["--reuid=65534", "--regid=65534", "--clear-groups", CLI.binary, "top", "--once", "--interval", "200ms"] + arguments,
+                               ProcessOptions(environment: ["TMPDIR": "/tmp", "RLCTL_LIVE_DIR": registry, "PATH": "/nonexistent-rlctl-test"],
+                                              timeout: .seconds(60))).wait()
+        }
+        let auto = try top([])
+        #expect(auto.status == 0, "\(auto.stderr)")
+        let status = auto.stdout.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(status.contains(" — run queue: not available (") && status.contains("root"), "\(auto.stdout)")
+        let on = try top(["--kernel", "on"])
+        #expect(on.status == 2 && on.stdout.isEmpty, "\(on.stdout)")
+        let lines = on.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].hasPrefix("rlctl: --kernel on: the kernel view is not available: "), "\(on.stderr)")
+    }
+
     /// A kernel view that cannot load (here: its BPF object missing, or libbpf hidden from rlctl) is said in the
     /// summary with why, and the recording goes on; `--kernel on` makes it a one-line error before the run.
     @Test(arguments: ["object", "libbpf"])

@@ -27,11 +27,12 @@ extension TraceSummary {
         public var wakeLatencyP99Nanoseconds: UInt64?
         /// Events lost in windows overlapping the loop's activity: its figures may undercount.
         public var lostEventsAffecting: UInt64
-        /// The kernel's side (nil without a kernel view: the summary's `kernel.status` says why).
+        /// The kernel's side (nil, and left out of the JSON, without a kernel view: the summary's `kernel.status`
+        /// says why when rlctl tried).
         public var kernel: KernelFacet?
 
-        // Every field is written, a figure the loop does not have as null: a script finds the same keys on every
-        // loop, and `allLoopsNotAvailable` says why.
+        // Every figure is written, one the loop does not have as null: a script finds the same keys on every loop,
+        // and `allLoopsNotAvailable` says why.
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(kind, forKey: .kind)
@@ -49,7 +50,8 @@ extension TraceSummary {
             try c.encode(worstStallNanoseconds, forKey: .worstStallNanoseconds)
             try c.encode(wakeLatencyP99Nanoseconds, forKey: .wakeLatencyP99Nanoseconds)
             try c.encode(lostEventsAffecting, forKey: .lostEventsAffecting)
-            try c.encode(kernel, forKey: .kernel)
+            // Absent without a kernel view, as everywhere in the summary (docs/kernel-causes.md, "JSON").
+            try c.encodeIfPresent(kernel, forKey: .kernel)
         }
     }
 

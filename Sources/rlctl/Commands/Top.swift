@@ -110,12 +110,14 @@ struct Top: ParsableCommand {
     /// The loops with the run-queue column: top's own kernel recorder following their processes, or why not. The
     /// recorder is stopped by `stop` and, should top be ended by a second signal, by the exit clean-ups; what it
     /// loaded belongs to top's descriptors, so even SIGKILL leaves nothing loaded.
-    private func withKernelColumn(_ loops: any LiveView) throws -> (view: any LiveView, stop: () -> Void) {
+    /// `unavailable`: why this machine cannot take the kernel view (``KernelChoice/requireAvailable()``, asked
+    /// before anything is set up, so that `--kernel on` fails alone).
+    private func withKernelColumn(_ loops: any LiveView, unavailable: String?) throws -> (view: any LiveView, stop: () -> Void) {
         if relayd != nil {
             return (LiveKernelColumn(loops: loops, notAvailable: "the loops are on a relay daemon; the kernel view sees this machine's threads only"), {})
         }
         if kernel == .off { return (LiveKernelColumn(loops: loops, notAvailable: "--kernel off"), {}) }
-        if let reason = try kernel.requireAvailable() { return (LiveKernelColumn(loops: loops, notAvailable: reason), {}) }
+        if let unavailable { return (LiveKernelColumn(loops: loops, notAvailable: unavailable), {}) }
         let column = LockedColumn()
         let recorder: KernelRecorder
         do {
@@ -148,6 +150,7 @@ struct Top: ParsableCommand {
     }
 
     func run() throws {
+        let kernelUnavailable = relayd == nil ? try kernel.requireAvailable() : nil
         Interruptions.shared.prepare("the view")
         let stall = UInt64(analysis.stall.nanoseconds)
         var local: LTTngLocalLiveSession?
@@ -172,12 +175,14 @@ struct Top: ParsableCommand {
             }
             loops = LiveViews(views)
         }
-        let (view, stopKernelView) = try withKernelColumn(loops)
-        defer { stopKernelView() }
         defer {
             local?.close()
             localCleanup.map(ExitCleanups.shared.remove)
         }
+        // (After the clean-up above: a kernel view that --kernel on asks for and that fails to start here still
+        // leaves no session behind.)
+        let (view, stopKernelView) = try withKernelColumn(loops, unavailable: kernelUnavailable)
+        defer { stopKernelView() }
         let shownAs = relayd ?? "this machine"
         defer { view.stop() }
         let screen = TopScreen(view: view, interval: interval, order: sort, relay: shownAs)
