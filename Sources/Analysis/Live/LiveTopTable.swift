@@ -61,7 +61,7 @@ public enum LiveTopTable {
                 var kernel = encoder.container(keyedBy: Keys.self)
                 try kernel.encode(JSONNumber(row.runQueueShare), forKey: .runQueueShare)
                 try kernel.encode(JSONNumber(row.throttledShare), forKey: .throttledShare)
-                try kernel.encode(JSONNumber(row.kernelLostRecords.map(Double.init)), forKey: .kernelLostRecords)
+                try kernel.encode(row.kernelLostRecords, forKey: .kernelLostRecords)
             }
         }
         struct Document: Encodable {
