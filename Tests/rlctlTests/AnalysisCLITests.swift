@@ -59,4 +59,32 @@ import TestSupport
         #expect(same.status == 0 && same.stderr.isEmpty, "\(same.stderr)")
         #expect(same.stdout.contains("+0.00 pts"), "\(same.stdout)")
     }
+
+    /// A run's JSON lists its loop in `allLoops` with its kind; a baseline written before `allLoops` existed (the
+    /// same report without it) still compares and checks against a new one.
+    @Test func aBaselineOfTheOldShapeStillCompares() throws {
+        let new = temporaryPath("new.json"), old = temporaryPath("old.json")
+        defer {
+            try? FileManager.default.removeItem(atPath: new)
+            try? FileManager.default.removeItem(atPath: old)
+        }
+        #expect(try CLI.run(["run", "timers", "--duration", "200ms", "--output", new, "--kernel", "off"]).status == 0)
+        var report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: new))) as? [String: Any])
+        var repetitions = try #require(report["repetitions"] as? [[String: Any]])
+        let loop = try #require((repetitions.first?["allLoops"] as? [[String: Any]])?.first, "no allLoops in \(new)")
+        #expect(loop["kind"] as? String == "RunLoopCore" && (loop["iterations"] as? Int ?? 0) > 0, "\(loop)")
+        // An embedded trace does not name its process per event: said once, for the kind.
+        let reasons = repetitions.first?["allLoopsNotAvailable"] as? [String: [String: String]]
+        #expect(loop["processID"] is NSNull && reasons?["processID"]?["RunLoopCore"]?.contains("embedded recorder's trace") == true, "\(loop) \(reasons ?? [:])")
+        for index in repetitions.indices {
+            repetitions[index]["allLoops"] = nil
+            repetitions[index]["allLoopsNotAvailable"] = nil
+        }
+        report["repetitions"] = repetitions
+        try JSONSerialization.data(withJSONObject: report).write(to: URL(fileURLWithPath: old))
+
+        let compared = try CLI.run(["compare", old, new, "--metrics", "loop.utilization"])
+        #expect(compared.status == 0 && compared.stderr.isEmpty, "\(compared.stdout)\(compared.stderr)")
+        #expect(compared.stdout.contains("+0.00 pts"), "\(compared.stdout)")
+    }
 }

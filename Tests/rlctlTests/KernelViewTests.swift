@@ -46,6 +46,30 @@ struct KernelViewTests {
                 && lines[0].contains("root"), "\(result.stderr)")
     }
 
+    /// `rlctl top` where the kernel view cannot be taken (not root): with auto the run-queue column says why on the
+    /// status line; with `--kernel on` it is a one-line error before the view starts.
+    @Test func topWithoutPrivilegeSaysWhyTheRunQueueIsNotAvailable() throws {
+        guard Self.requirement.requireMet() else { return }
+        guard let setpriv = TestEnvironment.executable("setpriv") else {
+            Issue.record("setpriv (util-linux) is missing")
+            return
+        }
+        let registry = temporaryPath("live-registry")
+        func top(_ arguments: [String]) throws -> ProcessOutput {
+            try RunningProcess(setpriv, ["--reuid=65534", "--regid=65534", "--clear-groups", CLI.binary, "top", "--once", "--interval", "200ms"] + arguments,
+                               ProcessOptions(environment: ["TMPDIR": "/tmp", "RLCTL_LIVE_DIR": registry, "PATH": "/nonexistent-rlctl-test"],
+                                              timeout: .seconds(60))).wait()
+        }
+        let auto = try top([])
+        #expect(auto.status == 0, "\(auto.stderr)")
+        let status = auto.stdout.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(status.contains(" — run queue: not available (") && status.contains("root"), "\(auto.stdout)")
+        let on = try top(["--kernel", "on"])
+        #expect(on.status == 2 && on.stdout.isEmpty, "\(on.stdout)")
+        let lines = on.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].hasPrefix("rlctl: --kernel on: the kernel view is not available: "), "\(on.stderr)")
+    }
+
     /// A kernel view that cannot load (here: its BPF object missing, or libbpf hidden from rlctl) is said in the
     /// summary with why, and the recording goes on; `--kernel on` makes it a one-line error before the run.
     @Test(arguments: ["object", "libbpf"])
@@ -93,17 +117,28 @@ struct KernelViewTests {
     /// Killed by SIGKILL while it records, rlctl leaves no BPF program loaded.
     @Test func sigkillLeavesNoBPFProgramBehind() throws {
         guard Self.requirement.requireMet() else { return }
-        guard let bpftool = TestEnvironment.executable("bpftool") ?? ["/usr/sbin/bpftool"].first(where: { access($0, X_OK) == 0 }) else {
+        guard let bpftool = Self.bpftool else {
             Issue.record("bpftool is missing (scripts/install-deps.sh installs it)")
             return
         }
-        func loaded() throws -> Set<Int> {
-            let listing = try runProcess(bpftool, ["-j", "prog", "show"])
-            let programs = try JSONSerialization.jsonObject(with: Data(listing.stdout.utf8)) as? [[String: Any]] ?? []
-            return Set(programs.compactMap { ($0["name"] as? String)?.hasPrefix("rlctl_kp_") == true ? $0["id"] as? Int : nil })
-        }
-        // The programs this rlctl holds (its descriptors' fdinfo), not another test's rlctl running meanwhile.
-        func held(by pid: Int32) throws -> Set<Int> {
+        let rlctl = try CLI.start(["run", "timers", "--duration", "60s", "--kernel", "on"])
+        let ours = try Self.programsLoaded(by: rlctl.pid, bpftool: bpftool)
+        #expect(ours.count >= 10, "the kernel view never loaded its programs: \(ours)")
+        rlctl.send(SIGKILL, toGroup: true)
+        _ = rlctl.wait()
+        #expect(try Self.unloaded(ours, bpftool: bpftool), "left loaded after SIGKILL")
+    }
+
+    static func loadedPrograms(bpftool: String) throws -> Set<Int> {
+        let listing = try runProcess(bpftool, ["-j", "prog", "show"])
+        let programs = try JSONSerialization.jsonObject(with: Data(listing.stdout.utf8)) as? [[String: Any]] ?? []
+        return Set(programs.compactMap { ($0["name"] as? String)?.hasPrefix("rlctl_kp_") == true ? $0["id"] as? Int : nil })
+    }
+
+    /// The kernel view's programs process `pid` holds (its descriptors' fdinfo), not another test's rlctl running
+    /// meanwhile, once it has loaded them (at most 30 s).
+    static func programsLoaded(by pid: Int32, bpftool: String) throws -> Set<Int> {
+        func held() throws -> Set<Int> {
             let folder = "/proc/\(pid)/fdinfo"
             var ids: Set<Int> = []
             for entry in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
@@ -112,22 +147,79 @@ struct KernelViewTests {
                     if let id = Int(line.dropFirst("prog_id:".count).trimmingCharacters(in: .whitespaces)) { ids.insert(id) }
                 }
             }
-            return try ids.intersection(loaded())
+            return try ids.intersection(loadedPrograms(bpftool: bpftool))
         }
-        let rlctl = try CLI.start(["run", "timers", "--duration", "60s", "--kernel", "on"])
         let started = Date()
         var ours: Set<Int> = []
         while ours.count < 10, Date().timeIntervalSince(started) < 30 {
             usleep(50_000)
-            ours = try held(by: rlctl.pid)
+            ours = try held()
         }
-        #expect(ours.count >= 10, "the kernel view never loaded its programs: \(ours)")
-        rlctl.send(SIGKILL, toGroup: true)
-        _ = rlctl.wait()
-        // The kernel frees a program after an RCU grace period once its last descriptor is closed.
-        let killed = Date()
-        while !(try loaded().intersection(ours)).isEmpty, Date().timeIntervalSince(killed) < 10 { usleep(50_000) }
-        #expect(try loaded().intersection(ours).isEmpty, "left loaded after SIGKILL")
+        return ours
+    }
+
+    /// Whether `programs` are gone (the kernel frees a program after an RCU grace period once its last descriptor
+    /// is closed: waits up to 10 s).
+    static func unloaded(_ programs: Set<Int>, bpftool: String) throws -> Bool {
+        let since = Date()
+        while !(try loadedPrograms(bpftool: bpftool).intersection(programs)).isEmpty, Date().timeIntervalSince(since) < 10 { usleep(50_000) }
+        return try loadedPrograms(bpftool: bpftool).intersection(programs).isEmpty
+    }
+
+    static var bpftool: String? {
+        TestEnvironment.executable("bpftool") ?? ["/usr/sbin/bpftool"].first(where: { access($0, X_OK) == 0 })
+    }
+
+    /// `rlctl top` watching a `run --kernel on`: both load their own kernel view, top's run-queue column has a
+    /// figure for the loop, and the run's kernel view is whole.
+    @Test func topHasARunQueueColumnBesideARecordingWithItsOwnKernelView() throws {
+        guard Self.requirement.requireMet() else { return }
+        let registry = temporaryPath("live-registry")
+        let trace = temporaryPath("top-kernel.rltrace")
+        defer { try? FileManager.default.removeItem(atPath: registry); try? FileManager.default.removeItem(atPath: trace) }
+        let environment = TopEmbeddedTests.isolated(registry)
+        let run = try CLI.start(["run", "jank", "--duration", "120s", "--trace", trace, "--kernel", "on", "--format", "json"],
+                                environment: environment)
+        defer { run.send(SIGTERM); _ = run.wait() }
+        TopEmbeddedTests.expectRegistered(run.pid, in: registry)
+        let shown = try CLI.run(["top", "--once", "--format", "json", "--kernel", "on"], environment: environment)
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let document = try Self.json(shown.stdout)
+        let kernel = try #require(document["kernel"] as? [String: Any], "\(shown.stdout)")
+        #expect(kernel["status"] as? String == "on" && kernel["unavailableReason"] == nil, "\(kernel)")
+        let loop = try #require((document["loops"] as? [[String: Any]])?.first, "\(shown.stdout)")
+        let share = try #require(loop["runQueueShare"] as? Double, "no run-queue figure: \(loop)")
+        let throttled = try #require(loop["throttledShare"] as? Double, "no throttled figure: \(loop)")
+        #expect(share >= 0 && share <= 1 && throttled <= share, "\(loop)")
+        // A count (the probe misses a few times off the CPU, each counted as lost: not always 0).
+        #expect(loop["kernelLostRecords"] is Int, "\(loop)")
+
+        run.send(SIGTERM)
+        let ended = run.wait()
+        #expect(ended.status == 0, "\(ended.stderr)")
+        let summary = try Self.json(ended.stdout)
+        let runKernel = try #require(summary["kernel"] as? [String: Any])
+        #expect(runKernel["status"] as? String == "on" && (runKernel["records"] as? Int ?? 0) > 0, "\(runKernel)")
+    }
+
+    /// What top loads goes when it ends by a signal, as by q.
+    @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
+    func topRemovesItsKernelViewWhenSignalled(signal: Int32) throws {
+        guard Self.requirement.requireMet() else { return }
+        guard let bpftool = Self.bpftool else {
+            Issue.record("bpftool is missing (scripts/install-deps.sh installs it)")
+            return
+        }
+        let registry = temporaryPath("live-registry")
+        defer { try? FileManager.default.removeItem(atPath: registry) }
+        let top = try CLI.start(["top", "--kernel", "on", "--interval", "200ms"],
+                                environment: TopEmbeddedTests.isolated(registry))
+        let ours = try Self.programsLoaded(by: top.pid, bpftool: bpftool)
+        #expect(ours.count >= 10, "top never loaded the kernel view's programs: \(ours)")
+        top.send(signal)
+        let ended = top.wait()
+        #expect(ended.status == 0, "\(ended.termination): \(ended.stderr)")
+        #expect(try Self.unloaded(ours, bpftool: bpftool), "left loaded after signal \(signal)")
     }
 }
 
@@ -159,6 +251,56 @@ extension KernelViewTests {
             let hogPIDs = Set(hogs.pids)
             #expect(culprits.contains { ($0["pid"] as? Int).map { hogPIDs.contains(Int32($0)) } ?? false },
                     "the culprits \(culprits) name neither hog (\(hogPIDs))")
+        }
+
+        /// `rlctl top`'s row of a loop that always has work (every 10 ms frame burns 10 ms of CPU), run pinned to
+        /// CPU 0 as `prefix` starts it, over a 2 s interval.
+        static func topRowOfABusyLoop(prefix: [String] = []) throws -> [String: Any] {
+            let registry = temporaryPath("live-registry")
+            let trace = temporaryPath("top-busy.rltrace")
+            defer { try? FileManager.default.removeItem(atPath: registry); try? FileManager.default.removeItem(atPath: trace) }
+            let environment = TopEmbeddedTests.isolated(registry)
+            // (taskset and the cgroup's shell exec rlctl: the pid is rlctl's.)
+            let command = prefix + ["/usr/bin/taskset", "-c", "0", CLI.binary, "run", "jank", "--interval", "10ms", "--every", "1",
+                                    "--cost", "10ms", "--duration", "120s", "--trace", trace, "--kernel", "off"]
+            let run = try RunningProcess(command[0], Array(command.dropFirst()),
+                                         ProcessOptions(environment: environment, timeout: .seconds(180), ownProcessGroup: true))
+            defer { run.send(SIGTERM, toGroup: true); _ = run.wait() }
+            TopEmbeddedTests.expectRegistered(run.pid, in: registry)
+            let shown = try CLI.run(["top", "--once", "--format", "json", "--kernel", "on", "--interval", "2s"], environment: environment)
+            #expect(shown.status == 0, "\(shown.stderr)")
+            return try #require((try KernelViewTests.json(shown.stdout)["loops"] as? [[String: Any]])?.first, "\(shown.stdout)")
+        }
+
+        /// A loop that always has work, beside one hog on its CPU, gets about half of it: top's run-queue column
+        /// shows the loop's thread waiting for the CPU about half of the interval (more on a machine busy meanwhile).
+        @Test func topShowsTheRunQueueAHogForces() throws {
+            guard KernelViewTests.requirement.requireMet() else { return }
+            let hog = try CPUHogs(count: 1, cpu: 0)
+            defer { hog.stop() }
+            let loop = try Self.topRowOfABusyLoop()
+            let share = try #require(loop["runQueueShare"] as? Double, "\(loop)")
+            #expect(share >= 0.35 && share <= 0.95, "one hog beside an always-busy loop: run queue \(share) of the interval")
+            #expect((loop["throttledShare"] as? Double ?? 1) < 0.05, "no quota, no throttling: \(loop)")
+        }
+
+        /// The same loop alone in a cgroup with 20 ms of CPU per 100 ms: most of the interval runnable, mostly
+        /// throttled.
+        @Test func topShowsTheThrottlingOfACPUQuota() throws {
+            guard KernelViewTests.requirement.requireMet() else { return }
+            if let reason = QuotaCgroup.unavailableReason {
+                Issue.record("no CPU quota can be made here: \(reason)")
+                return
+            }
+            let cgroup = try QuotaCgroup(name: "rlctl-top-test", quota: .milliseconds(20), period: .milliseconds(100))
+            defer { cgroup.remove() }
+            let loop = try Self.topRowOfABusyLoop(prefix: cgroup.wrap([]))
+            let throttled = try #require(loop["throttledShare"] as? Double, "\(loop)")
+            let share = try #require(loop["runQueueShare"] as? Double, "\(loop)")
+            // At most 20% on the CPU: the rest runnable, most of it throttled (the probe tells throttling by the
+            // cgroup's state when the thread leaves the CPU or is woken, and calls the rest run queue).
+            #expect(share >= 0.5, "a 20% quota on an always-busy loop: run queue \(share) of the interval")
+            #expect(throttled >= 0.25 && throttled <= share + 1e-9, "a 20% quota on an always-busy loop: throttled \(throttled), run queue \(share)")
         }
 
         /// A CPU quota (20 ms per 100 ms, spent by a hog in the same cgroup) reads as throttling, not as a slow loop.

@@ -23,11 +23,19 @@ public struct LiveLoopRow: Codable, Sendable, Equatable {
     public var worstStallNanoseconds: UInt64?
     /// Events the tracer lost in the interval, in this loop's session (losses are per stream, not per loop).
     public var lostEvents: UInt64
+    /// The share of the interval the loop's thread was runnable but not running (waiting for a CPU, throttled
+    /// included), from the kernel view; nil without one (the interval says why once).
+    public var runQueueShare: Double? = nil
+    /// Of that, the share its cgroup was out of CPU quota (throttled).
+    public var throttledShare: Double? = nil
+    /// Records the kernel recorder lost in the interval, nil without a kernel view: a share computed over a window
+    /// with losses is a lower bound.
+    public var kernelLostRecords: UInt64? = nil
 }
 
 /// What `rlctl top` sorts by.
 public enum LiveLoopOrder: String, CaseIterable, Sendable {
-    case utilization, iterations, latency, stall, lost
+    case utilization, iterations, latency, stall, lost, runqueue
 
     public func sorted(_ rows: [LiveLoopRow]) -> [LiveLoopRow] {
         rows.sorted { a, b in
@@ -42,7 +50,8 @@ public enum LiveLoopOrder: String, CaseIterable, Sendable {
         case .iterations: return row.iterationsPerSecond
         case .latency: return Double(row.wakeLatencyP99Nanoseconds ?? 0)
         case .stall: return Double(row.worstStallNanoseconds ?? 0)
-        case .lost: return Double(row.lostEvents)
+        case .lost: return Double(row.lostEvents) + Double(row.kernelLostRecords ?? 0)
+        case .runqueue: return row.runQueueShare ?? -1
         }
     }
 }
@@ -136,7 +145,7 @@ public final class LiveLoopSource: @unchecked Sendable {
         case .loopCreate(let loopID, _, let name):
             names[LoopKey(processID: event.processID, loopID: loopID)] = name
         case .loopAdapted(let loopID, let adapter, _):
-            kinds[LoopKey(processID: event.processID, loopID: loopID)] = adapter == .nio ? "NIO" : "Foundation"
+            kinds[LoopKey(processID: event.processID, loopID: loopID)] = (adapter == .nio ? LoopKind.nio : .foundation).rawValue
         default:
             break
         }
@@ -201,13 +210,13 @@ public final class LiveLoopSource: @unchecked Sendable {
                 let busy = now.busy &- before.busy
                 let wake = inInterval?.wakeLatency
                 let latencies = [wake?.timer, wake?.source, wake?.block, wake?.port, wake?.job].compactMap { $0 }.filter { $0.count > 0 }
-                rows.append(row(loop.loopID ?? 0, thread: loop.threadID ?? 0, kind: "RunLoopCore",
+                rows.append(row(loop.loopID ?? 0, thread: loop.threadID ?? 0, kind: LoopKind.runLoopCore.rawValue,
                                 utilization: wall > 0 ? min(1, Double(busy) / Double(wall)) : 0,
                                 perSecond: wall > 0 ? Double(now.iterations &- before.iterations) * 1e9 / Double(wall) : 0,
                                 latency: latencies.map(\.p99).max(), stall: stalls.map(\.busyNanoseconds).max()))
             }
             for loop in recent?.nio?.loops ?? [] {
-                rows.append(row(loop.loopID, thread: loop.threadID, kind: "NIO", utilization: loop.utilization,
+                rows.append(row(loop.loopID, thread: loop.threadID, kind: LoopKind.nio.rawValue, utilization: loop.utilization,
                                 perSecond: loop.ticksPerSecond, latency: nil, stall: loop.worstStalls.map(\.busyNanoseconds).max()))
             }
             // Any program's wait loops, differenced like RunLoopCore's: busy + sleep is the time their iterations
@@ -223,7 +232,7 @@ public final class LiveLoopSource: @unchecked Sendable {
                 let wall = now.wall &- before.wall
                 guard wall > 0 && wall <= now.wall else { continue }
                 rows.append(LiveLoopRow(host: host, session: session, processID: key.processID, threadID: loop.threadID,
-                                        loopID: UInt64(bitPattern: Int64(loop.target)), name: loop.thread ?? loop.process, kind: "wait",
+                                        loopID: UInt64(bitPattern: Int64(loop.target)), name: loop.thread ?? loop.process, kind: LoopKind.wait.rawValue,
                                         utilization: min(1, Double(now.busy &- before.busy) / Double(wall)),
                                         iterationsPerSecond: Double(now.iterations &- before.iterations) * 1e9 / Double(wall),
                                         wakeLatencyP99Nanoseconds: nil, worstStallNanoseconds: stalls.map(\.busyNanoseconds).max(),

@@ -25,6 +25,10 @@ public struct LiveInterval: Sendable {
     public var nothingToWatch: String
     /// Sources seen and not followed, each with why (a session another viewer follows).
     public var notShown: [String]
+    /// Whether the rows have the kernel view's columns (``LiveKernelColumn``), and why not.
+    public var kernel: LiveKernelStatus = .notAvailable("no kernel view was asked for")
+    /// Records the kernel recorder lost in the interval (its losses are not per thread: every row shares them).
+    public var kernelLostRecords: UInt64 = 0
 
     public init(rows: [LiveLoopRow], sessions: Int, problem: String?, nothingToWatch: String, notShown: [String] = []) {
         self.rows = rows

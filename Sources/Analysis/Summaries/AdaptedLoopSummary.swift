@@ -36,6 +36,8 @@ extension TraceSummary {
     public struct NIOLoopSummary: Codable, Sendable, Equatable {
         public var loopID: UInt64
         public var threadID: Int32
+        /// Its process, when the trace carries process ids (nil in summaries written before it was kept).
+        public var processID: Int32? = nil
         public var name: String?
         public var groupID: UInt64
         public var ticks: UInt64

@@ -76,6 +76,9 @@ public struct TraceSummarizer {
     /// The last timer that fired: repeating timers fire in runs.
     private var lastTimer: (id: UInt64, index: Int)?
     private var loopNames: [UInt64: (tid: Int32, name: String)] = [:]
+    /// The process of each loop, from its first event (when the trace carries process ids: embedded traces, LTTng's
+    /// `vpid` context).
+    private var loopProcesses: [UInt64: Int32] = [:]
     /// SwiftNIO event loops: kept apart, since they have ticks instead of runs and activities.
     private var nioLoops: [NIOLoopTracker] = []
     private var nioIndexes: [UInt64: Int] = [:]
@@ -133,6 +136,7 @@ public struct TraceSummarizer {
         }
         var tracker = LoopTracker(loopID: loopID, threadID: event.threadID, options: options, modes: modes, labels: labels, kernel: kernel)
         tracker.timeline = timeline
+        if event.processID != 0 { loopProcesses[loopID] = event.processID }
         loops.append(tracker)
         loopIDs.append(loopID)
         loopIndexes[loopID] = loops.count - 1
@@ -143,11 +147,14 @@ public struct TraceSummarizer {
     @inline(__always)
     private mutating func nioLoop(_ loopID: UInt64, _ event: TraceEvent) -> Int? {
         let (options, labels, timeline, kernel) = (options, labels, timeline, kernel)
-        return Self.index(of: loopID, in: &nioLoops, indexes: &nioIndexes, last: &lastNIO, limit: Limits.nioLoops, leftOut: &leftOut) {
+        let known = nioLoops.count
+        let index = Self.index(of: loopID, in: &nioLoops, indexes: &nioIndexes, last: &lastNIO, limit: Limits.nioLoops, leftOut: &leftOut) {
             var tracker = NIOLoopTracker(loopID: loopID, threadID: event.threadID, options: options, labels: labels, kernel: kernel)
             tracker.timeline = timeline
             return tracker
         }
+        if nioLoops.count > known && event.processID != 0 { loopProcesses[loopID] = event.processID }
+        return index
     }
 
     private mutating func timer(_ timerID: UInt64, loopID: UInt64) -> Int? {
@@ -270,6 +277,7 @@ public struct TraceSummarizer {
         for (index, var tracker) in loops.enumerated() {
             tracker.finishTrace(traceEnd: lastTimestamp)
             var summary = tracker.summary(timers: timerTotals[index])
+            summary.processID = loopProcesses[tracker.loopID]
             if let (tid, name) = loopNames[tracker.loopID] {
                 summary.threadID = tid
                 summary.name = name
@@ -308,6 +316,7 @@ public struct TraceSummarizer {
         if !nioLoops.isEmpty {
             let nioSummaries = nioLoops.map { tracker -> TraceSummary.NIOLoopSummary in
                 var summary = tracker.summary(name: loopNames[tracker.loopID]?.name)
+                summary.processID = loopProcesses[tracker.loopID]
                 if let tid = loopNames[tracker.loopID]?.tid { summary.threadID = tid }
                 let loss = Self.losses(in: health, threadID: summary.threadID, from: tracker.firstTimestamp, to: tracker.lastTimestamp)
                 summary.lostEventsAffecting = loss.events
@@ -361,6 +370,8 @@ public struct TraceSummarizer {
                                    nio: nio, foundation: foundation, waits: waitSummary)
         summary.reported = reported.finish(names: loopNames)
         summary.kernel = kernelView(overall: overallSummary)
+        summary.allLoops = summary.loopsOfEveryKind
+        summary.allLoopsNotAvailable = summary.loopFieldsNotAvailable
         summary.timeline = timeline?.timeline(lastTimestamp: lastTimestamp, name: { summary.timelineName($0) }, span: { key in
             switch key {
             case .loop(let id): return loopIndexes[id].map { (loops[$0].firstTimestamp, loops[$0].lastTimestamp) }

@@ -30,6 +30,11 @@ public struct TraceSummary: Codable, Sendable, Equatable {
     /// and every loop's kernel figures together; nil when it has none and nobody said why (a trace recorded without
     /// it reads as before).
     public var kernel: KernelView? = nil
+    /// Every loop of every kind in one list, with the figures all kinds have under one name (``LoopOfAnyKind``):
+    /// for scripts that do not care which kind a loop is. nil in summaries written before it existed.
+    public var allLoops: [LoopOfAnyKind]? = nil
+    /// Field of ``allLoops`` → kind → why loops of that kind have no figure for it (each reason once).
+    public var allLoopsNotAvailable: [String: [String: String]]? = nil
 
     public struct BlockBacklog: Codable, Sendable, Equatable {
         /// The most blocks each producer may have performed that the loop has not run yet.
@@ -168,6 +173,8 @@ public struct TraceSummary: Codable, Sendable, Equatable {
         /// Figures the adapter cannot see: reported as not available, never as zero (nil: everything is seen).
         public var notAvailable: [String]?
         public var threadID: Int32?
+        /// Its process, when the trace carries process ids (nil in summaries written before it was kept).
+        public var processID: Int32?
         public var name: String?
         /// Calls of `Loop.run`, nested ones included (every run, including ones whose begin or end is missing).
         public var runs: UInt64 = 0

@@ -2,6 +2,7 @@ import Analysis
 import ArgumentParser
 import Foundation
 import Glibc
+import KernelTracing
 import Tracing
 import Workloads
 
@@ -16,9 +17,24 @@ struct Top: ParsableCommand {
         abstract: "A live view of every traced loop, on this machine or streaming to an LTTng relay daemon.",
         discussion: """
         One row per loop: host, process, thread, loop, kind (RunLoopCore, Foundation, NIO, or a wait loop of any \
-        program), and over the last interval its utilization, iterations per second, worst wake-up latency p99 \
-        (timer, source, block, port or job; none for the other kinds), its busiest iteration over --stall, and the \
-        events the tracer lost. A view starts when it attaches: loops created before it show by id, without name.
+        program), and over the last interval its utilization, its run queue (the share of the interval the loop's \
+        thread was runnable but not running: waiting for a CPU behind other tasks, or throttled) and of that the \
+        throttled share (its cgroup out of CPU quota), iterations per second, worst wake-up latency p99 (timer, \
+        source, block, port or job; none for the other kinds), its busiest iteration over --stall, and the events \
+        the tracer lost. A view starts when it attaches: loops created before it show by id, without name.
+
+        The run-queue and throttled columns come from the kernel view (docs/kernel-view.md): with --kernel auto, \
+        the default, top loads the kernel recorder's BPF program when this machine allows it (root, or CAP_BPF and \
+        CAP_PERFMON; BTF; libbpf) and follows the process of every loop it shows, whatever recorded the loop \
+        (embedded recorder or LTTng; a loop's process is followed from the interval after it first shows, so its \
+        first interval has no figure). With --kernel on a machine that cannot is an error before the view starts; \
+        with --kernel off, or where it cannot, or with --relayd (the loops of other machines), the columns show - \
+        and the status line says once why (in JSON: null on every row, kernel.unavailableReason once). A program \
+        being recorded with its own kernel view (rlctl run --kernel on) can be watched: each loads its own. The \
+        kernel recorder's lost records are shown beside the tracer's in the lost column ("12 +3 kernel") and on \
+        the status line: the shares of such an interval are lower bounds. What top loaded is removed when it ends \
+        however it ends (q, a signal, SIGKILL: the programs belong to its file descriptors). The kernel figures \
+        cover the interval moved back 60 ms, as the kernel recorder hands its records out a few ms late.
 
         With no --relayd, rlctl top shows every traced loop on this machine. Programs whose loops emit to LTTng \
         (the LTTng sink, or rlctl record with LTTng): it starts a relay daemon of its own on free loopback ports \
@@ -39,7 +55,8 @@ struct Top: ParsableCommand {
         --live-port, 5344 by default), not the one record --relayd streams to. Sessions are listed again every \
         2 s; a relay daemon that stops answering is said on the status line until it is back.
 
-        Keys: q quits; u, i, l, s and x sort by utilization, iterations, latency, stall and lost. Without a \
+        Keys: q quits; u, r, i, l, s and x sort by utilization, run queue, iterations, latency, stall and lost. \
+        Without a \
         terminal rlctl prints one table per interval; --once prints one interval and exits, --format json as one \
         JSON document.
 
@@ -50,6 +67,7 @@ struct Top: ParsableCommand {
           rlctl top
           rlctl top --relayd net://collector
           rlctl top --relayd net://127.0.0.1:5344 --once --format json
+          rlctl top --kernel on --sort runqueue
         """
     )
 
@@ -59,7 +77,7 @@ struct Top: ParsableCommand {
     @Option(help: "How often the view refreshes, e.g. 1s (100ms to 60s).", transform: durationArgument)
     var interval: DurationValue = .seconds(1)
 
-    @Option(help: "Sort by utilization, iterations, latency, stall or lost.")
+    @Option(help: "Sort by utilization, runqueue, iterations, latency, stall or lost.")
     var sort: LiveLoopOrder = .utilization
 
     @Flag(help: "Print one interval and exit.")
@@ -67,6 +85,9 @@ struct Top: ParsableCommand {
 
     @Option(help: "text or json (json with --once).")
     var format: TopFormat = .text
+
+    @Option(help: "The run-queue and throttled columns, from the kernel view (BPF on the scheduler's tracepoints): auto (on when this machine allows it; otherwise the status line says why not), on (an error when it cannot be), or off.")
+    var kernel: KernelChoice = .auto
 
     @OptionGroup var analysis: AnalysisOptions
 
@@ -81,17 +102,63 @@ struct Top: ParsableCommand {
             throw ValidationError("--interval must be between 100ms and 60s (got \(interval))")
         }
         if format == .json && !once { throw ValidationError("--format json prints one interval: give --once") }
+        if kernel == .on && relayd != nil {
+            throw ValidationError("--kernel on: the kernel view sees this machine's threads, not a relay daemon's loops (leave out --relayd)")
+        }
+    }
+
+    /// The loops with the run-queue column: top's own kernel recorder following their processes, or why not. The
+    /// recorder is stopped by `stop` and, should top be ended by a second signal, by the exit clean-ups; what it
+    /// loaded belongs to top's descriptors, so even SIGKILL leaves nothing loaded.
+    /// `unavailable`: why this machine cannot take the kernel view (``KernelChoice/requireAvailable()``, asked
+    /// before anything is set up, so that `--kernel on` fails alone).
+    private func withKernelColumn(_ loops: any LiveView, unavailable: String?) throws -> (view: any LiveView, stop: () -> Void) {
+        if relayd != nil {
+            return (LiveKernelColumn(loops: loops, notAvailable: "the loops are on a relay daemon; the kernel view sees this machine's threads only"), {})
+        }
+        if kernel == .off { return (LiveKernelColumn(loops: loops, notAvailable: "--kernel off"), {}) }
+        if let unavailable { return (LiveKernelColumn(loops: loops, notAvailable: unavailable), {}) }
+        let column = LockedColumn()
+        let recorder: KernelRecorder
+        do {
+            recorder = try KernelRecorder { events in column.value?.consume(events) }
+        } catch {
+            // Available a moment ago, refused now (memory, a limit on BPF programs): with auto top goes on without it.
+            if kernel == .on { throw Failure.input("--kernel on: cannot start the kernel view: \(error)") }
+            return (LiveKernelColumn(loops: loops, notAvailable: "\(error)"), {})
+        }
+        let view = LiveKernelColumn(loops: loops) { process in
+            // A process that ended since its row was taken is simply not followed.
+            (try? recorder.follow(process: process)) != nil
+        }
+        column.value = view
+        let cleanup = ExitCleanups.shared.add { _ = recorder.stop() }
+        return (view, {
+            recorder.stop()
+            ExitCleanups.shared.remove(cleanup)
+        })
+    }
+
+    /// The column the kernel recorder's consumer thread feeds, set once the column exists.
+    private final class LockedColumn: @unchecked Sendable {
+        private let lock = NSLock()
+        private var column: LiveKernelColumn?
+        var value: LiveKernelColumn? {
+            get { lock.withLock { column } }
+            set { lock.withLock { column = newValue } }
+        }
     }
 
     func run() throws {
+        let kernelUnavailable = relayd == nil ? try kernel.requireAvailable() : nil
         Interruptions.shared.prepare("the view")
         let stall = UInt64(analysis.stall.nanoseconds)
         var local: LTTngLocalLiveSession?
         var localCleanup: ExitCleanups.Token?
-        let view: any LiveView
+        let loops: any LiveView
         let relay = relayd.map { LiveRelayView(relay: $0, stallThresholdNanoseconds: stall) }
         if let relay {
-            view = relay
+            loops = relay
         } else {
             var views: [any LiveView] = [LiveEmbeddedView(stallThresholdNanoseconds: stall)]
             do {
@@ -106,12 +173,16 @@ struct Top: ParsableCommand {
             } catch {
                 note("showing the embedded recorder's recordings only: cannot watch this machine's LTTng sessions: \(error)")
             }
-            view = LiveViews(views)
+            loops = LiveViews(views)
         }
         defer {
             local?.close()
             localCleanup.map(ExitCleanups.shared.remove)
         }
+        // (After the clean-up above: a kernel view that --kernel on asks for and that fails to start here still
+        // leaves no session behind.)
+        let (view, stopKernelView) = try withKernelColumn(loops, unavailable: kernelUnavailable)
+        defer { stopKernelView() }
         let shownAs = relayd ?? "this machine"
         defer { view.stop() }
         let screen = TopScreen(view: view, interval: interval, order: sort, relay: shownAs)

@@ -20,10 +20,16 @@ struct KernelViewOptions: ParsableArguments {
 
     /// Before anything runs: with `--kernel on`, a machine that cannot take the kernel view is a usage error.
     /// Returns why it is not available (nil: it is, or it was not asked for).
+    func requireAvailable() throws -> String? { try kernel.requireAvailable() }
+}
+
+extension KernelChoice {
+    /// With `on`, a machine that cannot take the kernel view is a usage error; otherwise why it is not available
+    /// (nil: it is, or `off`).
     func requireAvailable() throws -> String? {
-        guard kernel != .off else { return nil }
+        guard self != .off else { return nil }
         guard let reason = KernelView.unavailableReason() else { return nil }
-        if kernel == .on { throw Failure.input("--kernel on: the kernel view is not available: \(reason)") }
+        if self == .on { throw Failure.input("--kernel on: the kernel view is not available: \(reason)") }
         return reason
     }
 }

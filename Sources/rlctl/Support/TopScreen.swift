@@ -24,7 +24,7 @@ struct TopScreen {
     let relay: String
 
     private static let keys: [UInt8: LiveLoopOrder] = [
-        UInt8(ascii: "u"): .utilization, UInt8(ascii: "i"): .iterations, UInt8(ascii: "l"): .latency,
+        UInt8(ascii: "u"): .utilization, UInt8(ascii: "r"): .runqueue, UInt8(ascii: "i"): .iterations, UInt8(ascii: "l"): .latency,
         UInt8(ascii: "s"): .stall, UInt8(ascii: "x"): .lost,
     ]
 
