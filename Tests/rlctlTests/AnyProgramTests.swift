@@ -345,6 +345,7 @@ import TestSupport
         let unfollowed = try CLI.run(["record", "--any", "--", "sh", "-c", script])
         #expect(unfollowed.status == 3, "\(unfollowed.termination): \(unfollowed.stderr)")
         #expect(unfollowed.stderr.contains("without a single wait"), "\(unfollowed.stderr)")
+        #expect(unfollowed.stderr.contains("record them too with --follow-children"), "\(unfollowed.stderr)")
         let trace = temporaryPath("followed.rltrace")
         let followed = try CLI.run(["record", "--any", "--follow-children", "--tracer", "embedded", "--output", trace, "--", "sh", "-c", script])
         try #require(followed.status == 0, "\(followed.termination): \(followed.stderr)")

@@ -1,0 +1,182 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+
+/// `rlctl record --any` on programs that switch users (nginx's workers become www-data) and on programs whose waits
+/// it cannot see (Go): a loop where there is one, and otherwise the real reason there is none.
+@Suite(.serialized) struct AnyProgramOutcomeTests {
+    static let nginx: TestRequirement = {
+        var missing = ["nginx", "wrk"].filter { TestEnvironment.executable($0) == nil }
+        if geteuid() != 0 { missing.append("root (nginx's master switches its workers to www-data)") }
+        if getpwnam("www-data") == nil { missing.append("the www-data user") }
+        return TestRequirement(missing: missing.isEmpty ? nil : missing.joined(separator: ", "),
+                               problem: "nginx as its packages run it (a root master, www-data workers) cannot run here")
+    }()
+    static let go = AnyProgramTests.requirement(["go"])
+
+    // ===== nginx: master + worker, the worker switched to www-data =====
+
+    @Test(.enabled(if: nginx.shouldRun, nginx.skipComment))
+    func nginxsWorkerRecordsAfterItBecomesWwwData() throws {
+        guard Self.nginx.requireMet() else { return }
+        let server = try NginxPrefix()
+        defer { server.remove() }
+        let trace = temporaryPath("nginx.rltrace")
+        defer { try? FileManager.default.removeItem(atPath: trace) }
+        let rlctl = try CLI.start(["record", "--any", "--follow-children", "--tracer", "embedded", "--output", trace, "--"] + server.command)
+        defer { rlctl.send(SIGKILL, toGroup: true) }
+        try #require(AnyProgramTests.waitForPort(server.port, timeout: .seconds(60)), "nginx did not listen on \(server.port): \(rlctl.outputSoFar.stderr)")
+        let worker = try #require(server.worker(), "nginx started no worker")
+        let wwwData = getpwnam("www-data").pointee.pw_uid
+        #expect(eventually(timeout: .seconds(20)) { server.effectiveUser(of: worker) == wwwData }, "the worker did not become www-data")
+        let load = try runProcess(TestEnvironment.executable("wrk")!, ["-t1", "-c4", "-d2s", "http://127.0.0.1:\(server.port)/"])
+        #expect(load.status == 0, "\(load.stderr)")
+        rlctl.send(SIGTERM)   // passed on to the master, which stops its worker and exits
+        let recorded = rlctl.wait()
+        try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+        #expect(!recorded.stderr.contains("did not complete"), "\(recorded.stderr)")
+        let waits = try AnyProgramTests.summary(trace)
+        let loop = try #require(try AnyProgramTests.waitLoops(waits).first { $0["pid"] as? Int == Int(worker) },
+                                "no loop of the worker \(worker): \(waits)")
+        // wrk made thousands of requests in 2 s; each is at least one wake-up of the worker's epoll_wait.
+        #expect((loop["iterations"] as? Int ?? 0) > 200, "\(loop)")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: trace)) ?? []
+        #expect(!left.contains { $0.hasPrefix(".switched-") }, "the worker's own folder was left in the trace: \(left)")
+    }
+
+    @Test(.enabled(if: nginx.shouldRun, nginx.skipComment))
+    func nginxUnfollowedPointsToFollowChildren() throws {
+        guard Self.nginx.requireMet() else { return }
+        let server = try NginxPrefix()
+        defer { server.remove() }
+        let rlctl = try CLI.start(["record", "--any", "--"] + server.command)
+        defer { rlctl.send(SIGKILL, toGroup: true) }
+        try #require(AnyProgramTests.waitForPort(server.port, timeout: .seconds(60)), "nginx did not listen on \(server.port): \(rlctl.outputSoFar.stderr)")
+        rlctl.send(SIGTERM)
+        let result = rlctl.wait()
+        #expect(result.status == 3, "\(result.termination): \(result.stderr)")
+        #expect(result.stderr.contains("--follow-children"), "\(result.stderr)")
+        #expect(!result.stderr.contains("raw system calls"), "\(result.stderr)")
+    }
+
+    // ===== a program that drops privileges itself =====
+
+    static let root = TestRequirement(missing: geteuid() == 0 && getpwnam("nobody") != nil ? nil : "root and the nobody user",
+                                      problem: "a program cannot switch users here")
+
+    @Test(.enabled(if: root.shouldRun && AnyProgramTests.compiler.shouldRun, root.skipComment))
+    func aProgramThatBecomesNobodyMidRunKeepsOneLoop() throws {
+        guard Self.root.requireMet(), AnyProgramTests.compiler.requireMet() else { return }
+        let program = try AnyProgramTests.compile("switch-user.c")
+        let nobody = getpwnam("nobody").pointee
+        let trace = temporaryPath("switch-user.rltrace")
+        defer { try? FileManager.default.removeItem(atPath: trace) }
+        let result = try CLI.run(["record", "--any", "--tracer", "embedded", "--output", trace, "--", program, "\(nobody.pw_uid)", "\(nobody.pw_gid)"])
+        try #require(result.status == 0, "\(result.termination): \(result.stderr)")
+        #expect(!result.stderr.contains("did not complete"), "\(result.stderr)")
+        let loop = try AnyProgramTests.busiestLoop(in: try AnyProgramTests.summaryObject(trace))
+        // The stream begun as root and the one written as nobody are one thread's: 41 waits, 40 iterations.
+        #expect(loop["waits"] as? Int == 41, "\(loop)")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: trace)) ?? []
+        #expect(!left.contains { $0.hasPrefix(".switched-") }, "\(left)")
+        #expect(FileManager.default.fileExists(atPath: trace + "/.end"), "the trace is not marked complete: \(left)")
+    }
+
+    // ===== Go: raw system calls, whichever way it ends =====
+
+    @Test(.enabled(if: go.shouldRun, go.skipComment))
+    func aGoProgramThatExitsCleanlyIsExplainedWithoutACutOffAndJSONStillPrints() throws {
+        guard Self.go.requireMet() else { return }
+        let program = try Self.buildGo()
+        let result = try CLI.run(["record", "--any", "--format", "json", "--", program, "300ms"])
+        #expect(result.status == 3, "\(result.termination): \(result.stderr)")
+        #expect(result.stderr.contains("exited with status 0 without a single wait through libc"), "\(result.stderr)")
+        #expect(result.stderr.contains("raw system calls"), "\(result.stderr)")
+        #expect(!result.stderr.contains("did not complete its recording"), "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        let printed = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+                                   "stdout is not a summary: \(result.stdout.prefix(300))")
+        #expect(((printed["waits"] as? [String: Any])?["loops"] as? [Any])?.isEmpty ?? true, "\(printed)")
+    }
+
+    @Test(.enabled(if: go.shouldRun, go.skipComment))
+    func aGoProgramStoppedBySIGTERMIsExplainedByItsRawSystemCalls() throws {
+        guard Self.go.requireMet() else { return }
+        let program = try Self.buildGo()
+        let rlctl = try CLI.start(["record", "--any", "--", program, "60s"])
+        defer { rlctl.send(SIGKILL, toGroup: true) }
+        // Its ticker runs once the runtime is up: give it the time to load and tick on a loaded machine.
+        usleep(1_000_000)
+        rlctl.send(SIGTERM)
+        let result = rlctl.wait()
+        #expect(result.status == 1, "\(result.termination): \(result.stderr)")
+        #expect(result.stderr.contains("was killed by signal 15"), "\(result.stderr)")
+        #expect(result.stderr.contains("raw system calls"), "\(result.stderr)")
+        #expect(!result.stderr.contains("did not complete its recording"), "\(result.stderr)")
+    }
+
+    static func buildGo() throws -> String {
+        let output = temporaryPath("go-ticker")
+        let result = try runProcess(TestEnvironment.executable("go")!, ["build", "-o", output, "\(AnyProgramTests.programs)/go-ticker.go"],
+                                    ProcessOptions(timeout: .seconds(300)))
+        try #require(result.status == 0, "go build: \(result.stderr)")
+        return output
+    }
+}
+
+/// An nginx of its own: prefix, configuration and logs in a temporary folder, a master with one worker that becomes
+/// www-data, serving a fixed answer on a free loopback port.
+private struct NginxPrefix {
+    let folder: String
+    let port: Int
+
+    init() throws {
+        folder = temporaryPath("nginx")
+        port = AnyProgramTests.freePort()
+        try FileManager.default.createDirectory(atPath: folder + "/logs", withIntermediateDirectories: true)
+        let temporary = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map { "\($0)_temp_path \(folder)/\($0);" }.joined(separator: "\n    ")
+        try """
+            daemon off;
+            master_process on;
+            worker_processes 1;
+            user www-data;
+            pid \(folder)/nginx.pid;
+            error_log \(folder)/logs/error.log;
+            events { worker_connections 64; }
+            http {
+                access_log off;
+                \(temporary)
+                server {
+                    listen 127.0.0.1:\(port);
+                    location / { return 200 "ok\\n"; }
+                }
+            }
+            """.write(toFile: folder + "/nginx.conf", atomically: true, encoding: .utf8)
+    }
+
+    var command: [String] { [TestEnvironment.executable("nginx")!, "-p", folder, "-c", folder + "/nginx.conf", "-e", folder + "/logs/error.log"] }
+
+    /// The master's child once it has one.
+    func worker() -> pid_t? {
+        var found: pid_t?
+        _ = eventually(timeout: .seconds(20)) {
+            guard let text = try? String(contentsOfFile: folder + "/nginx.pid", encoding: .utf8),
+                  let master = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+                  let children = try? String(contentsOfFile: "/proc/\(master)/task/\(master)/children", encoding: .utf8) else { return false }
+            found = children.split(separator: " ").compactMap { Int32($0) }.first
+            return found != nil
+        }
+        return found
+    }
+
+    /// The effective uid in /proc/PID/status (Uid: real effective saved fs).
+    func effectiveUser(of pid: pid_t) -> uid_t? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") }) else { return nil }
+        let fields = line.split(whereSeparator: { $0 == "\t" || $0 == " " })
+        return fields.count > 2 ? uid_t(fields[2]) : nil
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: folder) }
+}
