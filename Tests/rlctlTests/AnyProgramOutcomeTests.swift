@@ -83,6 +83,88 @@ import TestSupport
         #expect(FileManager.default.fileExists(atPath: trace + "/.end"), "the trace is not marked complete: \(left)")
     }
 
+    // ===== thread names follow renames =====
+
+    @Test(.enabled(if: AnyProgramTests.compiler.shouldRun, AnyProgramTests.compiler.skipComment))
+    func threadsRenamedAfterTheirFirstWaitCarryTheirNewNames() throws {
+        guard AnyProgramTests.compiler.requireMet() else { return }
+        let program = try AnyProgramTests.compile("renamed-threads.c", flags: ["-pthread"])
+        let trace = temporaryPath("renamed.rltrace")
+        defer { try? FileManager.default.removeItem(atPath: trace) }
+        let result = try CLI.run(["record", "--any", "--tracer", "embedded", "--output", trace, "--", program])
+        try #require(result.status == 0, "\(result.termination): \(result.stderr)")
+        let loops = try AnyProgramTests.waitLoops(try AnyProgramTests.summary(trace))
+        let names = Set(loops.filter { $0["family"] as? String == "epoll" }.compactMap { $0["thread"] as? String })
+        #expect(names == ["main-renamed", "named-later"], "\(loops.map { ($0["threadID"] ?? "?", $0["thread"] ?? "?", $0["waits"] ?? "?") })")
+    }
+
+    static let memcached = AnyProgramTests.requirement(["memcached"])
+
+    @Test(.enabled(if: memcached.shouldRun && root.shouldRun, memcached.skipComment))
+    func memcachedsWorkersAreNamedMcWorker() throws {
+        guard Self.memcached.requireMet(), Self.root.requireMet() else { return }
+        let port = AnyProgramTests.freePort()
+        let trace = temporaryPath("memcached.rltrace")
+        defer { try? FileManager.default.removeItem(atPath: trace) }
+        // As root memcached must switch users (-u): its workers are the switched process's threads.
+        let rlctl = try CLI.start(["record", "--any", "--tracer", "embedded", "--output", trace, "--",
+                                   TestEnvironment.executable("memcached")!, "-p", "\(port)", "-l", "127.0.0.1", "-U", "0", "-t", "4", "-u", "nobody"])
+        defer { rlctl.send(SIGKILL, toGroup: true) }
+        try #require(AnyProgramTests.waitForPort(port, timeout: .seconds(60)), "memcached did not listen on \(port): \(rlctl.outputSoFar.stderr)")
+        // Connections go to the workers in turn: 8 of them reach each of the 4 workers twice.
+        for _ in 0..<8 { try Self.memcacheRequests(port: port, count: 50) }
+        rlctl.send(SIGTERM)
+        let recorded = rlctl.wait()
+        try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+        let loops = try AnyProgramTests.waitLoops(try AnyProgramTests.summary(trace))
+        let workers = loops.filter { ($0["iterations"] as? Int ?? 0) >= 50 && $0["threadID"] as? Int != $0["pid"] as? Int }
+        #expect(workers.count == 4, "\(loops.map { ($0["threadID"] ?? "?", $0["thread"] ?? "?", $0["iterations"] ?? "?") })")
+        #expect(workers.allSatisfy { $0["thread"] as? String == "mc-worker" }, "\(workers.map { $0["thread"] ?? "?" })")
+    }
+
+    /// `count` memcache `version` requests, one after the other, on one connection.
+    static func memcacheRequests(port: Int, count: Int) throws {
+        let fd = AnyProgramTests.connectLoopback(port)
+        try #require(fd >= 0, "cannot connect to memcached on \(port)")
+        defer { close(fd) }
+        var reply = [UInt8](repeating: 0, count: 256)
+        for _ in 0..<count {
+            try #require(send(fd, "version\r\n", 9, 0) == 9)
+            let got = recv(fd, &reply, reply.count, 0)
+            try #require(got > 0 && String(decoding: reply[0..<got], as: UTF8.self).hasPrefix("VERSION"), "memcached did not answer")
+        }
+    }
+
+    // ===== rlctl's own threads in the program say whose they are =====
+
+    @Test(.enabled(if: AnyProgramTests.compiler.shouldRun, AnyProgramTests.compiler.skipComment), arguments: ["embedded", "lttng"])
+    func theInterposersThreadsAreNamedAsRlctls(tracer: String) throws {
+        guard AnyProgramTests.compiler.requireMet() else { return }
+        if tracer == "lttng" { guard LTTngCLIEnvironment.shouldRun, LTTngCLIEnvironment.requirement.requireMet() else { return } }
+        let program = try AnyProgramTests.compile("idle-loop.c")
+        let trace = temporaryPath("own-threads-\(tracer).rltrace")
+        defer { try? FileManager.default.removeItem(atPath: trace) }
+        let rlctl = try CLI.start(["record", "--any", "--tracer", tracer, "--output", trace, "--", program, "4000"])
+        defer { rlctl.send(SIGKILL, toGroup: true) }
+        // The markers go to the trace folder (embedded) or to a folder of their own (LTTng): the program's pid is
+        // rlctl's child's.
+        var names: [String] = []
+        let own = tracer == "embedded" ? "rlctl-writer" : "rlctl-flusher"
+        let seen = eventually(timeout: .seconds(60)) {
+            guard let children = try? String(contentsOfFile: "/proc/\(rlctl.pid)/task/\(rlctl.pid)/children", encoding: .utf8),
+                  let pid = children.split(separator: " ").first else { return false }
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            names = tasks.compactMap { try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8) }
+                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            return names.contains(own)
+        }
+        #expect(seen, "no thread named \(own) in the program: \(names)")
+        let result = rlctl.wait()
+        try #require(result.status == 0, "\(result.termination): \(result.stderr)")
+        let loops = try AnyProgramTests.waitLoops(try AnyProgramTests.summary(trace))
+        #expect(!loops.contains { ($0["thread"] as? String ?? "").hasPrefix("rlctl-") }, "\(loops.map { $0["thread"] ?? "?" })")
+    }
+
     // ===== Go: raw system calls, whichever way it ends =====
 
     @Test(.enabled(if: go.shouldRun, go.skipComment))
@@ -104,10 +186,15 @@ import TestSupport
     func aGoProgramStoppedBySIGTERMIsExplainedByItsRawSystemCalls() throws {
         guard Self.go.requireMet() else { return }
         let program = try Self.buildGo()
-        let rlctl = try CLI.start(["record", "--any", "--", program, "60s"])
+        let trace = temporaryPath("go-stopped.rltrace")
+        defer { try? FileManager.default.removeItem(atPath: trace) }
+        let rlctl = try CLI.start(["record", "--any", "--tracer", "embedded", "--output", trace, "--", program, "60s"])
         defer { rlctl.send(SIGKILL, toGroup: true) }
-        // Its ticker runs once the runtime is up: give it the time to load and tick on a loaded machine.
-        usleep(1_000_000)
+        // Stopped once the interposer records in it (its start marker), and its ticker has run a while.
+        try #require(eventually(timeout: .seconds(60)) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: trace)) ?? []).contains { $0.hasPrefix(".proc-") && $0.hasSuffix(".start") }
+        }, "the interposer never started recording in the Go program")
+        usleep(300_000)
         rlctl.send(SIGTERM)
         let result = rlctl.wait()
         #expect(result.status == 1, "\(result.termination): \(result.stderr)")

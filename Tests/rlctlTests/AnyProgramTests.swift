@@ -416,17 +416,23 @@ import TestSupport
     /// Waits until something accepts connections on the loopback port.
     static func waitForPort(_ port: Int, timeout: Duration = .seconds(20)) -> Bool {
         eventually(timeout: timeout) {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = UInt16(port).bigEndian
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            } == 0
-            if !connected { usleep(20_000) }
-            return connected
+            let fd = connectLoopback(port)
+            if fd < 0 { usleep(20_000) } else { close(fd) }
+            return fd >= 0
         }
+    }
+
+    /// A TCP connection to the loopback port, or -1.
+    static func connectLoopback(_ port: Int) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+        if !connected { close(fd) }
+        return connected ? fd : -1
     }
 }

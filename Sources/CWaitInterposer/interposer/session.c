@@ -150,6 +150,42 @@ void rli_announce_thread(void) {
     }
 }
 
+// ===== thread renames =====
+//
+// A thread's name goes into the trace with its first wait; a thread often gets its name after that (memcached's
+// main thread names each worker once it has started, so the worker's first wait may come first). A rename through
+// libc bumps g_rli.names, and every thread announces itself again at its next wait: the summary keeps the last
+// name. A rename that writes /proc/self/task/TID/comm directly is not seen.
+
+typedef int (*prctl_fn)(int, unsigned long, unsigned long, unsigned long, unsigned long);
+typedef int (*setname_fn)(pthread_t, const char *);
+
+static void renamed(void) {
+    atomic_fetch_add_explicit(&g_rli.names, 1, memory_order_relaxed);
+}
+
+RLI_EXPORT int prctl(int option, ...) {
+    static prctl_fn real;
+    if (!real) real = (prctl_fn)dlsym(RTLD_NEXT, "prctl");
+    // As glibc's own prctl: the arguments an option does not use are passed on whatever they hold.
+    va_list arguments;
+    va_start(arguments, option);
+    unsigned long a2 = va_arg(arguments, unsigned long), a3 = va_arg(arguments, unsigned long);
+    unsigned long a4 = va_arg(arguments, unsigned long), a5 = va_arg(arguments, unsigned long);
+    va_end(arguments);
+    int result = real(option, a2, a3, a4, a5);
+    if (option == PR_SET_NAME && result == 0) renamed();
+    return result;
+}
+
+RLI_EXPORT int pthread_setname_np(pthread_t thread, const char *name) {
+    static setname_fn real;
+    if (!real) real = (setname_fn)dlsym(RTLD_NEXT, "pthread_setname_np");
+    int result = real(thread, name);
+    if (result == 0) renamed();
+    return result;
+}
+
 // ===== files =====
 
 /// Writes all of `size` bytes; returns 0 or -1.
@@ -347,8 +383,8 @@ static void drain(int final) {
     if (fd >= 0) close(fd);
 }
 
-static void *writer_main(void *unused) {
-    (void)unused;
+static void *writer_main(void *name) {
+    rli_name_own_thread(name);
     struct timespec interval = { 0, 15 * 1000000 };
     while (!atomic_load_explicit(&g_rec.stop_writer, memory_order_acquire)) {
         nanosleep(&interval, NULL);
@@ -381,12 +417,17 @@ static int pick_id_and_write_start(void) {
     return -1;
 }
 
-int rli_start_thread(pthread_t *thread, void *(*main)(void *)) {
+void rli_name_own_thread(const void *name) {
+    // The system call, not prctl: our rename must not make every thread of the program announce itself again.
+    syscall(SYS_prctl, PR_SET_NAME, (unsigned long)name, 0ul, 0ul, 0ul);
+}
+
+int rli_start_thread(pthread_t *thread, void *(*main)(void *), const char *name) {
     // Our threads must never take a signal meant for the program (its handlers may not expect them).
     sigset_t all, previous;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
-    int failed = pthread_create(thread, NULL, main, NULL);
+    int failed = pthread_create(thread, NULL, main, (void *)name);
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
     return failed ? -1 : 0;
 }
@@ -409,7 +450,7 @@ static int start_recording(void) {
         config.switch_interval_ns = 100 * 1000000ull;
         if (rlrec_start(&config) != 0) return -1;
         atomic_store(&g_rec.stop_writer, 0);
-        g_rec.have_writer = rli_start_thread(&g_rec.writer, writer_main) == 0;
+        g_rec.have_writer = rli_start_thread(&g_rec.writer, writer_main, "rlctl-writer") == 0;
         if (!g_rec.have_writer) {
             rlrec_stop();
             drain(1);

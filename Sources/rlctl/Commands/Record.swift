@@ -82,7 +82,9 @@ struct Record: ParsableCommand {
         shell wrappers; a script that execs its program needs nothing: the same process goes on being \
         recorded). A process that switches users (setuid: nginx's workers become www-data) goes on recording: \
         before the switch it makes a folder of its own in the trace folder, writable by that user alone, which \
-        rlctl moves into the trace. A statically linked or 32-bit program, or a set-user-ID one, cannot be \
+        rlctl moves into the trace. Thread names follow renames through libc (prctl, pthread_setname_np). The \
+        interposer's own threads in the program are named rlctl-writer (embedded) and rlctl-flusher (LTTng). A \
+        statically linked or 32-bit program, or a set-user-ID one, cannot be \
         reached (rlctl says so before starting it). When nothing was recorded rlctl says why, in one line: a \
         program that waits with raw system calls (Go) shows no loop however it ended; one whose children hold the \
         loops (nginx's master) gets a pointer to --follow-children; --format json still prints the (empty) \
