@@ -165,6 +165,30 @@ import TestSupport
         #expect(!loops.contains { ($0["thread"] as? String ?? "").hasPrefix("rlctl-") }, "\(loops.map { $0["thread"] ?? "?" })")
     }
 
+    // ===== libuv with idle-time metrics: its zero-timeout checks are no iterations =====
+
+    static let libuv = TestRequirement(
+        missing: TestEnvironment.executable("cc") != nil && FileManager.default.fileExists(atPath: "/usr/include/uv.h") ? nil : "cc, libuv1-dev",
+        problem: "a libuv program cannot be built here")
+
+    @Test(.enabled(if: libuv.shouldRun, libuv.skipComment))
+    func aLibuvLoopWithIdleTimeMetricsHasLibuvsIterationCount() throws {
+        guard Self.libuv.requireMet() else { return }
+        let program = try AnyProgramTests.compile("uv-idle-metrics.c", libraries: ["-luv"])
+        let trace = temporaryPath("uv.rltrace"), count = temporaryPath("uv-count.txt")
+        defer { try? FileManager.default.removeItem(atPath: trace); try? FileManager.default.removeItem(atPath: count) }
+        let result = try CLI.run(["record", "--any", "--tracer", "embedded", "--output", trace, "--", program, "200", count])
+        try #require(result.status == 0, "\(result.termination): \(result.stderr)")
+        let own = try #require(Int(try String(contentsOfFile: count, encoding: .utf8).split(separator: " ").last?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""), "no iteration count from the program")
+        let loop = try AnyProgramTests.busiestLoop(in: try AnyProgramTests.summaryObject(trace))
+        let iterations = try #require(loop["iterations"] as? Int)
+        let checks = try #require((loop["wakeCauses"] as? [String: Any])?["nonBlockingChecks"] as? Int)
+        // libuv counts a turn that ends the run too; rlctl counts the turns between two waits' ends.
+        #expect(abs(iterations - own) <= 2, "rlctl \(iterations) iterations, libuv \(own)")
+        #expect(checks >= own - 2, "\(checks) zero-timeout checks for \(own) iterations: \(loop)")
+    }
+
     // ===== Go: raw system calls, whichever way it ends =====
 
     @Test(.enabled(if: go.shouldRun, go.skipComment))

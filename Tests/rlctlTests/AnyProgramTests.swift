@@ -355,9 +355,10 @@ import TestSupport
 
     // ===== helpers =====
 
-    static func compile(_ source: String, flags: [String] = []) throws -> String {
+    /// `libraries` come after the source, where the linker looks for what it needs.
+    static func compile(_ source: String, flags: [String] = [], libraries: [String] = []) throws -> String {
         let output = temporaryPath((source as NSString).deletingPathExtension)
-        let result = try runProcess(TestEnvironment.executable("cc")!, flags + ["-O1", "-o", output, "\(programs)/\(source)"])
+        let result = try runProcess(TestEnvironment.executable("cc")!, flags + ["-O1", "-o", output, "\(programs)/\(source)"] + libraries)
         try #require(result.status == 0, "cc \(source): \(result.stderr)")
         return output
     }
