@@ -50,7 +50,7 @@ import TestSupport
         guard Self.nginx.requireMet() else { return }
         let server = try NginxPrefix()
         defer { server.remove() }
-        let rlctl = try CLI.start(["record", "--any", "--"] + server.command)
+        let rlctl = try CLI.start(["record", "--any", "--tracer", "embedded", "--"] + server.command)
         defer { rlctl.send(SIGKILL, toGroup: true) }
         try #require(AnyProgramTests.waitForPort(server.port, timeout: .seconds(60)), "nginx did not listen on \(server.port): \(rlctl.outputSoFar.stderr)")
         rlctl.send(SIGTERM)
@@ -68,12 +68,9 @@ import TestSupport
     @Test(.enabled(if: root.shouldRun && AnyProgramTests.compiler.shouldRun, root.skipComment))
     func aProgramThatBecomesNobodyMidRunKeepsOneLoop() throws {
         guard Self.root.requireMet(), AnyProgramTests.compiler.requireMet() else { return }
-        let program = try AnyProgramTests.compile("switch-user.c")
-        let nobody = getpwnam("nobody").pointee
         let trace = temporaryPath("switch-user.rltrace")
         defer { try? FileManager.default.removeItem(atPath: trace) }
-        let result = try CLI.run(["record", "--any", "--tracer", "embedded", "--output", trace, "--", program, "\(nobody.pw_uid)", "\(nobody.pw_gid)"])
-        try #require(result.status == 0, "\(result.termination): \(result.stderr)")
+        let result = try Self.recordSwitchUser(into: trace)
         #expect(!result.stderr.contains("did not complete"), "\(result.stderr)")
         let loop = try AnyProgramTests.busiestLoop(in: try AnyProgramTests.summaryObject(trace))
         // The stream begun as root and the one written as nobody are one thread's: 41 waits, 40 iterations.
@@ -81,6 +78,32 @@ import TestSupport
         let left = (try? FileManager.default.contentsOfDirectory(atPath: trace)) ?? []
         #expect(!left.contains { $0.hasPrefix(".switched-") }, "\(left)")
         #expect(FileManager.default.fileExists(atPath: trace + "/.end"), "the trace is not marked complete: \(left)")
+    }
+
+    /// The same program exec'ing itself after the switch: the new image records into the folder the switch made,
+    /// under a name of its own.
+    @Test(.enabled(if: root.shouldRun && AnyProgramTests.compiler.shouldRun, root.skipComment))
+    func aProgramThatExecsAfterBecomingNobodyRecordsBothImages() throws {
+        guard Self.root.requireMet(), AnyProgramTests.compiler.requireMet() else { return }
+        let trace = temporaryPath("switch-exec.rltrace")
+        defer { try? FileManager.default.removeItem(atPath: trace) }
+        let result = try Self.recordSwitchUser(into: trace, then: ["exec"])
+        #expect(result.stderr.isEmpty, "\(result.stderr)")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: trace)) ?? []
+        let starts = names.filter { $0.hasPrefix(".proc-") && $0.hasSuffix(".start") }
+        #expect(starts.count == 2 && starts.contains { $0.contains(".1.start") }, "\(names)")
+        let loops = try AnyProgramTests.waitLoops(try AnyProgramTests.summary(trace))
+        #expect(loops.reduce(0) { $0 + ($1["waits"] as? Int ?? 0) } == 51, "\(loops.map { ($0["threadID"] ?? "?", $0["waits"] ?? "?") })")
+    }
+
+    /// switch-user.c recorded into `trace`, becoming nobody; its run must succeed.
+    static func recordSwitchUser(into trace: String, then: [String] = []) throws -> ProcessOutput {
+        let program = try AnyProgramTests.compile("switch-user.c")
+        let nobody = getpwnam("nobody").pointee
+        let result = try CLI.run(["record", "--any", "--tracer", "embedded", "--output", trace, "--", program,
+                                  "\(nobody.pw_uid)", "\(nobody.pw_gid)"] + then)
+        try #require(result.status == 0, "\(result.termination): \(result.stderr)")
+        return result
     }
 
     // ===== thread names follow renames =====

@@ -150,6 +150,41 @@ void rli_announce_thread(void) {
     }
 }
 
+// ===== the real process calls =====
+
+typedef int (*setuid_fn)(uid_t);
+typedef int (*setreuid_fn)(uid_t, uid_t);
+typedef int (*setresuid_fn)(uid_t, uid_t, uid_t);
+typedef int (*prctl_fn)(int, unsigned long, unsigned long, unsigned long, unsigned long);
+typedef int (*setname_fn)(pthread_t, const char *);
+
+// The real process calls, resolved by the constructor before it loads the LTTng provider: lttng-ust's listener
+// threads name themselves while that dlopen holds the loader's lock, and a dlsym of theirs would wait for it
+// (and lttng-ust's constructor for them, until its registration times out: the first events are lost).
+static struct {
+    setuid_fn setuid, seteuid;
+    setreuid_fn setreuid;
+    setresuid_fn setresuid;
+    prctl_fn prctl;
+    setname_fn setname;
+} real_process;
+
+/// `*slot`, resolved now if the constructor has not run yet (another library's constructor calls it).
+static void *resolved(void *slot, const char *name) {
+    void **function = slot;
+    if (!*function) *function = dlsym(RTLD_NEXT, name);
+    return *function;
+}
+
+static void resolve_process_calls(void) {
+    resolved(&real_process.setuid, "setuid");
+    resolved(&real_process.seteuid, "seteuid");
+    resolved(&real_process.setreuid, "setreuid");
+    resolved(&real_process.setresuid, "setresuid");
+    resolved(&real_process.prctl, "prctl");
+    resolved(&real_process.setname, "pthread_setname_np");
+}
+
 // ===== thread renames =====
 //
 // A thread's name goes into the trace with its first wait; a thread often gets its name after that (memcached's
@@ -157,16 +192,12 @@ void rli_announce_thread(void) {
 // libc bumps g_rli.names, and every thread announces itself again at its next wait: the summary keeps the last
 // name. A rename that writes /proc/self/task/TID/comm directly is not seen.
 
-typedef int (*prctl_fn)(int, unsigned long, unsigned long, unsigned long, unsigned long);
-typedef int (*setname_fn)(pthread_t, const char *);
-
 static void renamed(void) {
     atomic_fetch_add_explicit(&g_rli.names, 1, memory_order_relaxed);
 }
 
 RLI_EXPORT int prctl(int option, ...) {
-    static prctl_fn real;
-    if (!real) real = (prctl_fn)dlsym(RTLD_NEXT, "prctl");
+    prctl_fn real = (prctl_fn)resolved(&real_process.prctl, "prctl");
     // As glibc's own prctl: the arguments an option does not use are passed on whatever they hold.
     va_list arguments;
     va_start(arguments, option);
@@ -179,9 +210,7 @@ RLI_EXPORT int prctl(int option, ...) {
 }
 
 RLI_EXPORT int pthread_setname_np(pthread_t thread, const char *name) {
-    static setname_fn real;
-    if (!real) real = (setname_fn)dlsym(RTLD_NEXT, "pthread_setname_np");
-    int result = real(thread, name);
+    int result = ((setname_fn)resolved(&real_process.setname, "pthread_setname_np"))(thread, name);
     if (result == 0) renamed();
     return result;
 }
@@ -305,28 +334,24 @@ static void adopt_switched_folder(const char *path) {
     atomic_store_explicit(&g_switched.ready, 1, memory_order_release);
 }
 
-typedef int (*setuid_fn)(uid_t);
-typedef int (*setreuid_fn)(uid_t, uid_t);
-typedef int (*setresuid_fn)(uid_t, uid_t, uid_t);
-
 RLI_EXPORT int setuid(uid_t uid) {
     before_switch(uid);
-    return ((setuid_fn)dlsym(RTLD_NEXT, "setuid"))(uid);
+    return ((setuid_fn)resolved(&real_process.setuid, "setuid"))(uid);
 }
 
 RLI_EXPORT int seteuid(uid_t euid) {
     before_switch(euid);
-    return ((setuid_fn)dlsym(RTLD_NEXT, "seteuid"))(euid);
+    return ((setuid_fn)resolved(&real_process.seteuid, "seteuid"))(euid);
 }
 
 RLI_EXPORT int setreuid(uid_t ruid, uid_t euid) {
     before_switch(euid);
-    return ((setreuid_fn)dlsym(RTLD_NEXT, "setreuid"))(ruid, euid);
+    return ((setreuid_fn)resolved(&real_process.setreuid, "setreuid"))(ruid, euid);
 }
 
 RLI_EXPORT int setresuid(uid_t ruid, uid_t euid, uid_t suid) {
     before_switch(euid);
-    return ((setresuid_fn)dlsym(RTLD_NEXT, "setresuid"))(ruid, euid, suid);
+    return ((setresuid_fn)resolved(&real_process.setresuid, "setresuid"))(ruid, euid, suid);
 }
 
 // ===== the recording =====
@@ -412,6 +437,16 @@ static int pick_id_and_write_start(void) {
         if (fd < 0 && errno == EEXIST) continue;
         if (fd < 0) return -1;
         close(fd);
+        // In a switched folder the name may be free while its end marker is there: the recording of this pid
+        // that began in the trace folder and ended here by an exec.
+        char end_name[96], path[PATH_MAX + 128];
+        snprintf(end_name, sizeof end_name, ".proc-%s.end", g_rec.id);
+        int folder = folder_for(end_name, path, sizeof path);
+        if (faccessat(folder, path, F_OK, 0) == 0) {
+            folder_for(name, path, sizeof path);
+            unlinkat(folder, path, 0);
+            continue;
+        }
         return write_marker(name, text);
     }
     return -1;
@@ -643,6 +678,7 @@ static void leave_recording_environment(void) {
 
 __attribute__((constructor)) static void interposer_loaded(void) {
     rli_resolve_waits();
+    resolve_process_calls();
     const char *directory = variable("RLCTL_ANY_TRACE_DIR");
     if (!directory) return;   // loaded outside `rlctl record --any`: only the real calls
     Dl_info info;

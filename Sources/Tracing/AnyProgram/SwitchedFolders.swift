@@ -2,14 +2,15 @@ import Foundation
 import Glibc
 
 /// What processes that switched users left in folders of their own (`.switched-<pid>-XXXXXX`, made by the wait
-/// interposer before a setuid, owned by the user the process became), moved into the trace folder as if they had
+/// interposer before a setuid, owned by the user the process became), copied into the trace folder as if they had
 /// written there.
 ///
 /// A recording that started in the folder and went on after the switch (a program that drops privileges itself)
-/// has its start marker in the trace folder: its streams are appended to the ones there, its end marker moved. A
+/// has its start marker in the trace folder: its streams are appended to the ones there, its end marker copied. A
 /// recording that started after the switch (nginx's worker, recording from its first wait) gets its own name in
 /// the trace folder: the next free `<pid>.N` when an earlier recording of the same pid (before an exec) took
-/// `<pid>`. Only regular files with the interposer's names are taken: the folder was writable by the program.
+/// `<pid>`. Only regular files with the interposer's names are taken, and copied, never renamed: the folder was
+/// the program's user's, who could have swapped a file for a symlink to something only root reads.
 enum SwitchedFolders {
     static let prefix = ".switched-"
 
@@ -25,10 +26,7 @@ enum SwitchedFolders {
     }
 
     private static func mergeOne(_ switched: String, into folder: String) {
-        let files = ((try? FileManager.default.contentsOfDirectory(atPath: switched)) ?? []).filter { name in
-            var status = stat()
-            return lstat(switched + "/" + name, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
-        }
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: switched)) ?? []
         var renamed: [String: String] = [:]
         let started = files.compactMap { markerID($0, suffix: ".start") }
             .sorted { AnyProgramRecording.Outcome.generation($0) < AnyProgramRecording.Outcome.generation($1) }
@@ -45,20 +43,26 @@ enum SwitchedFolders {
                 continue
             }
             let target = folder + "/" + (rest.hasPrefix("-") ? "stream-" : ".proc-") + (renamed[id] ?? id) + rest
-            move(switched + "/" + name, to: target)
+            // A marker is written once: one already in the trace folder is not the same recording's.
+            if rest.hasPrefix("-") || !FileManager.default.fileExists(atPath: target) { copy(switched + "/" + name, to: target) }
         }
     }
 
-    /// Appends to a stream the trace folder already has (the same recording before the switch), else renames.
-    private static func move(_ source: String, to target: String) {
-        guard FileManager.default.fileExists(atPath: target), target.contains("/stream-"),
-              let data = FileManager.default.contents(atPath: source), let handle = FileHandle(forWritingAtPath: target) else {
-            _ = rename(source, target)
-            return
+    /// Appends `source` to `target` (a stream the trace folder already has: the same recording before the switch),
+    /// creating it when missing; nothing unless `source` itself, not what a symlink names, is a regular file.
+    private static func copy(_ source: String, to target: String) {
+        let fd = open(source, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        let input = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
+              FileManager.default.fileExists(atPath: target) || FileManager.default.createFile(atPath: target, contents: nil),
+              let output = FileHandle(forWritingAtPath: target) else { return }
+        defer { try? output.close() }
+        _ = try? output.seekToEnd()
+        while let chunk = try? input.read(upToCount: 1 << 20), !chunk.isEmpty {
+            guard (try? output.write(contentsOf: chunk)) != nil else { return }
         }
-        defer { try? handle.close() }
-        _ = try? handle.seekToEnd()
-        try? handle.write(contentsOf: data)
     }
 
     private static func markerID(_ name: String, suffix: String) -> String? {
