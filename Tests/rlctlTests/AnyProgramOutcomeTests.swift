@@ -218,6 +218,7 @@ import TestSupport
     func aGoProgramThatExitsCleanlyIsExplainedWithoutACutOffAndJSONStillPrints() throws {
         guard Self.go.requireMet() else { return }
         let program = try Self.buildGo()
+        defer { try? FileManager.default.removeItem(atPath: program) }
         let result = try CLI.run(["record", "--any", "--format", "json", "--", program, "300ms"])
         #expect(result.status == 3, "\(result.termination): \(result.stderr)")
         #expect(result.stderr.contains("exited with status 0 without a single wait through libc"), "\(result.stderr)")
@@ -233,6 +234,7 @@ import TestSupport
     func aGoProgramStoppedBySIGTERMIsExplainedByItsRawSystemCalls() throws {
         guard Self.go.requireMet() else { return }
         let program = try Self.buildGo()
+        defer { try? FileManager.default.removeItem(atPath: program) }
         let trace = temporaryPath("go-stopped.rltrace")
         defer { try? FileManager.default.removeItem(atPath: trace) }
         let rlctl = try CLI.start(["record", "--any", "--tracer", "embedded", "--output", trace, "--", program, "60s"])
