@@ -94,6 +94,47 @@ import TraceModel
         #expect(l.readyPerWakeUp == Self.distribution([3, 1]))
     }
 
+    /// libuv with idle-time metrics: an empty zero-timeout check straight before each blocking wait. Each pair is
+    /// one iteration, whose work includes the check.
+    @Test func anEmptyCheckStraightBeforeAWaitIsPartOfItsIteration() throws {
+        var w = Waits()
+        w.named(20, pid: 4242, process: "node", name: "node")
+        var t: UInt64 = 0
+        for _ in 0..<5 {
+            w.wait(20, timeout: 0, from: t, to: t + 2, ready: 0)                  // check, 2 µs
+            w.wait(20, timeout: 5_000, from: t + 3, to: t + 5_003, ready: 0)      // 1 µs later: the blocking wait
+            t += 5_003 + 1_000                                                    // 1 ms of work
+        }
+        let l = try #require(try w.summarize().waits?.loops.first)
+        // One iteration per blocking wait: the first runs from the first check, which begins the chain (1 µs).
+        #expect(l.waits == 10 && l.iterations == 5)
+        #expect(l.wakeCauses.nonBlockingChecks == 5 && l.wakeCauses.timedOut == 5)
+        // Each later one: 1 ms of work, the 2 µs check, the 1 µs before the wait.
+        #expect(l.busyPerIteration == Self.distribution([1 * Self.us] + Array(repeating: 1_003 * Self.us, count: 4)))
+        #expect(l.busyNanoseconds == (1 + 4 * 1_003 + 2) * Self.us)   // and the first check's own 2 µs
+    }
+
+    /// A loop that only checks: each empty check is a turn of its own when work comes between, and two checks in
+    /// a row are at most one iteration, so that such a loop never becomes one long stall.
+    @Test func aLoopOfChecksIsOneIterationPerCheck() throws {
+        var w = Waits()
+        var t: UInt64 = 0
+        for _ in 0..<6 {
+            w.wait(20, timeout: 0, from: t, to: t + 2, ready: 0)
+            t += 2 + 500                                                          // 0.5 ms of work: beyond the gap
+        }
+        for _ in 0..<6 {
+            w.wait(20, timeout: 0, from: t, to: t + 2, ready: 0)
+            t += 2 + 1                                                            // back to back
+        }
+        let l = try #require(try w.summarize(stall: 400 * Self.us).waits?.loops.first)
+        // The first check begins the chain; the next five end a turn of 0.5 ms each; the first back-to-back check
+        // joins the turn the last of those began (0.5 ms: a sixth), and the other five pair up: 2 more turns.
+        #expect(l.waits == 12 && l.wakeCauses.nonBlockingChecks == 12)
+        #expect(l.iterations == 8)
+        #expect(l.stalls == 6)
+    }
+
     @Test func latenessComesOnlyFromWaitsThatTimedOutWithATimeout() throws {
         let l = try #require(try Self.nodeLoop().summarize().waits?.loops.first)
         // 0.5 ms, 2 ms and 0: not the ready, interrupted, failed or non-blocking ones.

@@ -31,16 +31,18 @@ import TraceReading
         #expect(run.payloads(thread: run.pid) == [announcement(pid: run.pid, ppid: getpid())]
                 + idleEpollWaits(2, ep: eps[0], milliseconds: 1) + idleEpollWaits(2, ep: eps[1], milliseconds: 1))
         #expect(run.events.allSatisfy { $0.threadID == run.pid })
-        #expect(run.files == [".proc-\(run.pid).start", ".proc-\(run.pid).end", "stream-\(run.pid)-\(run.pid)"])
+        #expect(run.files == [".proc-\(run.pid).start", ".proc-\(run.pid).waited", ".proc-\(run.pid).end", "stream-\(run.pid)-\(run.pid)"])
         #expect(!run.files.contains { $0.contains("\(child)") })
+        // What rlctl points to --follow-children by.
+        #expect(run.marker(".proc-\(run.pid).end")?["children"] == "1")
     }
 
     @Test func aForkedChildIsRecordedIntoItsOwnStreamsWithFollow() throws {
         let run = try runInterposed(["fork"], follow: true)
         // The child's copy of the parent's unwritten events is not written again: only its own waits.
         let child = try expectParentAndChildWaits(run, parentWaitsAfterChild: 2)
-        #expect(run.files == [".proc-\(run.pid).start", ".proc-\(run.pid).end", "stream-\(run.pid)-\(run.pid)",
-                              ".proc-\(child).start", ".proc-\(child).end", "stream-\(child)-\(child)"])
+        #expect(run.files == [".proc-\(run.pid).start", ".proc-\(run.pid).waited", ".proc-\(run.pid).end", "stream-\(run.pid)-\(run.pid)",
+                              ".proc-\(child).start", ".proc-\(child).waited", ".proc-\(child).end", "stream-\(child)-\(child)"])
         #expect(run.marker(".proc-\(child).start")?["ppid"] == "\(run.pid)")
         #expect(run.health.recordingCutOff == false)
     }
@@ -51,7 +53,7 @@ import TraceReading
         let child = try expectParentAndChildWaits(run, parentWaitsAfterChild: 1)
         // The child never waited before exec: it started no recording of its own until its new image did.
         #expect(run.files.filter { $0.contains("\(child)") }
-                == Set([".proc-\(child).start", ".proc-\(child).end", "stream-\(child)-\(child)"]))
+                == Set([".proc-\(child).start", ".proc-\(child).waited", ".proc-\(child).end", "stream-\(child)-\(child)"]))
         let start = try #require(run.marker(".proc-\(child).start"))
         #expect(start["exe"] == (try WaitsProgram.path.get()))
         #expect(start["comm"] == "waits")

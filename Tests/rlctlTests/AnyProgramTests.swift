@@ -345,6 +345,7 @@ import TestSupport
         let unfollowed = try CLI.run(["record", "--any", "--", "sh", "-c", script])
         #expect(unfollowed.status == 3, "\(unfollowed.termination): \(unfollowed.stderr)")
         #expect(unfollowed.stderr.contains("without a single wait"), "\(unfollowed.stderr)")
+        #expect(unfollowed.stderr.contains("record them too with --follow-children"), "\(unfollowed.stderr)")
         let trace = temporaryPath("followed.rltrace")
         let followed = try CLI.run(["record", "--any", "--follow-children", "--tracer", "embedded", "--output", trace, "--", "sh", "-c", script])
         try #require(followed.status == 0, "\(followed.termination): \(followed.stderr)")
@@ -354,9 +355,10 @@ import TestSupport
 
     // ===== helpers =====
 
-    static func compile(_ source: String, flags: [String] = []) throws -> String {
+    /// `libraries` come after the source, where the linker looks for what it needs.
+    static func compile(_ source: String, flags: [String] = [], libraries: [String] = []) throws -> String {
         let output = temporaryPath((source as NSString).deletingPathExtension)
-        let result = try runProcess(TestEnvironment.executable("cc")!, flags + ["-O1", "-o", output, "\(programs)/\(source)"])
+        let result = try runProcess(TestEnvironment.executable("cc")!, flags + ["-O1", "-o", output, "\(programs)/\(source)"] + libraries)
         try #require(result.status == 0, "cc \(source): \(result.stderr)")
         return output
     }
@@ -415,17 +417,23 @@ import TestSupport
     /// Waits until something accepts connections on the loopback port.
     static func waitForPort(_ port: Int, timeout: Duration = .seconds(20)) -> Bool {
         eventually(timeout: timeout) {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = UInt16(port).bigEndian
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            } == 0
-            if !connected { usleep(20_000) }
-            return connected
+            let fd = connectLoopback(port)
+            if fd < 0 { usleep(20_000) } else { close(fd) }
+            return fd >= 0
         }
+    }
+
+    /// A TCP connection to the loopback port, or -1.
+    static func connectLoopback(_ port: Int) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+        if !connected { close(fd) }
+        return connected ? fd : -1
     }
 }

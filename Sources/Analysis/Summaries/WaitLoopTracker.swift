@@ -50,6 +50,13 @@ struct WaitLoopTracker {
     /// The end of the loop's last wait, and the thread's chain epoch then: the next iteration's busy time is counted
     /// from there only if nothing broke the thread's chain since (see ``WaitTracking``).
     fileprivate var lastEnd: (at: UInt64, epoch: UInt64)?
+    /// An empty zero-timeout check whose iteration waits for the loop's next call: libuv with idle-time metrics
+    /// (as Node runs it) checks with a zero timeout before each blocking wait, and the two are one turn of its loop.
+    /// `busy` is the iteration's busy time before the check; the check's own time is `check`.
+    private var heldCheck: (from: UInt64, busy: UInt64, check: UInt64, end: UInt64)?
+    /// The longest gap between a held check and the next wait that still makes them one iteration: libuv's is a
+    /// few hundred ns; a loop that does its work between the two is a loop of checks, each its own iteration.
+    static let checkAndWaitGap: UInt64 = 100_000
 
     init(threadID: Int32, epoll: Bool, target: Int32, options: TraceSummarizer.Options, kernel: KernelViews) {
         self.threadID = threadID
@@ -81,14 +88,34 @@ struct WaitLoopTracker {
         waits += 1
         calls[Int(call.rawValue)] += 1
         let duration = end >= begin ? end - begin : 0
-        var iterationBusy = busyBefore?.busy ?? 0
+        var busyBefore = busyBefore
+        var heldTime: UInt64 = 0
+        var joined = false
+        if let held = heldCheck {
+            heldCheck = nil
+            if let gap = busyBefore, gap.busy <= Self.checkAndWaitGap {
+                busyBefore = (held.from, held.busy + gap.busy)
+                heldTime = held.check
+                joined = true
+            } else {
+                endIteration(from: held.from, windowEnd: held.end, iterationBusy: held.busy + held.check, counted: held.busy)
+            }
+        }
+        var iterationBusy = (busyBefore?.busy ?? 0) + heldTime
         let wake = timeout == 0 ? nil : kernel.wait(from: begin, to: end)
         if timeout == 0 {
-            // A poll, not a wait: its time is work, and it still ends an iteration.
+            // A poll, not a wait: its time is work. It ends an iteration, unless it found nothing and the next wait
+            // follows straight away (heldCheck).
             causes.nonBlockingChecks += 1
             if ready > 0 { causes.nonBlockingChecksReady += 1 }
             iterationBusy += duration
             busy += duration
+            // One check per iteration: a loop that checks again and again with nothing ready is many turns.
+            if ready == 0 && error == 0 && !joined, let before = busyBefore {
+                heldCheck = (before.from, before.busy, duration, end)
+                lastEnd = (end, epoch)
+                return
+            }
         } else {
             slept += duration
             sleeps.record(duration)
@@ -112,27 +139,40 @@ struct WaitLoopTracker {
             }
         }
         if let before = busyBefore {
-            iterations += 1
-            busy += before.busy
-            busyPerIteration.record(iterationBusy)
             // A non-blocking check's time is the iteration's work: its window runs to the check's end.
-            let measured = kernel.iteration(from: before.from, to: timeout == 0 ? end : begin, busy: iterationBusy, outermost: true)
-            if iterationBusy > options.stallThreshold {
-                let split = measured.map { kernel.split($0) }
-                stalls += 1
-                timeline?.stall(timelineKey, at: before.from, busy: iterationBusy, cause: nil)
-                worstStalls.keepLargest(TraceSummary.WaitStall(
-                    threadID: threadID, pid: nil, process: nil, thread: nil, family: family, target: target,
-                    iteration: iterations, atNanoseconds: before.from, busyNanoseconds: iterationBusy, kernel: split),
-                    limit: options.stallsKeptPerLoop, by: \.busyNanoseconds)
-            }
+            endIteration(from: before.from, windowEnd: timeout == 0 ? end : begin, iterationBusy: iterationBusy, counted: before.busy)
         }
         lastEnd = (end, epoch)
+    }
+
+    /// Ends an iteration that began at `from`, whose work (`iterationBusy`) ran until `windowEnd`; `counted` is the
+    /// part of it not yet in the loop's busy total (a check's own time is added as it ends).
+    private mutating func endIteration(from: UInt64, windowEnd: UInt64, iterationBusy: UInt64, counted: UInt64) {
+        iterations += 1
+        busy += counted
+        busyPerIteration.record(iterationBusy)
+        let measured = kernel.iteration(from: from, to: windowEnd, busy: iterationBusy, outermost: true)
+        if iterationBusy > options.stallThreshold {
+            let split = measured.map { kernel.split($0) }
+            stalls += 1
+            timeline?.stall(timelineKey, at: from, busy: iterationBusy, cause: nil)
+            worstStalls.keepLargest(TraceSummary.WaitStall(
+                threadID: threadID, pid: nil, process: nil, thread: nil, family: family, target: target,
+                iteration: iterations, atNanoseconds: from, busyNanoseconds: iterationBusy, kernel: split),
+                limit: options.stallsKeptPerLoop, by: \.busyNanoseconds)
+        }
     }
 
     var family: String { epoll ? TraceSummary.WaitLoopSummary.epollFamily : TraceSummary.WaitLoopSummary.pollFamily }
 
     func summary(identity: WaitTracking.ThreadIdentity?, waitingAtEnd: Bool) -> TraceSummary.WaitLoopSummary {
+        // A check still held when the trace ends was the last iteration's end.
+        if let held = heldCheck {
+            var ended = self
+            ended.heldCheck = nil
+            ended.endIteration(from: held.from, windowEnd: held.end, iterationBusy: held.busy + held.check, counted: held.busy)
+            return ended.summary(identity: identity, waitingAtEnd: waitingAtEnd)
+        }
         let span = busy + slept
         var callCounts: [String: UInt64] = [:]
         for call in WaitCall.allCases where calls[Int(call.rawValue)] > 0 { callCounts[call.description] = calls[Int(call.rawValue)] }

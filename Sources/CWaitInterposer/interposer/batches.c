@@ -361,8 +361,8 @@ static void send_all(int final) {
     pthread_mutex_unlock(&g_registry_lock);
 }
 
-static void *flusher_main(void *unused) {
-    (void)unused;
+static void *flusher_main(void *name) {
+    rli_name_own_thread(name);
     long ms = RLI_FLUSH_INTERVAL_MS;
     const char *asked = getenv("RLCTL_ANY_FLUSH_INTERVAL_MS");
     if (asked && atol(asked) > 0 && atol(asked) < 1000) ms = atol(asked);
@@ -394,7 +394,7 @@ int rli_batches_start(const rl_provider *provider) {
     g_tsc = RLI_HAVE_TSC && rlrec_tsc_clock_eligible();
     if (!g_have_exit_key) g_have_exit_key = pthread_key_create(&g_exit_key, thread_exiting) == 0;
     flusher_init();
-    g_flusher.running = rli_start_thread(&g_flusher.thread, flusher_main) == 0;
+    g_flusher.running = rli_start_thread(&g_flusher.thread, flusher_main, "rlctl-flusher") == 0;
     return g_flusher.running ? 0 : -1;
 }
 

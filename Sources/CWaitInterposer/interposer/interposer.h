@@ -21,6 +21,7 @@ struct rli_hot {
     _Atomic int role;
     int lttng;                        // 1: events go to the LTTng provider, 0: to the embedded recorder
     _Atomic uint32_t session;         // bumped by each recording start: a thread announces itself once per session
+    _Atomic uint32_t names;           // bumped by each thread rename: every thread announces itself again
     _Atomic uint64_t reentered;       // waits skipped because their thread was inside the recorder (signal handler)
 } __attribute__((aligned(64)));
 
@@ -50,8 +51,11 @@ char *const *rli_before_exec(char *const *envp, int *finished);
 void rli_after_failed_exec(char *const *original, char *const *passed, int finished);
 /// _exit: completes the recording as exit would.
 void rli_before_exit(void);
-/// Starts a thread of the interposer's own, with every signal blocked; 0, or -1.
-int rli_start_thread(pthread_t *thread, void *(*main)(void *));
+/// Starts a thread of the interposer's own, with every signal blocked, named `name` (rlctl-…: top -H and the
+/// program's own tools tell it from the program's threads); 0, or -1. `main` gets `name` and calls
+/// rli_name_own_thread with it first.
+int rli_start_thread(pthread_t *thread, void *(*main)(void *), const char *name);
+void rli_name_own_thread(const void *name);
 /// recorder_unit.c
 void rli_recorder_forget_after_fork(void);
 

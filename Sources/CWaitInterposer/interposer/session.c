@@ -34,8 +34,9 @@ void rli_resolve_waits(void);
 // The variables `rlctl record --any` sets, restored into an exec'd program's environment when it lost them.
 static const char *const k_variables[] = {
     "RLCTL_ANY_TRACE_DIR", "RLCTL_ANY_UUID", "RLCTL_ANY_TRACER", "RLCTL_ANY_LTTNG_PROVIDER", "RLCTL_ANY_FOLLOW",
-    "RLCTL_ANY_ROOT_PID", "RLCTL_ANY_SUB_BUFFER_SIZE", "RLCTL_ANY_SUB_BUFFER_COUNT",
+    "RLCTL_ANY_ROOT_PID", "RLCTL_ANY_SUB_BUFFER_SIZE", "RLCTL_ANY_SUB_BUFFER_COUNT", "RLCTL_ANY_SWITCHED_DIR",
 };
+#define SWITCHED_VARIABLE 8
 #define VARIABLE_COUNT (sizeof k_variables / sizeof k_variables[0])
 // "NAME=value" of each variable as this process received it ("" when absent).
 static char g_assignments[VARIABLE_COUNT][PATH_MAX + 64];
@@ -135,7 +136,10 @@ static const rl_provider *open_provider(const char *path) {
     return table;
 }
 
+static void note_first_wait(void);
+
 void rli_announce_thread(void) {
+    note_first_wait();
     char thread[17] = {0};
     prctl(PR_GET_NAME, thread, 0, 0, 0);
     int32_t pid = (int32_t)getpid(), ppid = (int32_t)getppid();
@@ -144,6 +148,71 @@ void rli_announce_thread(void) {
     } else if (__atomic_load_n(g_config.provider->state[RL_EVENT_wait_thread], __ATOMIC_RELAXED)) {
         g_config.provider->wait_thread(pid, ppid, thread, g_config.process_comm);
     }
+}
+
+// ===== the real process calls =====
+
+typedef int (*setuid_fn)(uid_t);
+typedef int (*setreuid_fn)(uid_t, uid_t);
+typedef int (*setresuid_fn)(uid_t, uid_t, uid_t);
+typedef int (*prctl_fn)(int, unsigned long, unsigned long, unsigned long, unsigned long);
+typedef int (*setname_fn)(pthread_t, const char *);
+
+// The real process calls, resolved by the constructor before it loads the LTTng provider: lttng-ust's listener
+// threads name themselves while that dlopen holds the loader's lock, and a dlsym of theirs would wait for it
+// (and lttng-ust's constructor for them, until its registration times out: the first events are lost).
+static struct {
+    setuid_fn setuid, seteuid;
+    setreuid_fn setreuid;
+    setresuid_fn setresuid;
+    prctl_fn prctl;
+    setname_fn setname;
+} real_process;
+
+/// `*slot`, resolved now if the constructor has not run yet (another library's constructor calls it).
+static void *resolved(void *slot, const char *name) {
+    void **function = slot;
+    if (!*function) *function = dlsym(RTLD_NEXT, name);
+    return *function;
+}
+
+static void resolve_process_calls(void) {
+    resolved(&real_process.setuid, "setuid");
+    resolved(&real_process.seteuid, "seteuid");
+    resolved(&real_process.setreuid, "setreuid");
+    resolved(&real_process.setresuid, "setresuid");
+    resolved(&real_process.prctl, "prctl");
+    resolved(&real_process.setname, "pthread_setname_np");
+}
+
+// ===== thread renames =====
+//
+// A thread's name goes into the trace with its first wait; a thread often gets its name after that (memcached's
+// main thread names each worker once it has started, so the worker's first wait may come first). A rename through
+// libc bumps g_rli.names, and every thread announces itself again at its next wait: the summary keeps the last
+// name. A rename that writes /proc/self/task/TID/comm directly is not seen.
+
+static void renamed(void) {
+    atomic_fetch_add_explicit(&g_rli.names, 1, memory_order_relaxed);
+}
+
+RLI_EXPORT int prctl(int option, ...) {
+    prctl_fn real = (prctl_fn)resolved(&real_process.prctl, "prctl");
+    // As glibc's own prctl: the arguments an option does not use are passed on whatever they hold.
+    va_list arguments;
+    va_start(arguments, option);
+    unsigned long a2 = va_arg(arguments, unsigned long), a3 = va_arg(arguments, unsigned long);
+    unsigned long a4 = va_arg(arguments, unsigned long), a5 = va_arg(arguments, unsigned long);
+    va_end(arguments);
+    int result = real(option, a2, a3, a4, a5);
+    if (option == PR_SET_NAME && result == 0) renamed();
+    return result;
+}
+
+RLI_EXPORT int pthread_setname_np(pthread_t thread, const char *name) {
+    int result = ((setname_fn)resolved(&real_process.setname, "pthread_setname_np"))(thread, name);
+    if (result == 0) renamed();
+    return result;
 }
 
 // ===== files =====
@@ -161,20 +230,128 @@ static int write_all(int fd, const void *data, size_t size) {
     return 0;
 }
 
+// ===== the folder this process writes into =====
+//
+// The trace folder is rlctl's (root's, 0755). A process that switches to another user (nginx's workers become
+// www-data) could no longer create its markers and streams there, so before the switch, while it is still root,
+// it makes a folder of its own inside, owned by the user it becomes and closed to everyone else (0700), and
+// writes there from then on; rlctl moves what it holds into the trace (AnyProgramRecording.finish). The folder
+// is reached through a descriptor opened before the switch, so no ancestor needs to be searchable by that user,
+// nor does a chdir or chroot matter; its path is the fallback for a program that closed the descriptor.
+static struct {
+    char path[PATH_MAX];
+    int fd;
+    dev_t device;
+    ino_t inode;
+    _Atomic int ready;   // set once path, fd, device and inode are (the writer thread reads them)
+} g_switched = { .fd = -1 };
+
+/// Where `name` is to be opened now: returns the directory descriptor for the *at calls and fills `path` with
+/// what to pass them.
+static int folder_for(const char *name, char *path, size_t size) {
+    if (atomic_load_explicit(&g_switched.ready, memory_order_acquire)) {
+        struct stat folder;
+        // The program may have closed the descriptor and reused its number for something else.
+        if (g_switched.fd >= 0 && fstat(g_switched.fd, &folder) == 0 && folder.st_dev == g_switched.device &&
+            folder.st_ino == g_switched.inode) {
+            snprintf(path, size, "%s", name);
+            return g_switched.fd;
+        }
+        snprintf(path, size, "%s/%s", g_switched.path, name);
+        return AT_FDCWD;
+    }
+    snprintf(path, size, "%s/%s", g_config.directory, name);
+    return AT_FDCWD;
+}
+
+static int open_in_folder(const char *name, int flags) {
+    char path[PATH_MAX + 128];
+    int folder = folder_for(name, path, sizeof path);
+    return openat(folder, path, flags | O_CLOEXEC, 0644);
+}
+
 /// Writes a marker whole: into a temporary name, then renamed, so that rlctl never reads half of one.
 static int write_marker(const char *name, const char *text) {
-    char temporary[PATH_MAX + 64], path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/%s", g_config.directory, name);
-    snprintf(temporary, sizeof temporary, "%s/.tmp-%d-%s", g_config.directory, (int)getpid(), name + 1);
-    int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    char temporary_name[128], temporary[PATH_MAX + 128], path[PATH_MAX + 128];
+    snprintf(temporary_name, sizeof temporary_name, ".tmp-%d-%s", (int)getpid(), name + 1);
+    int folder = folder_for(name, path, sizeof path);
+    folder_for(temporary_name, temporary, sizeof temporary);
+    int fd = openat(folder, temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return -1;
     int failed = write_all(fd, text, strlen(text));
     failed |= close(fd);
-    if (failed || rename(temporary, path) != 0) {
-        unlink(temporary);
+    if (failed || renameat(folder, temporary, folder, path) != 0) {
+        unlinkat(folder, temporary, 0);
         return -1;
     }
     return 0;
+}
+
+/// Before this process's effective uid becomes `uid`: gives it a folder it can write into (see g_switched).
+static void before_switch(uid_t uid) {
+    if (!g_config.directory[0] || uid == (uid_t)-1 || uid == 0 || geteuid() != 0) return;
+    if (atomic_load(&g_rli.role) == RLI_OFF) return;   // records nothing now, nor when it forks
+    int saved = errno;
+    if (atomic_load(&g_switched.ready)) {
+        // Root again, becoming yet another user (seteuid back and forth): the folder follows.
+        if (fchownat(g_switched.fd, "", uid, (gid_t)-1, AT_EMPTY_PATH) != 0) chown(g_switched.path, uid, (gid_t)-1);
+        errno = saved;
+        return;
+    }
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/.switched-%d-XXXXXX", g_config.directory, (int)getpid());
+    struct stat folder;
+    int fd = -1;
+    if (!mkdtemp(path) || chown(path, uid, (gid_t)-1) != 0 ||
+        (fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 || fstat(fd, &folder) != 0) {
+        if (fd >= 0) close(fd);
+        rmdir(path);
+        errno = saved;
+        return;
+    }
+    snprintf(g_switched.path, sizeof g_switched.path, "%s", path);
+    g_switched.fd = fd;
+    g_switched.device = folder.st_dev;
+    g_switched.inode = folder.st_ino;
+    // A program this process execs (it keeps the uid) records into the same folder.
+    snprintf(g_assignments[SWITCHED_VARIABLE], sizeof g_assignments[SWITCHED_VARIABLE], "RLCTL_ANY_SWITCHED_DIR=%s", path);
+    atomic_store_explicit(&g_switched.ready, 1, memory_order_release);
+    errno = saved;
+}
+
+/// An exec'd image of a process that had switched users records into its folder.
+static void adopt_switched_folder(const char *path) {
+    struct stat folder;
+    int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &folder) != 0) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    snprintf(g_switched.path, sizeof g_switched.path, "%s", path);
+    g_switched.fd = fd;
+    g_switched.device = folder.st_dev;
+    g_switched.inode = folder.st_ino;
+    atomic_store_explicit(&g_switched.ready, 1, memory_order_release);
+}
+
+RLI_EXPORT int setuid(uid_t uid) {
+    before_switch(uid);
+    return ((setuid_fn)resolved(&real_process.setuid, "setuid"))(uid);
+}
+
+RLI_EXPORT int seteuid(uid_t euid) {
+    before_switch(euid);
+    return ((setuid_fn)resolved(&real_process.seteuid, "seteuid"))(euid);
+}
+
+RLI_EXPORT int setreuid(uid_t ruid, uid_t euid) {
+    before_switch(euid);
+    return ((setreuid_fn)resolved(&real_process.setreuid, "setreuid"))(ruid, euid);
+}
+
+RLI_EXPORT int setresuid(uid_t ruid, uid_t euid, uid_t suid) {
+    before_switch(euid);
+    return ((setresuid_fn)resolved(&real_process.setresuid, "setresuid"))(ruid, euid, suid);
 }
 
 // ===== the recording =====
@@ -187,7 +364,22 @@ static struct {
     int have_writer;
     _Atomic int stop_writer;
     uint64_t write_errors;
+    _Atomic int waited;          // a thread of it has waited: its .waited marker is written
+    _Atomic uint64_t children;   // fork()s and vfork()+execs during the recording (not posix_spawn's)
 } g_rec;
+
+/// Once per recording, at its first wait: the `.proc-<id>.waited` marker tells rlctl that a recording which
+/// never completed (a Go program leaves by the exit_group system call, past every exit hook) lost events; one
+/// without it never waited through libc, so nothing of it is missing.
+static void note_first_wait(void) {
+    if (atomic_exchange(&g_rec.waited, 1)) return;
+    char name[96];
+    snprintf(name, sizeof name, ".proc-%s.waited", g_rec.id);
+    int saved = errno;
+    int fd = open_in_folder(name, O_WRONLY | O_CREAT);
+    if (fd >= 0) close(fd);
+    errno = saved;
+}
 
 /// Moves every ready packet to its thread's stream file: opened, appended to and closed per run of packets,
 /// so that no descriptor stays open between batches for the program to close or dup2 over.
@@ -201,9 +393,9 @@ static void drain(int final) {
         if (!taken) break;
         if (fd < 0 || packet.tid != open_tid) {
             if (fd >= 0) close(fd);
-            char path[PATH_MAX + 96];
-            snprintf(path, sizeof path, "%s/stream-%s-%d", g_config.directory, g_rec.id, (int)packet.tid);
-            fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+            char name[96];
+            snprintf(name, sizeof name, "stream-%s-%d", g_rec.id, (int)packet.tid);
+            fd = open_in_folder(name, O_WRONLY | O_APPEND | O_CREAT);
             open_tid = packet.tid;
         }
         if (fd < 0 || write_all(fd, packet.data, packet.size) != 0) {
@@ -216,8 +408,8 @@ static void drain(int final) {
     if (fd >= 0) close(fd);
 }
 
-static void *writer_main(void *unused) {
-    (void)unused;
+static void *writer_main(void *name) {
+    rli_name_own_thread(name);
     struct timespec interval = { 0, 15 * 1000000 };
     while (!atomic_load_explicit(&g_rec.stop_writer, memory_order_acquire)) {
         nanosleep(&interval, NULL);
@@ -239,24 +431,38 @@ static int pick_id_and_write_start(void) {
     for (int n = 0; n < 1000; n++) {
         if (n == 0) snprintf(g_rec.id, sizeof g_rec.id, "%d", (int)pid);
         else snprintf(g_rec.id, sizeof g_rec.id, "%d.%d", (int)pid, n);
-        char name[96], path[PATH_MAX + 96];
+        char name[96];
         snprintf(name, sizeof name, ".proc-%s.start", g_rec.id);
-        snprintf(path, sizeof path, "%s/%s", g_config.directory, name);
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        int fd = open_in_folder(name, O_WRONLY | O_CREAT | O_EXCL);
         if (fd < 0 && errno == EEXIST) continue;
         if (fd < 0) return -1;
         close(fd);
+        // In a switched folder the name may be free while its end marker is there: the recording of this pid
+        // that began in the trace folder and ended here by an exec.
+        char end_name[96], path[PATH_MAX + 128];
+        snprintf(end_name, sizeof end_name, ".proc-%s.end", g_rec.id);
+        int folder = folder_for(end_name, path, sizeof path);
+        if (faccessat(folder, path, F_OK, 0) == 0) {
+            folder_for(name, path, sizeof path);
+            unlinkat(folder, path, 0);
+            continue;
+        }
         return write_marker(name, text);
     }
     return -1;
 }
 
-int rli_start_thread(pthread_t *thread, void *(*main)(void *)) {
+void rli_name_own_thread(const void *name) {
+    // The system call, not prctl: our rename must not make every thread of the program announce itself again.
+    syscall(SYS_prctl, PR_SET_NAME, (unsigned long)name, 0ul, 0ul, 0ul);
+}
+
+int rli_start_thread(pthread_t *thread, void *(*main)(void *), const char *name) {
     // Our threads must never take a signal meant for the program (its handlers may not expect them).
     sigset_t all, previous;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
-    int failed = pthread_create(thread, NULL, main, NULL);
+    int failed = pthread_create(thread, NULL, main, (void *)name);
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
     return failed ? -1 : 0;
 }
@@ -267,6 +473,8 @@ static int start_recording(void) {
     g_rec.pid = getpid();
     g_rec.write_errors = 0;
     g_rec.have_writer = 0;
+    atomic_store(&g_rec.waited, 0);
+    atomic_store(&g_rec.children, 0);
     atomic_store(&g_rli.reentered, 0);
     if (pick_id_and_write_start() != 0) return -1;
     if (!g_rli.lttng) {
@@ -277,7 +485,7 @@ static int start_recording(void) {
         config.switch_interval_ns = 100 * 1000000ull;
         if (rlrec_start(&config) != 0) return -1;
         atomic_store(&g_rec.stop_writer, 0);
-        g_rec.have_writer = rli_start_thread(&g_rec.writer, writer_main) == 0;
+        g_rec.have_writer = rli_start_thread(&g_rec.writer, writer_main, "rlctl-writer") == 0;
         if (!g_rec.have_writer) {
             rlrec_stop();
             drain(1);
@@ -311,11 +519,11 @@ static void finish_recording(const char *reason) {
     char text[512], name[96];
     snprintf(text, sizeof text,
              "events_recorded=%llu\nevents_discarded=%llu\nthreads=%llu\nwrite_errors=%llu\n"
-             "threads_without_buffer=%llu\nreason=%s\n",
+             "threads_without_buffer=%llu\nchildren=%llu\nreason=%s\n",
              (unsigned long long)stats.events_recorded,
              (unsigned long long)(stats.events_discarded + atomic_load(&g_rli.reentered)),
              (unsigned long long)stats.threads, (unsigned long long)g_rec.write_errors,
-             (unsigned long long)stats.threads_without_buffer, reason);
+             (unsigned long long)stats.threads_without_buffer, (unsigned long long)atomic_load(&g_rec.children), reason);
     snprintf(name, sizeof name, ".proc-%s.end", g_rec.id);
     write_marker(name, text);
     atomic_store_explicit(&g_rli.role, RLI_OFF, memory_order_release);
@@ -335,6 +543,10 @@ int rli_start_pending(void) {
 }
 
 // ===== fork =====
+
+static void forked_parent(void) {
+    atomic_fetch_add_explicit(&g_rec.children, 1, memory_order_relaxed);
+}
 
 static void forked_child(void) {
     int role = atomic_load(&g_rli.role);
@@ -407,6 +619,9 @@ static void free_environment(char *const *original, char *const *passed) {
 
 char *const *rli_before_exec(char *const *envp, int *finished) {
     *finished = 0;
+    // A vfork child (dash starts each command so) runs no fork handler but shares its parent's memory: its
+    // exec counts the child there. A fork child's g_rec.pid is 0.
+    if (g_rec.pid != 0 && getpid() != g_rec.pid) atomic_fetch_add_explicit(&g_rec.children, 1, memory_order_relaxed);
     int role = atomic_load(&g_rli.role);
     if (role == RLI_RECORDING && g_rec.pid == getpid()) {
         finish_recording("exec");
@@ -463,6 +678,7 @@ static void leave_recording_environment(void) {
 
 __attribute__((constructor)) static void interposer_loaded(void) {
     rli_resolve_waits();
+    resolve_process_calls();
     const char *directory = variable("RLCTL_ANY_TRACE_DIR");
     if (!directory) return;   // loaded outside `rlctl record --any`: only the real calls
     Dl_info info;
@@ -483,13 +699,15 @@ __attribute__((constructor)) static void interposer_loaded(void) {
         return;
     }
     snprintf(g_config.directory, sizeof g_config.directory, "%s", directory);
+    const char *switched = variable("RLCTL_ANY_SWITCHED_DIR");
+    if (switched) adopt_switched_folder(switched);
     int configured = configure();
     // Not following, the programs this one starts must not see the interposer or its variables (an exec of its
     // own gets them back from g_assignments, rli_before_exec). Here, in the constructor, because unsetenv is not
     // safe against a getenv on another thread, and no thread of the program exists yet.
     if (!g_config.follow) leave_recording_environment();
     if (!configured) return;
-    pthread_atfork(NULL, NULL, forked_child);
+    pthread_atfork(NULL, forked_parent, forked_child);
     atomic_store(&g_rli.role, RLI_BUSY);
     atomic_store(&g_rli.role, start_recording() == 0 ? RLI_RECORDING : RLI_OFF);
 }

@@ -80,6 +80,8 @@ void rli_resolve_waits(void) {
 static __thread int t_inside __attribute__((tls_model("initial-exec")));
 // The recording session this thread last announced itself in (wait_thread).
 static __thread uint32_t t_session __attribute__((tls_model("initial-exec")));
+// The renames (g_rli.names) this thread's last announcement came after.
+static __thread uint32_t t_names __attribute__((tls_model("initial-exec")));
 
 static inline int64_t from_ms(int timeout) {
     return timeout < 0 ? -1 : (int64_t)timeout * 1000000;
@@ -109,8 +111,11 @@ static inline __attribute__((always_inline)) int wait_begin(uint8_t call, int ta
     int saved = errno;
     t_inside = 1;
     atomic_signal_fence(memory_order_seq_cst);
-    if (UNLIKELY(t_session != atomic_load_explicit(&g_rli.session, memory_order_relaxed))) {
-        t_session = atomic_load_explicit(&g_rli.session, memory_order_relaxed);
+    uint32_t session = atomic_load_explicit(&g_rli.session, memory_order_relaxed);
+    uint32_t names = atomic_load_explicit(&g_rli.names, memory_order_relaxed);
+    if (UNLIKELY(t_session != session || t_names != names)) {
+        t_session = session;
+        t_names = names;
         rli_announce_thread();
     }
     int recorded = 1;

@@ -12,6 +12,7 @@ public enum WaitInterposerEnvironment {
     public static let lttngProvider = "RLCTL_ANY_LTTNG_PROVIDER"
     public static let follow = "RLCTL_ANY_FOLLOW"
     public static let rootProcess = "RLCTL_ANY_ROOT_PID"
+    public static let switchedFolder = "RLCTL_ANY_SWITCHED_DIR"
     public static let preload = "LD_PRELOAD"
 }
 
@@ -76,6 +77,7 @@ public struct AnyProgramRecording: Sendable {
         }
         environment[WaitInterposerEnvironment.follow] = followChildren ? "1" : nil
         environment[WaitInterposerEnvironment.rootProcess] = nil
+        environment[WaitInterposerEnvironment.switchedFolder] = nil
         // The program records into the folder; it must not also install a RunLoopCore tracer there.
         environment[TracerEnvironment.folder] = nil
         return environment
@@ -99,12 +101,19 @@ public struct AnyProgramRecording: Sendable {
         public var eventsDiscarded: UInt64
         public var writeErrors: UInt64
         public var threadsWithoutBuffer: UInt64
+        /// Whether a thread of it waited through libc (its `.waited` marker): one that never did lost nothing,
+        /// even when it never completed its recording.
+        public var waited: Bool
+        /// The processes it forked while it recorded (known once it completed its recording).
+        public var children: UInt64
     }
 
     /// Every process the interposer recorded, and whether the trace is complete.
     public struct Outcome: Sendable {
         public var processes: [ProcessRecord]
-        public var cutOff: [ProcessRecord] { processes.filter { !$0.completed } }
+        /// Processes whose recording lost its last events: a process that never waited had none to lose (a Go
+        /// program ends by a system call that no exit hook sees).
+        public var cutOff: [ProcessRecord] { processes.filter { !$0.completed && $0.waited } }
         public var writeErrors: UInt64 { processes.reduce(0) { $0 + $1.writeErrors } }
         /// Events the processes dropped: full buffers, and waits made by a signal handler that interrupted the
         /// recorder (those appear in no packet header, so only here).
@@ -128,6 +137,7 @@ public struct AnyProgramRecording: Sendable {
 
     /// Reads the markers, and writes the trace's `.end` when every process completed its recording (embedded).
     public func finish() -> Outcome {
+        SwitchedFolders.merge(into: folder)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
         var records: [ProcessRecord] = []
         for name in names.sorted() where name.hasPrefix(".proc-") && name.hasSuffix(".start") {
@@ -140,7 +150,8 @@ public struct AnyProgramRecording: Sendable {
                 marker: marker, pid: Int32(start["pid"] ?? "") ?? 0, ppid: Int32(start["ppid"] ?? "") ?? 0,
                 executable: start["exe"] ?? "", name: start["comm"] ?? "", completed: end != nil, ending: end?["reason"],
                 eventsRecorded: number(end, "events_recorded"), eventsDiscarded: number(end, "events_discarded"),
-                writeErrors: number(end, "write_errors"), threadsWithoutBuffer: number(end, "threads_without_buffer")))
+                writeErrors: number(end, "write_errors"), threadsWithoutBuffer: number(end, "threads_without_buffer"),
+                waited: FileManager.default.fileExists(atPath: "\(folder)/.proc-\(marker).waited"), children: number(end, "children")))
         }
         let outcome = Outcome(processes: records)
         if case .embedded = tracer, !records.isEmpty, outcome.cutOff.isEmpty {

@@ -487,6 +487,8 @@ private final class WriterThread: @unchecked Sendable {
     }
 
     private func loop() {
+        // The program's threads are its own: this one says whose it is (top -H, a debugger, `--any`'s summary).
+        Thread.current.name = "rlctl-writer"
         let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
         while true {
             body()

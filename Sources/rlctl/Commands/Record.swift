@@ -80,8 +80,15 @@ struct Record: ParsableCommand {
         outside: those figures are "not available". Node.js, Python asyncio, Redis, nginx, Java and Swift \
         programs all wait this way. Programs it starts are recorded too with --follow-children (npm start, \
         shell wrappers; a script that execs its program needs nothing: the same process goes on being \
-        recorded). A statically linked or 32-bit program, or a set-user-ID one, cannot be reached (rlctl says so \
-        before starting it); a program that waits with raw system calls (Go) shows no loop, and rlctl says why.
+        recorded). A process that switches users (setuid: nginx's workers become www-data) goes on recording: \
+        before the switch it makes a folder of its own in the trace folder, writable by that user alone, which \
+        rlctl moves into the trace. Thread names follow renames through libc (prctl, pthread_setname_np). The \
+        interposer's own threads in the program are named rlctl-writer (embedded) and rlctl-flusher (LTTng). A \
+        statically linked or 32-bit program, or a set-user-ID one, cannot be \
+        reached (rlctl says so before starting it). When nothing was recorded rlctl says why, in one line: a \
+        program that waits with raw system calls (Go) shows no loop however it ended; one whose children hold the \
+        loops (nginx's master) gets a pointer to --follow-children; --format json still prints the (empty) \
+        summary.
 
         The program's stdout is rlctl's: a script that reads the summary (--format json) gives --summary FILE, and \
         the summary goes to that file alone, never mixed with what the program prints. --summary and --report are \
@@ -91,7 +98,8 @@ struct Record: ParsableCommand {
         Exit status: 0 the program exited 0; 1 the program failed or did not start (the summary is still printed \
         when its loops recorded events; otherwise rlctl says that none were); 2 a usage error, a tracer that cannot \
         be used, or an unreadable trace; 3 the program exited 0 but no runloop events reached the trace (it did \
-        not install a tracer; with --any: no wait call went through libc).
+        not install a tracer; with --any: no wait call went through libc). A program that failed or was killed is \
+        status 1 also when nothing was recorded, with the reason.
 
         Examples:
           rlctl record -- .build/release/runloop-demo 2
@@ -261,17 +269,20 @@ struct Record: ParsableCommand {
         if sessionLost != nil { summary?.health.trace.recordingCutOff = true }
         if summary != nil { kernelView.describe(in: &summary!, unavailable: kernelUnavailable, outcome: kernelOutcome) }
         guard let summary, summary.health.eventsRead > 0 else {
+            if let anyOutcome {
+                try deliverNothingRecorded(summary, trace: destination.path, options: analysis.summarizerOptions(drawing: false))
+                throw anyOutcome.nothingRecorded(child.command, ending, followedChildren: followChildren)
+            }
             // A program that failed before its loops ran (bad arguments, say) is a failed program first.
             guard ending.succeeded else {
                 throw Failure(message: "\(child.command) \(ending), and no runloop events were recorded (nothing to summarize)",
                               status: .violation)
             }
-            if let anyOutcome { throw Failure(message: anyOutcome.nothingRecorded(child.command, ending), status: .incomplete) }
             throw nothingTraced(child, ending, reached: "the trace")
         }
         if let anyOutcome, (summary.waits?.loops.isEmpty ?? true) && (summary.waits?.rareWaiters.isEmpty ?? true) {
-            guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending), and no wait was recorded", status: .violation) }
-            throw Failure(message: anyOutcome.nothingRecorded(child.command, ending), status: .incomplete)
+            try deliverNothingRecorded(summary, trace: destination.path, options: analysis.summarizerOptions(drawing: false))
+            throw anyOutcome.nothingRecorded(child.command, ending, followedChildren: followChildren)
         }
         let tracerName = (useLTTng ? "LTTng" : "embedded recorder") + (any ? ", any program (wait interposer)" : "")
         let title = "\(command.joined(separator: " ")) — \(tracerName)" + (destination.keep ? ", trace \(destination.path)" : "")
@@ -298,6 +309,16 @@ struct Record: ParsableCommand {
             throw Failure(message: "the trace in \(destination.path) is incomplete: the program's recorder could not write it (\(failure))",
                           status: .incomplete)
         }
+    }
+
+    /// `--format json` writes a summary also when no wait was recorded: a script reading it gets the empty
+    /// loops and the trace's health on stdout, and the reason on stderr with the exit status.
+    private func deliverNothingRecorded(_ summary: TraceSummary?, trace: String, options: TraceSummarizer.Options) throws {
+        guard format == .json else { return }
+        // rlctl wrote the embedded trace's metadata before the program started: a trace without a stream reads as
+        // one without events. Only a folder where no trace began (LTTng's, when no process registered) has none.
+        guard let written = summary ?? (try? summarizeTrace(at: trace, options: options)) else { return }
+        try SummaryDestination(path: self.summary).deliver(try format.render(written, title: nil))
     }
 
     /// --snapshot-on-stall: the program runs with RLCTL_STALL_THRESHOLD, an LTTng snapshot session and its

@@ -73,11 +73,21 @@ struct AnyProgramSetup {
 }
 
 extension AnyProgramRecording.Outcome {
-    /// Why a recording of `command` holds no wait: one line.
-    func nothingRecorded(_ command: String, _ ending: GatedChild.Ending) -> String {
+    /// Why a recording of `command` holds no wait, as the failure to report: one line, its cause first. A program
+    /// that ended badly is a failed program (status 1); one that exited 0 left an incomplete recording (3).
+    func nothingRecorded(_ command: String, _ ending: GatedChild.Ending, followedChildren: Bool) -> Failure {
+        let status: Status = ending.succeeded ? .incomplete : .violation
+        let children = processes.reduce(0) { $0 + $1.children }
+        let text: String
         if processes.isEmpty {
-            return "the wait interposer never started recording in \(command), which \(ending): it did not load there (a program that replaces its environment, LD_PRELOAD included, before it execs, or a program not run through the dynamic loader), so nothing was recorded"
+            text = "the wait interposer never started recording in \(command), which \(ending): it did not load there (a program that replaces its environment, LD_PRELOAD included, before it execs, or a program not run through the dynamic loader), so nothing was recorded"
+        } else if !followedChildren && children > 0 {
+            text = "\(command) \(ending) without a single wait through libc in its own process, but it started \(children) child process\(children == 1 ? "" : "es"), which were not recorded: its loops may be theirs (a master with workers, as nginx's); record them too with --follow-children"
+        } else if processes.contains(where: \.waited) {
+            text = "\(command) \(ending) before any of its waits reached the trace: its recording was cut off (each thread's last events, up to 100 ms, are written only when the process ends by exit, _exit or exec)"
+        } else {
+            text = "\(command) \(ending) without a single wait through libc's epoll_wait, epoll_pwait, poll, ppoll, select or pselect: it waits with raw system calls (Go's runtime does) or never waited, so there is no loop to summarize"
         }
-        return "\(command) \(ending) without a single wait through libc's epoll_wait, epoll_pwait, poll, ppoll, select or pselect: it waits with raw system calls (Go's runtime does) or never waited, so there is no loop to summarize"
+        return Failure(message: text, status: status)
     }
 }
