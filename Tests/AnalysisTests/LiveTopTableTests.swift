@@ -23,6 +23,25 @@ import Testing
         #expect(json.contains("\"kernel\":{\"lostRecords\":3,\"status\":\"on\"}"), "\(json)")
     }
 
+    /// A row names its program; on a narrow screen the least important columns go first, and the loop, its
+    /// program and its utilization stay, never cut in the middle of a figure.
+    @Test func aNarrowScreenDropsTheLeastImportantColumnsFirst() throws {
+        var row = Self.row(runQueue: 0.25, throttled: 0.125, kernelLost: 0)
+        row.program = "nginx"
+        var interval = LiveInterval(rows: [row], sessions: 1, problem: nil, nothingToWatch: "")
+        interval.kernel = .on
+        let wide = LiveTopTable.text(interval, order: .utilization, relay: "this machine", interval: "1s").split(separator: "\n")
+        #expect(wide[1].hasPrefix("host  pid  program  thread  loop    kind") && wide[1].hasSuffix("lost"), "\(wide[1])")
+        #expect(wide[2].contains("nginx"))
+        let narrow = LiveTopTable.text(interval, order: .utilization, relay: "this machine", interval: "1s", width: 60).split(separator: "\n")
+        let header = narrow[1].split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        #expect(!header.contains("host") && !header.contains("throttled") && !header.contains("thread"), "\(narrow[1])")
+        #expect(header.starts(with: ["pid", "program", "loop"]) && header.contains("util") && narrow[1].count <= 60, "\(narrow[1])")
+        #expect(narrow[2].contains("nginx") && narrow[2].contains("50.0%") && narrow[2].count <= 60, "\(narrow[2])")
+        let tiny = LiveTopTable.text(interval, order: .utilization, relay: "this machine", interval: "1s", width: 30).split(separator: "\n")
+        #expect(tiny[1].hasPrefix("program") || tiny[1].hasPrefix("pid"), "\(tiny[1])")
+    }
+
     @Test func withoutAKernelViewTheColumnsAreNullAndTheReasonIsSaidOnce() throws {
         var interval = LiveInterval(rows: [Self.row(runQueue: nil, throttled: nil, kernelLost: nil)], sessions: 1, problem: nil, nothingToWatch: "")
         interval.kernel = .notAvailable("--kernel off")

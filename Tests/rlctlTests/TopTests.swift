@@ -198,6 +198,8 @@ struct TopTests {
         let byStall = try #require(screen.range(of: "sorted by stall"), "\(screen.suffix(400))")
         #expect(byUtilization.lowerBound < byStall.lowerBound)
         #expect(screen.contains("\u{1B}[H\u{1B}[2Jrlctl top — \(relay.liveURL)"), "redrawn in place")
+        // The screen says what its columns mean (printed tables do not repeat it every interval).
+        #expect(screen.contains("util: busy share of the interval") && screen.contains("sessions: the recordings followed"), "\(screen.suffix(600))")
         #expect(screen.hasSuffix("\u{1B}[?25h\r\n") || screen.hasSuffix("\u{1B}[?25h\n"), "the cursor is shown again: \(screen.suffix(40).debugDescription)")
     }
 

@@ -8,6 +8,9 @@ public struct LiveLoopRow: Codable, Sendable, Equatable {
     /// The process (0 when the session does not carry `vpid`).
     public var processID: Int32
     public var threadID: Int32
+    /// The program's command name (`/proc/PID/comm`), when the process is on this machine; nil for another
+    /// host's, whose name the live session does not carry.
+    public var program: String? = nil
     public var loopID: UInt64
     /// The loop's name (`loop_create`), when its creation was seen.
     public var name: String?

@@ -6,9 +6,9 @@ public enum LiveTopTable {
                             width: Int = 132) -> String {
         var out = ["rlctl top — \(relay), \(interval.sessions) session(s), \(interval.rows.count) loop(s), every \(length), sorted by \(order.rawValue)"
                    + (interval.problem.map { " — \($0)" } ?? "") + kernelStatus(interval)]
-        let headers = ["host", "pid", "thread", "loop", "kind", "util", "run queue", "throttled", "iter/s", "wake p99", "worst stall", "lost"]
+        let headers = ["host", "pid", "program", "thread", "loop", "kind", "util", "run queue", "throttled", "iter/s", "wake p99", "worst stall", "lost"]
         let rows = order.sorted(interval.rows).map { row -> [String] in
-            [row.host, row.processID == 0 ? "-" : String(row.processID), String(row.threadID),
+            [row.host, row.processID == 0 ? "-" : String(row.processID), row.program ?? "-", String(row.threadID),
              "\(row.loopID)" + (row.name.map { " \($0)" } ?? ""), row.kind,
              String(format: "%.1f%%", row.utilization * 100),
              row.runQueueShare.map { String(format: "%.1f%%", $0 * 100) } ?? "-",
@@ -19,8 +19,16 @@ public enum LiveTopTable {
         }
         let table = [headers] + rows
         let widths = headers.indices.map { column in table.map { $0[column].count }.max()! + 2 }
+        // Too wide for the screen: the least important columns go first, never the loop and its utilization.
+        var shown = Array(headers.indices)
+        for dropped in columnsByImportance.dropFirst(3).reversed() where shown.map({ widths[$0] }).reduce(0, +) > width {
+            if let column = headers.firstIndex(of: dropped) { shown.removeAll { $0 == column } }
+        }
+        let leftAligned = Set(["host", "pid", "program", "thread", "loop", "kind"])
         out += table.map { cells in
-            String(cells.enumerated().map { $0.offset < 5 ? $0.element.padded(widths[$0.offset]) : $0.element.leftPad(widths[$0.offset]) }.joined().prefix(width))
+            String(shown.map { column in
+                leftAligned.contains(headers[column]) ? cells[column].padded(widths[column]) : cells[column].leftPad(widths[column])
+            }.joined().prefix(width))
         }
         if rows.isEmpty && interval.notShown.isEmpty {
             out.append(interval.sessions == 0 ? "(\(interval.nothingToWatch))" : "(no loop ran in the last interval)")
@@ -28,6 +36,19 @@ public enum LiveTopTable {
         out += interval.notShown.map { "not shown: \($0)" }
         return out.joined(separator: "\n")
     }
+
+    /// The columns, most important first: on a narrow screen the last ones are left out first (the host when there
+    /// is one, the throttled share, which the run queue includes, …) and the loop, its program and its
+    /// utilization stay.
+    static let columnsByImportance = ["loop", "util", "program", "pid", "worst stall", "run queue", "lost", "wake p99",
+                                      "iter/s", "kind", "thread", "throttled", "host"]
+
+    /// What the columns mean, under the table on the interactive screen.
+    public static let legend = [
+        "util: busy share of the interval · run queue: runnable, waiting for a CPU (kernel view) · throttled: of that, held by a CPU quota",
+        "wake p99: worst wake-up latency p99 · worst stall: busiest iteration over --stall · lost: events the tracer lost (+ kernel records)",
+        "sessions: the recordings followed (embedded recordings' folders, LTTng live sessions) · keys: q quit, u r i l s x sort",
+    ]
 
     /// The tracer's losses, and the kernel recorder's beside them when it lost any: "12", "12 +3 kernel".
     private static func lost(_ row: LiveLoopRow) -> String {

@@ -16,12 +16,16 @@ struct Top: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "A live view of every traced loop, on this machine or streaming to an LTTng relay daemon.",
         discussion: """
-        One row per loop: host, process, thread, loop, kind (RunLoopCore, Foundation, NIO, or a wait loop of any \
-        program), and over the last interval its utilization, its run queue (the share of the interval the loop's \
+        One row per loop: host, process, program (its command name, for this machine's processes), thread, loop, \
+        kind (RunLoopCore, Foundation, NIO, or a wait loop of any program), and over the last interval its utilization, its run queue (the share of the interval the loop's \
         thread was runnable but not running: waiting for a CPU behind other tasks, or throttled) and of that the \
         throttled share (its cgroup out of CPU quota), iterations per second, worst wake-up latency p99 (timer, \
         source, block, port or job; none for the other kinds), its busiest iteration over --stall, and the events \
-        the tracer lost. A view starts when it attaches: loops created before it show by id, without name.
+        the tracer lost. A view starts when it attaches: loops created before it show by id, without name. The \
+        status line counts the sessions followed: each embedded recording's folder and each LTTng live session is \
+        one. On a screen narrower than the table the least important columns are left out first (the host, the \
+        throttled share, the thread, the kind, …); the loop, its program and its utilization stay. The screen \
+        says what each column means under the table.
 
         The run-queue and throttled columns come from the kernel view (docs/kernel-view.md): with --kernel auto, \
         the default, top loads the kernel recorder's BPF program when this machine allows it (root, or CAP_BPF and \
@@ -185,7 +189,7 @@ struct Top: ParsableCommand {
         defer { stopKernelView() }
         let shownAs = relayd ?? "this machine"
         defer { view.stop() }
-        let screen = TopScreen(view: view, interval: interval, order: sort, relay: shownAs)
+        let screen = TopScreen(view: view, interval: interval, order: sort, relay: shownAs, local: relayd == nil)
         guard Interruptions.shared.startViewing(stop: { TopScreen.stop() }) else { return }
         // The first listing and attachment, before the view's first interval begins.
         view.refresh()
@@ -194,7 +198,7 @@ struct Top: ParsableCommand {
         _ = view.takeInterval()
         if once {
             guard screen.pause(.nanoseconds(interval.nanoseconds)) else { return }
-            let shown = view.takeInterval()
+            let shown = screen.takeInterval()
             if let problem = relay?.problem { throw Failure.input("cannot read the relay daemon at \(shownAs): \(problem)") }
             print(format == .json ? try LiveTopTable.json(shown, order: sort) : LiveTopTable.text(shown, order: sort, relay: shownAs, interval: "\(interval)"))
             return

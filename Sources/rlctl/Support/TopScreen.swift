@@ -22,17 +22,31 @@ struct TopScreen {
     let interval: DurationValue
     var order: LiveLoopOrder
     let relay: String
+    /// The loops are this machine's (no --relayd): their programs are named from /proc.
+    let local: Bool
 
     private static let keys: [UInt8: LiveLoopOrder] = [
         UInt8(ascii: "u"): .utilization, UInt8(ascii: "r"): .runqueue, UInt8(ascii: "i"): .iterations, UInt8(ascii: "l"): .latency,
         UInt8(ascii: "s"): .stall, UInt8(ascii: "x"): .lost,
     ]
 
-    init(view: any LiveView, interval: DurationValue, order: LiveLoopOrder, relay: String) {
+    init(view: any LiveView, interval: DurationValue, order: LiveLoopOrder, relay: String, local: Bool) {
         self.view = view
         self.interval = interval
         self.order = order
         self.relay = relay
+        self.local = local
+    }
+
+    /// The view's last interval, each of this machine's loops with its program's name.
+    func takeInterval() -> LiveInterval {
+        var interval = view.takeInterval()
+        guard local else { return interval }
+        for index in interval.rows.indices where interval.rows[index].processID > 0 {
+            let comm = try? String(contentsOfFile: "/proc/\(interval.rows[index].processID)/comm", encoding: .utf8)
+            interval.rows[index].program = comm?.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        return interval
     }
 
     /// Ends the view at its next check, as `q` does; safe from any thread.
@@ -66,8 +80,11 @@ struct TopScreen {
         var shown = LiveInterval(rows: [], sessions: 0, problem: nil, nothingToWatch: "")
         let length = Duration.nanoseconds(interval.nanoseconds)
         func draw() {
-            let table = LiveTopTable.text(shown, order: order, relay: relay, interval: "\(interval)", width: terminalWidth())
-            print(terminal ? "\u{1B}[H\u{1B}[2J" + table : table + "\n")
+            let width = terminalWidth()
+            let table = LiveTopTable.text(shown, order: order, relay: relay, interval: "\(interval)", width: width)
+            // The legend on the screen only: printed tables (not a terminal) stay one table per interval.
+            let legend = LiveTopTable.legend.map { String($0.prefix(width)) }.joined(separator: "\n")
+            print(terminal ? "\u{1B}[H\u{1B}[2J" + table + "\n\n" + legend : table + "\n")
             fflush(nil)
         }
         while !topStop.isRequested {
@@ -88,7 +105,7 @@ struct TopScreen {
                 }
             }
             last = ContinuousClock.now
-            shown = view.takeInterval()
+            shown = takeInterval()
             draw()
         }
     }
