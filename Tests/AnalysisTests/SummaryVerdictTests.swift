@@ -101,6 +101,8 @@ import TraceModel
         let brief = SummaryReport.text(s, title: "t", brief: true)
         #expect(!brief.contains("loop 1 (thread") && brief.contains("trace: ") && brief.hasPrefix("t\nverdict:"))
         #expect(SummaryReport.markdown(s).contains("**Verdict:**\n\n- 1 stall (iterations busier than 16.0ms); worst 31.0ms in timer render on loop 1: its own work (31.0ms on CPU)"))
+        let json = try SummaryReport.json(s)
+        #expect(json.contains("\"verdict\" : [\n    \"1 stall (iterations busier than 16.0ms)"), "\(json.suffix(800))")
         let page = HTMLReport.summary(s, context: .init(title: "t"))
         let verdict = try #require(page.range(of: "<h2>Verdict</h2>"))
         let health = try #require(page.range(of: "<h2>Trace health</h2>"))

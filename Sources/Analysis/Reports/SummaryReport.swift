@@ -6,7 +6,9 @@ public enum SummaryReport {
     /// Pretty-printed, keys sorted. Throws for a figure JSON cannot hold (a non-finite number) rather than write
     /// nothing or an invalid document.
     public static func json(_ summary: TraceSummary) throws -> String {
-        try ReportJSON.pretty(summary)
+        var summary = summary
+        summary.verdict = SummaryVerdict(summary).findings
+        return try ReportJSON.pretty(summary)
     }
 
     static func row(_ d: DistributionSummary) -> String {

@@ -35,6 +35,9 @@ public struct TraceSummary: Codable, Sendable, Equatable {
     public var allLoops: [LoopOfAnyKind]? = nil
     /// Field of ``allLoops`` → kind → why loops of that kind have no figure for it (each reason once).
     public var allLoopsNotAvailable: [String: [String: String]]? = nil
+    /// What the text summary opens with (``SummaryVerdict``): one line per finding, empty when nothing was found.
+    /// Written with the JSON; nil in summaries read back from files written before it existed.
+    public var verdict: [String]? = nil
 
     public struct BlockBacklog: Codable, Sendable, Equatable {
         /// The most blocks each producer may have performed that the loop has not run yet.
