@@ -83,9 +83,13 @@ struct RelayFleetTests {
             let keptLoops = kept["loops"] as? [[String: Any]] ?? []
             #expect(relayedLoops.count == 1 && keptLoops.count == 1)
             for (a, b) in zip(relayedLoops, keptLoops) {
-                for figure in ["iterations", "runs", "timerFirings", "timerMissed", "stalls"] {
+                for figure in ["iterations", "runs", "timerFirings", "timerMissed"] {
                     #expect(a[figure] as? Int == b[figure] as? Int, "host \(index + 1) \(figure): relay \(a[figure] ?? "-"), local \(b[figure] ?? "-")")
                 }
+                // An iteration within a few ns of the stall threshold (a loaded machine stretches them there) can
+                // fall on either side in the two copies, each stamped by its own session: one stall apart at most.
+                let (stallsA, stallsB) = (a["stalls"] as? Int ?? -9, b["stalls"] as? Int ?? 9)
+                #expect(abs(stallsA - stallsB) <= 1, "host \(index + 1) stalls: relay \(stallsA), local \(stallsB)")
                 #expect(a["wakeReasons"] as? [String: Int] == b["wakeReasons"] as? [String: Int])
                 let (busyA, busyB) = (Double(a["busyNanoseconds"] as? Int ?? 0), Double(b["busyNanoseconds"] as? Int ?? 1))
                 #expect(abs(busyA - busyB) / busyB < 0.001, "host \(index + 1) busy: relay \(busyA), local \(busyB)")

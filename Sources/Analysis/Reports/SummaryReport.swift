@@ -7,7 +7,8 @@ public enum SummaryReport {
     /// nothing or an invalid document.
     public static func json(_ summary: TraceSummary) throws -> String {
         var summary = summary
-        summary.verdict = SummaryVerdict(summary).findings
+        // A summary read from a file written before the verdict existed gets it here.
+        if summary.verdict == nil { summary.verdict = SummaryVerdict(summary).findings }
         return try ReportJSON.pretty(summary)
     }
 

@@ -372,6 +372,7 @@ public struct TraceSummarizer {
         summary.kernel = kernelView(overall: overallSummary)
         summary.allLoops = summary.loopsOfEveryKind
         summary.allLoopsNotAvailable = summary.loopFieldsNotAvailable
+        summary.verdict = SummaryVerdict(summary).findings
         summary.timeline = timeline?.timeline(lastTimestamp: lastTimestamp, name: { summary.timelineName($0) }, span: { key in
             switch key {
             case .loop(let id): return loopIndexes[id].map { (loops[$0].firstTimestamp, loops[$0].lastTimestamp) }
