@@ -34,7 +34,9 @@ struct AdapterTests {
             }
         }
         let ticks = sink.ticks
-        #expect(ticks.first.map { $0.tasks >= UInt64(tasks + 1) } == true, "the first tick ran the task and the \(tasks) it enqueued: \(ticks.map(\.tasks))")
+        // Which tick it is depends on what the loop ran before the sink saw it (seen in CI: [2, 27, 2]): one tick
+        // ran the task and the ones it enqueued.
+        #expect(ticks.contains { $0.tasks >= UInt64(tasks + 1) }, "a tick ran the task and the \(tasks) it enqueued: \(ticks.map(\.tasks))")
         #expect(ticks.dropFirst().allSatisfy { $0.tasks >= 1 })
         for tick in ticks { #expect(tick.start <= tick.end) }
         for (previous, tick) in zip(ticks, ticks.dropFirst()) {
