@@ -98,12 +98,13 @@ public enum TraceOrigins {
         return components[...index].joined(separator: "/")
     }
 
-    /// `snapshot-N-YYYYMMDD-HHMMSS-M`, LTTng's name for a snapshot's folder.
-    private static func isLTTngSnapshotName(_ name: Substring) -> Bool {
+    /// `snapshot-N`, the name rlctl gives an LTTng snapshot's folder once the recording ends (its order), or
+    /// `snapshot-N-YYYYMMDD-HHMMSS-M`, LTTng's own name for it (kept where the rename could not be made).
+    static func isLTTngSnapshotName(_ name: Substring) -> Bool {
         let parts = name.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 5, parts[0] == "snapshot" else { return false }
+        guard parts.count == 2 || parts.count == 5, parts[0] == "snapshot" else { return false }
         let digits = parts.dropFirst().map { $0.allSatisfy(\.isNumber) && !$0.isEmpty }
-        return !digits.contains(false) && parts[2].count == 8 && parts[3].count == 6
+        return !digits.contains(false) && (parts.count == 2 || (parts[2].count == 8 && parts[3].count == 6))
     }
 
     /// The origins `selection` names (a host, or `host/session`), or all of them when it is nil.

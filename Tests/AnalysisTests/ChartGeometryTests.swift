@@ -80,4 +80,30 @@ import TestSupport
                 "\(utilization)")
         #expect(utilization.contains(">busy</text>"))
     }
+
+    /// On a phone the page shows a time series's narrow drawing (CSS picks it under 640 px), whose text keeps its
+    /// size there: it is about a phone's width, and its tick labels, fewer, neither touch each other nor leave it,
+    /// whatever the trace's length.
+    @Test func timeSeriesHaveANarrowDrawingForAPhone() throws {
+        for buckets in [1, 7, 40, 100, 333] {
+            for bucketSeconds in [0.001, 0.01, 0.1, 1.7] {
+                let values: [Double?] = (0..<buckets).map { $0 % 9 == 4 ? nil : Double($0 % 10) / 10 }
+                let page = Chart.responsive { width in
+                    Chart.utilization(values, bucketSeconds: bucketSeconds, losses: [], stalls: [], title: "u", width: width)
+                }.rendered
+                #expect(page.contains("class=\"wide\"") && page.contains("class=\"narrow\""))
+                let drawings = page.components(separatedBy: "<svg").dropFirst().map { "<svg" + $0 }
+                try #require(drawings.count == 2)
+                let (wide, narrow) = (try Self.geometry(drawings[0]), try Self.geometry(drawings[1]))
+                #expect(wide.width == Chart.width && narrow.width == Chart.narrowWidth)
+                for (width, height, texts, _) in [wide, narrow] {
+                    for (index, text) in texts.enumerated() {
+                        #expect(text.x0 >= 0 && text.x1 <= width && text.y0 >= 0 && text.y1 <= height,
+                                "\(text) leaves the \(width)×\(height) chart (\(buckets) × \(bucketSeconds) s)")
+                        for other in texts[(index + 1)...] { #expect(!text.overlaps(other), "\(text) covers \(other) (\(buckets) × \(bucketSeconds) s)") }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -25,7 +25,7 @@ struct SnapshotOnStallTests {
         let seen = json["seenAt"] as? [Int] ?? []
         for (index, snapshot) in snapshots.enumerated() {
             let path = snapshot["path"] as? String ?? ""
-            #expect(path.hasPrefix(output + "/snapshot-"))
+            #expect(path == output + "/snapshot-\(index + 1)", "snapshot folders are named by their order")
             #expect(snapshot["eventsLost"] as? Int == 0)
             let stalls = snapshot["stalls"] as? [[String: Any]] ?? []
             let trigger = try #require(stalls.last { ($0["report"] as? [String: Any])?["reportedAtNanoseconds"] as? Int ?? .max <= seen[index] })
@@ -67,7 +67,7 @@ struct SnapshotOnStallTests {
         #expect(result.stdout.contains("2 snapshots (the most allowed, --max-snapshots 2)"), "\(result.stdout)")
         #expect(result.stdout.components(separatedBy: "culprit: timer 'jank-1'").count == 3, "\(result.stdout)")
         let folders = try FileManager.default.contentsOfDirectory(atPath: output).filter { $0.hasPrefix("snapshot-") }
-        #expect(folders.count == 2)
+        #expect(folders.sorted() == ["snapshot-1", "snapshot-2"], "snapshot folders are named by their order")
 
         let bad: [([String], String)] = [
             (["--snapshot-on-stall", "20ms", "--repeat", "2"], "not with --repeat"),

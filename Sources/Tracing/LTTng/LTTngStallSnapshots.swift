@@ -153,7 +153,25 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
         let late = folders().map { output + "/" + $0 }.filter { !known.contains($0) }
         lock.withLock { snapshots += late.map { Snapshot(path: $0, seenAtNanoseconds: now) } }
         session.destroy()
-        return lock.withLock { snapshots }
+        return lock.withLock {
+            snapshots = Self.numberedInOrder(snapshots)
+            return snapshots
+        }
+    }
+
+    /// The snapshots renamed `snapshot-1`, `snapshot-2`, … in the order they were taken, as the embedded
+    /// recorder names its own: LTTng's names (`snapshot-1-20261125-171940-0`, where the first number is the
+    /// snapshot output's and the last the snapshot's) do not read as an order. Called once the session is
+    /// destroyed, so no snapshot is being written; a folder that cannot be renamed (the name is taken) keeps
+    /// LTTng's name.
+    static func numberedInOrder(_ snapshots: [Snapshot]) -> [Snapshot] {
+        snapshots.enumerated().map { index, snapshot in
+            let folder = URL(fileURLWithPath: snapshot.path).deletingLastPathComponent().path
+            let numbered = folder + "/snapshot-\(index + 1)"
+            guard numbered != snapshot.path, !FileManager.default.fileExists(atPath: numbered),
+                  rename(snapshot.path, numbered) == 0 else { return snapshot }
+            return Snapshot(path: numbered, seenAtNanoseconds: snapshot.seenAtNanoseconds)
+        }
     }
 
     /// Waits (at most 2 s) until the output folder's size has not changed for 200 ms.

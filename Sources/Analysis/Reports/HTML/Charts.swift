@@ -8,6 +8,9 @@ enum Chart {
     static let height = 170.0
     static let left = 56.0, right = 14.0, top = 12.0, bottom = 30.0
     static var plotWidth: Double { width - left - right }
+    /// The width of a time-series chart's narrow drawing, shown instead of the wide one on a phone's screen
+    /// (``responsive(_:)``): about the screen's own width in CSS pixels, so its text stays at its size there.
+    static let narrowWidth = 360.0
     static var plotHeight: Double { height - top - bottom }
 
     /// A span of the trace's time, in seconds from its first event.
@@ -49,17 +52,31 @@ enum Chart {
                  title.map { [.element("title", text: $0)] } ?? [])
     }
 
-    /// Time-axis ticks: about six round values between 0 and `seconds`.
-    private static func timeAxis(seconds: Double, x: (Double) -> Double) -> [Node] {
+    /// A time-series chart drawn twice, wide and narrow: the page shows the narrow one on a phone's screen (CSS,
+    /// `.narrow`), where the wide one scaled down would shrink its text to half its size. The narrow drawing has
+    /// fewer ticks, the same data.
+    static func responsive(_ draw: (_ width: Double) -> Node) -> Node {
+        .element("div", ["class": "timeseries"], [
+            .element("div", ["class": "wide"], [draw(width)]),
+            .element("div", ["class": "narrow"], [draw(narrowWidth)]),
+        ])
+    }
+
+    /// Time-axis ticks: round values between 0 and `seconds`, one per 120 units of the plot's width at most
+    /// (six across the wide chart, two or three across the narrow one), so their labels never touch.
+    private static func timeAxis(seconds: Double, plotWidth: Double, x: (Double) -> Double) -> [Node] {
         guard seconds > 0 else { return [] }
-        let raw = seconds / 6
+        let raw = seconds / max(floor(plotWidth / 115), 2)
         let magnitude = pow(10, floor(log10(raw)))
         let step = [1.0, 2, 5, 10].map { $0 * magnitude }.first { $0 >= raw } ?? raw
         var nodes: [Node] = [line(left, top + plotHeight, left + plotWidth, top + plotHeight, "axisline")]
         var t = 0.0
         while t <= seconds + step / 1000 {
             nodes.append(line(x(t), top + plotHeight, x(t), top + plotHeight + 4, "axisline"))
-            nodes.append(label(x(t), top + plotHeight + 16, formatNanoseconds(t * 1e9)))
+            // A label that would cross the chart's right edge ends at its tick instead (10 px text: at most 6 a character).
+            let text = formatNanoseconds(t * 1e9)
+            let crossesEdge = x(t) + Double(text.count) * 3 > left + plotWidth + right
+            nodes.append(label(x(t), top + plotHeight + 16, text, anchor: crossesEdge ? "end" : "middle"))
             t += step
         }
         return nodes
@@ -74,7 +91,9 @@ enum Chart {
     }
 
     /// A loop's busy share over time (0–100 %), with the loss windows shaded and each stall marked at the top.
-    static func utilization(_ values: [Double?], bucketSeconds: Double, losses lossSpans: [Span], stalls: [StallMark], title: String) -> Node {
+    static func utilization(_ values: [Double?], bucketSeconds: Double, losses lossSpans: [Span], stalls: [StallMark], title: String,
+                            width: Double = width) -> Node {
+        let plotWidth = width - left - right
         let seconds = Double(values.count) * bucketSeconds
         let x = { (t: Double) in left + (seconds > 0 ? t / seconds : 0) * plotWidth }
         let y = { (u: Double) in top + (1 - min(max(u, 0), 1)) * plotHeight }
@@ -109,10 +128,11 @@ enum Chart {
                                     [.element("title", text: stall.label)])
             nodes.append(stall.anchor.map { .element("a", attributes: [("href", "#" + $0)], [mark]) } ?? mark)
         }
-        nodes += timeAxis(seconds: seconds, x: x)
-        nodes.append(axisTitle(x: left + plotWidth / 2, y: top + plotHeight + 30, "time since the trace's first event"))
+        nodes += timeAxis(seconds: seconds, plotWidth: plotWidth, x: x)
+        nodes.append(axisTitle(x: left + plotWidth / 2, y: top + plotHeight + 30,
+                               width < Self.width ? "time since the first event" : "time since the trace's first event"))
         nodes.append(axisTitle(x: 14, y: top + plotHeight / 2, "busy", vertical: true))
-        return svg(title, height: height + axisTitleHeight, nodes)
+        return svg(width: width, title, height: height + axisTitleHeight, nodes)
     }
 
     /// A log axis from `low` to `high` over `plotWidth`: the position of a value, and the decade ticks.
@@ -196,7 +216,8 @@ enum Chart {
     /// A timer's lateness over time: each bucket's least and most late firing, the tolerance band, missed slots.
     /// A firing later than its tolerance by more than `lateThreshold` is drawn as late (the summary's late firing).
     static func timerLateness(_ timer: TraceSummary.Timeline.TimerLine, bucketSeconds: Double, buckets: Int, lateThreshold: UInt64,
-                              losses lossSpans: [Span]) -> Node {
+                              losses lossSpans: [Span], width: Double = width) -> Node {
+        let plotWidth = width - left - right
         let seconds = Double(buckets) * bucketSeconds
         let highest = Double(max(timer.buckets.map(\.highest).max() ?? 0, timer.toleranceNanoseconds, 1))
         let x = { (t: Double) in left + (seconds > 0 ? t / seconds : 0) * plotWidth }
@@ -228,10 +249,11 @@ enum Chart {
                                       [.element("title", text: tip)]))
             }
         }
-        nodes += timeAxis(seconds: seconds, x: x)
-        nodes.append(axisTitle(x: left + plotWidth / 2, y: top + plotHeight + 30, "time since the trace's first event (× above: missed slots)"))
+        nodes += timeAxis(seconds: seconds, plotWidth: plotWidth, x: x)
+        nodes.append(axisTitle(x: left + plotWidth / 2, y: top + plotHeight + 30,
+                               width < Self.width ? "time (× above: missed slots)" : "time since the trace's first event (× above: missed slots)"))
         nodes.append(axisTitle(x: 14, y: top + plotHeight / 2, "lateness", vertical: true))
-        return svg("timer \(timer.label): lateness over time", height: height + axisTitleHeight, nodes)
+        return svg(width: width, "timer \(timer.label): lateness over time", height: height + axisTitleHeight, nodes)
     }
 
     /// A comparison of one metric: each repetition's value of both sides as dots on one axis, the medians as bars.

@@ -256,7 +256,10 @@ public enum HTMLReport {
                             label: (bucket.count > 1 ? "\(bucket.count) stalls here, the worst " : "stall ")
                                 + formatNanoseconds(bucket.worstBusyNanoseconds) + (bucket.worstCause.map { ": \($0)" } ?? ""))
         }
-        return Chart.utilization(line.utilization, bucketSeconds: Double(timeline.bucketNanoseconds) / 1e9, losses: lossSpans(s), stalls: marks, title: title)
+        return Chart.responsive { width in
+            Chart.utilization(line.utilization, bucketSeconds: Double(timeline.bucketNanoseconds) / 1e9, losses: lossSpans(s), stalls: marks,
+                              title: title, width: width)
+        }
     }
 
     private static func distributions(_ items: [(String, DistributionSummary, Bool)]) -> Node {
@@ -442,8 +445,10 @@ public enum HTMLReport {
                 guard let line = timeline.timers.first(where: { $0.timerID == timer.timerID }) else { continue }
                 children.append(.element("figure", [:], [
                     .element("figcaption", text: "\(timer.label): lateness over time (each point the most late firing of its \(formatNanoseconds(timeline.bucketNanoseconds)), red when later than its tolerance by over \(formatNanoseconds(s.lateThresholdNanoseconds)); the line down to the least late; × a missed grid slot; the band is the tolerance)"),
-                    Chart.timerLateness(line, bucketSeconds: Double(timeline.bucketNanoseconds) / 1e9, buckets: timeline.buckets,
-                                        lateThreshold: s.lateThresholdNanoseconds, losses: lossSpans(s)),
+                    Chart.responsive { width in
+                        Chart.timerLateness(line, bucketSeconds: Double(timeline.bucketNanoseconds) / 1e9, buckets: timeline.buckets,
+                                            lateThreshold: s.lateThresholdNanoseconds, losses: lossSpans(s), width: width)
+                    },
                 ]))
             }
             if s.timers.count > timerCharts {
@@ -487,7 +492,8 @@ public enum HTMLReport {
     table{border-collapse:collapse;margin:6px 0;font-size:13px}th,td{text-align:left;padding:3px 10px 3px 0;border-bottom:1px solid var(--grid);vertical-align:top}
     tr.fail td{color:var(--bad)}tr.pass td{color:var(--fg)}tr:target td{background:var(--loss)}
     .distributions{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(440px,100%),1fr));gap:6px 18px}
-    @media (max-width:640px){table{display:block;overflow-x:auto}}
+    .timeseries .narrow{display:none}
+    @media (max-width:640px){table{display:block;overflow-x:auto}.timeseries .wide{display:none}.timeseries .narrow{display:block}}
     figure{margin:8px 0}figcaption{font-size:13px;color:var(--muted)}
     svg.chart{width:100%;height:auto;display:block}
     svg .axis{fill:var(--muted);font-size:10px}svg .axistitle{fill:var(--muted);font-size:10px;font-style:italic}svg .marklabel{fill:var(--accent2);font-size:10px}
