@@ -9,14 +9,18 @@
 #   e.g.:  Benchmarks/perform-callgrind.sh -b 8 -l 16 1da2ad2 main HEAD
 # BURST and BACKLOG small (8, 16): the loop takes a few blocks per wake-up, as when it keeps up with the producer;
 # the defaults (64, 65,536) let the producer run far ahead, so the figures are those of draining long batches.
-# Needs valgrind and git; works in a temporary folder removed on every way out.
+# -w RUNS: the whole program's wall and CPU seconds and its voluntary context switches instead (no callgrind),
+# the commits' builds run in turn RUNS times, medians printed: what callgrind cannot see (system calls, a thread
+# that sleeps on a taken lock). Run it on a quiet machine, with N in the millions.
+#   e.g.:  Benchmarks/perform-callgrind.sh -w 9 -n 20000000 -l 100000000 1da2ad2 main HEAD
+# Needs valgrind (not with -w) and git; works in a temporary folder removed on every way out.
 set -euo pipefail
-n=100000; burst=64; backlog=65536
-while getopts "n:b:l:" option; do
-    case $option in n) n=$OPTARG ;; b) burst=$OPTARG ;; l) backlog=$OPTARG ;; *) exit 2 ;; esac
+n=100000; burst=64; backlog=65536; wallRuns=0
+while getopts "n:b:l:w:" option; do
+    case $option in n) n=$OPTARG ;; b) burst=$OPTARG ;; l) backlog=$OPTARG ;; w) wallRuns=$OPTARG ;; *) exit 2 ;; esac
 done
 shift $((OPTIND - 1))
-[ $# -gt 0 ] || { echo "usage: $0 [-n N] [-b BURST] [-l BACKLOG] COMMIT..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 [-w RUNS] [-n N] [-b BURST] [-l BACKLOG] COMMIT..." >&2; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/rlctl-perform-callgrind.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -42,7 +46,8 @@ print(calls)
 PY
 }
 
-printf "%-12s %14s %14s %12s %14s\n" commit "producer Ir/blk" "loop Ir/blk" "iter/1k blk" "loop Ir/iter"
+[ "$wallRuns" -gt 0 ] || printf "%-12s %14s %14s %12s %14s\n" commit "producer Ir/blk" "loop Ir/blk" "iter/1k blk" "loop Ir/iter"
+built=()
 for commit in "$@"; do
     sha=$(git -C "$here" rev-parse --short "$commit")
     dir="$work/$sha"
@@ -68,6 +73,8 @@ let package = Package(name: "perfharness",
 PKG
     (cd "$dir" && swift build -c release -Xswiftc -gnone >/dev/null 2>&1)
     strip -g -o "$dir/ph" "$dir/.build/release/perfharness"
+    built+=("$sha")
+    [ "$wallRuns" -eq 0 ] || continue
     for blocks in $n $((2 * n)); do
         valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$dir/cg.$blocks" \
             "$dir/ph" "$blocks" "$burst" "$backlog" >/dev/null 2>&1
@@ -78,4 +85,20 @@ PKG
     iterations=$(( $(calls "$dir/cg.$((2 * n))-02" runIteration) - $(calls "$dir/cg.$n-02" runIteration) ))
     printf "%-12s %14d %14d %12d %14d\n" "$sha" "$producer" "$loop" $(( iterations * 1000 / n )) \
         $(( ($(total "$dir/cg.$((2 * n))-02") - $(total "$dir/cg.$n-02")) / (iterations > 0 ? iterations : 1) ))
+done
+
+[ "$wallRuns" -gt 0 ] || exit 0
+# In turn, so that a drift of the machine's speed falls on every commit alike.
+for _ in $(seq "$wallRuns"); do
+    for sha in "${built[@]}"; do
+        /usr/bin/time -a -o "$work/$sha.times" -f "%e %U %S %w" "$work/$sha/ph" "$n" "$burst" "$backlog" >/dev/null
+    done
+done
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+printf "%-12s %10s %10s %14s %16s   (medians of %d runs, %d blocks each)\n" commit "wall s" "cpu s" "M blocks/s" "vol. ctx sw." "$wallRuns" "$n"
+for sha in "${built[@]}"; do
+    times="$work/$sha.times"
+    wall=$(awk '{ print $1 }' "$times" | median)
+    printf "%-12s %10.3f %10.3f %14.2f %16d\n" "$sha" "$wall" "$(awk '{ print $2 + $3 }' "$times" | median)" \
+        "$(awk -v n="$n" -v w="$wall" 'BEGIN { print n / w / 1e6 }')" "$(awk '{ print $4 }' "$times" | median | cut -d. -f1)"
 done

@@ -8,12 +8,12 @@
 # libuv1-dev (a libuv loop with idle-time metrics, whose zero-timeout checks are no iterations), golang-go (builds
 # the Go program `--any` must explain), and
 # Node.js and Python 3 when no `node` or `python3` is on PATH (a newer one installed otherwise is used as it is);
-# strace is the peer the `--any` benchmark compares with; valgrind counts the NIO benchmark's instructions; chromium (headless) loads `rlctl report` pages in the tests
+# strace is the peer the `--any` benchmark compares with; valgrind counts the NIO benchmark's instructions; time (GNU time) reads a run's context switches for perform-callgrind.sh -w; chromium (headless) loads `rlctl report` pages in the tests
 # and makes the README's screenshot; iproute2 and util-linux (ip netns, unshare) make the relay test's hosts.
 # Idempotent and quiet when everything is there already; needs root (or sudo) only when something is missing.
 set -euo pipefail
 
-packages=(liblttng-ust-dev libbpf-dev bpftool linux-perf lttng-tools babeltrace2 libbabeltrace2-dev pkg-config iproute2 util-linux wrk redis-server redis-tools nginx memcached libuv1-dev golang-go strace valgrind chromium fonts-dejavu-core)
+packages=(liblttng-ust-dev libbpf-dev bpftool linux-perf lttng-tools babeltrace2 libbabeltrace2-dev pkg-config iproute2 util-linux wrk redis-server redis-tools nginx memcached libuv1-dev golang-go strace valgrind time chromium fonts-dejavu-core)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -80,7 +80,7 @@ struct BlockQueue: @unchecked Sendable {
             byteCount: BlockQueue.lineSize + BlockQueue.slotCount * MemoryLayout<PendingBlock>.stride,
             alignment: BlockQueue.lineSize)
         spill = Spill(memory: memory)
-        PThreadMutex.initialize(memory.bindMemory(to: pthread_mutex_t.self, capacity: 1))
+        PThreadMutex.initialize(memory.bindMemory(to: pthread_mutex_t.self, capacity: 1), spinsBeforeSleeping: true)
         (memory + BlockQueue.countsOffset).bindMemory(to: Counts.self, capacity: 1).initialize(to: Counts())
         (memory + BlockQueue.lineSize).bindMemory(to: PendingBlock.self, capacity: BlockQueue.slotCount)
     }

@@ -85,13 +85,17 @@ struct PThreadPair {
 /// A pthread mutex in memory its owner keeps in place (a mutex must not move): ``ConditionLock``'s, and the block
 /// queue's, which shares a cache line with the queue's counts.
 enum PThreadMutex {
-    static func initialize(_ mutex: UnsafeMutablePointer<pthread_mutex_t>) {
+    /// `spinsBeforeSleeping`: glibc's adaptive mutex, which spins a little before it sleeps in the kernel, for a
+    /// lock held for a few hundred nanoseconds by threads on different CPUs (the block queue's): a producer that
+    /// finds it taken would otherwise sleep and be woken, two system calls and a context switch per collision.
+    static func initialize(_ mutex: UnsafeMutablePointer<pthread_mutex_t>, spinsBeforeSleeping: Bool = false) {
         mutex.initialize(to: pthread_mutex_t())
         var attributes = pthread_mutexattr_t()
         pthread_mutexattr_init(&attributes)
+        var type = spinsBeforeSleeping ? Int32(PTHREAD_MUTEX_ADAPTIVE_NP) : Int32(PTHREAD_MUTEX_DEFAULT)
         // Error checking in debug builds turns a re-entrant lock (our bug) into a crash, not a hang.
-        assert(pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK)) == 0)
-        precondition(pthread_mutex_init(mutex, &attributes) == 0,
+        assert({ type = Int32(PTHREAD_MUTEX_ERRORCHECK); return true }())
+        precondition(pthread_mutexattr_settype(&attributes, type) == 0 && pthread_mutex_init(mutex, &attributes) == 0,
                      "BUG IN RunLoopCore (please report): pthread_mutex_init failed")
         pthread_mutexattr_destroy(&attributes)
     }
