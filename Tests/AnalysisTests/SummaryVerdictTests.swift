@@ -109,4 +109,16 @@ import TraceModel
         #expect(verdict.lowerBound < health.lowerBound)
         #expect(page.contains("worst 31.0ms in timer render on loop 1: its own work (31.0ms on CPU)"))
     }
+
+    /// Every cause the summarizer can give a late firing reads as words in the verdict: only a callout "ran" (a
+    /// cause named by a prefix check once read "loop not running ran").
+    @Test func everyLateFiringCauseReadsAsWords() {
+        #expect(SummaryVerdict.held(LoopTracker.asleep) == "the loop was asleep")
+        #expect(SummaryVerdict.held(LoopTracker.notRunning) == "the loop was not running")
+        #expect(SummaryVerdict.held(LoopTracker.betweenCallouts) == "the loop was between callouts")
+        #expect(SummaryVerdict.held(LoopTracker.beforeTrace) == "the trace had not begun")
+        #expect(SummaryVerdict.held(LoopTracker.causeNotAvailable) == "callouts the adapter cannot see ran")
+        #expect(SummaryVerdict.held("timer jank-6") == "timer jank-6 ran")
+    }
 }
+

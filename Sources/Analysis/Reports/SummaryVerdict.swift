@@ -133,10 +133,8 @@ public struct SummaryVerdict: Codable, Sendable, Equatable {
     }
 
     /// A late-firing cause, as the verdict says it: `timer jank-6 ran`, `the loop was asleep`.
-    private static func held(_ cause: String) -> String {
-        if cause.hasPrefix("wake-up latency") { return "the loop was asleep" }
-        if cause == "loop overhead" || cause.hasPrefix("before the trace") { return cause }
-        return cause + " ran"
+    static func held(_ cause: String) -> String {
+        LoopTracker.heldPhrase(cause) ?? cause + " ran"
     }
 
     /// The two largest parts of the late wake-ups' time, from the kernel view.

@@ -426,6 +426,22 @@ struct LoopTracker {
     static let causeNotAvailable = "not available (the adapter sees no callouts)"
 
     static let asleep = "wake-up latency (the loop was asleep)"
+    static let notRunning = "loop not running"
+    static let betweenCallouts = "loop overhead (between callouts)"
+    static let beforeTrace = "before the trace's first event"
+
+    /// How a verdict says what held a loop when a late timer came due (`N firings while …`): the causes that are
+    /// no callout, in words; nil for a callout's name (`timer jank-1`), which the verdict says `ran`.
+    static func heldPhrase(_ cause: String) -> String? {
+        switch cause {
+        case asleep: "the loop was asleep"
+        case notRunning: "the loop was not running"
+        case betweenCallouts: "the loop was between callouts"
+        case beforeTrace: "the trace had not begun"
+        case causeNotAvailable: "callouts the adapter cannot see ran"
+        default: nil
+        }
+    }
 
     /// What held the loop at `time`, when a timer that fires in the modes of `timerModes` came due.
     ///
@@ -433,8 +449,8 @@ struct LoopTracker {
     /// (its mode is one the timer fires in): then what held that nested run, found the same way. A nested run that
     /// could not serve the timer is part of its callout's hold on the outer run, asleep or not.
     func cause(at time: UInt64, timerModes: ModeSet) -> String {
-        if time < firstTimestamp { return "before the trace's first event" }
-        if runStack.isEmpty { return "loop not running" }
+        if time < firstTimestamp { return Self.beforeTrace }
+        if runStack.isEmpty { return Self.notRunning }
         var depth = 1
         while true {
             var cover = holds.covering(time, depth: depth)
@@ -442,7 +458,7 @@ struct LoopTracker {
             if let open = calloutStack.first(where: { $0.depth == depth && $0.start <= time }) { cover.callout = (open.kind, open.id) }
             if depth < runStack.count, runStack[depth].start <= time { cover.nestedRunMode = runStack[depth].mode }
             guard let callout = cover.callout else {
-                return cover.asleep ? Self.asleep : "loop overhead (between callouts)"
+                return cover.asleep ? Self.asleep : Self.betweenCallouts
             }
             guard let nestedMode = cover.nestedRunMode, timerModes.contains(nestedMode) else {
                 return name(callout.kind, id: callout.id)

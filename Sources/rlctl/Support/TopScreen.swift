@@ -38,13 +38,19 @@ struct TopScreen {
         self.local = local
     }
 
-    /// The view's last interval, each of this machine's loops with its program's name.
+    /// The view's last interval, each of this machine's loops with its program's name: read once per process
+    /// and interval (a process of many loops is one file read, not one per row).
     func takeInterval() -> LiveInterval {
         var interval = view.takeInterval()
         guard local else { return interval }
+        var programs: [Int32: String?] = [:]
         for index in interval.rows.indices where interval.rows[index].processID > 0 {
-            let comm = try? String(contentsOfFile: "/proc/\(interval.rows[index].processID)/comm", encoding: .utf8)
-            interval.rows[index].program = comm?.trimmingCharacters(in: .whitespacesAndNewlines)
+            let pid = interval.rows[index].processID
+            if programs[pid] == nil {
+                let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
+                programs[pid] = .some(comm?.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+            interval.rows[index].program = programs[pid] ?? nil
         }
         return interval
     }
