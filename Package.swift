@@ -53,6 +53,7 @@ let package = Package(
         .library(name: "TraceReading", targets: ["TraceReading"]),
         .library(name: "Analysis", targets: ["Analysis"]),
         .library(name: "RunLoopFoundation", targets: ["RunLoopFoundation"]),
+        .library(name: "RunLoopMetrics", targets: ["RunLoopMetrics"]),
         .executable(name: "rlctl", targets: ["rlctl"]),
         .executable(name: "runloop-demo", targets: ["runloop-demo"]),
         // For the adapters' packages (Adapters/*), whose tests share the process runner and the CI rule; not an API.
@@ -63,6 +64,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
     ],
     targets: [
         // epoll, eventfd, timerfd and the monotonic clock, for RunLoopCore/Platform only.
@@ -138,6 +140,9 @@ let package = Package(
         .target(name: "CFoundationRunLoop", linkerSettings: [.linkedLibrary("Foundation")]),
         // The Foundation adapter: a CFRunLoop observer that sends a Foundation RunLoop's activities to the sink.
         .target(name: "RunLoopFoundation", dependencies: ["CFoundationRunLoop", "RunLoopCore", "TraceModel", "Tracing"]),
+        // A loop's metrics through swift-metrics (docs/metrics.md): on the event seam, beside any tracer; depends
+        // on swift-metrics' API only, never on a backend, and nothing of RunLoopCore depends on it.
+        .target(name: "RunLoopMetrics", dependencies: ["RunLoopCore", .product(name: "CoreMetrics", package: "swift-metrics")]),
         // The workloads `rlctl run` drives: built-in presets and workload files.
         .target(name: "Workloads", dependencies: ["RunLoopCore"]),
         .executableTarget(
@@ -168,6 +173,8 @@ let package = Package(
         ),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "TraceReading", "Tracing", "RunLoopCore", "TestSupport",
                                                             .product(name: "Histogram", package: "hdrhistogram-swift")]),
+        .testTarget(name: "RunLoopMetricsTests", dependencies: ["RunLoopMetrics", "RunLoopCore", "TestSupport",
+                                                                .product(name: "MetricsTestKit", package: "swift-metrics")]),
         .testTarget(name: "RunLoopFoundationTests", dependencies: ["RunLoopFoundation", "RunLoopCore", "Tracing", "TraceReading",
                                                                    "TestSupport", "foundation-timer-app"]),
         // The wait interposer in real processes: C programs (Programs/, compiled by the tests) recorded through it.

@@ -42,6 +42,8 @@ var dependencies: [Package.Dependency] = [
     .package(name: "rlctl", path: "../"),
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+    .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
 ]
 var benchmarkDependencies: [Target.Dependency] = [
     "CBenchSupport",
@@ -50,9 +52,16 @@ var benchmarkDependencies: [Target.Dependency] = [
     .product(name: "NIOPosix", package: "swift-nio"),
     .product(name: "ArgumentParser", package: "swift-argument-parser"),
 ]
+var metricsBenchmarkDependencies: [Target.Dependency] = [
+    .product(name: "RunLoopCore", package: "rlctl"),
+    .product(name: "RunLoopMetrics", package: "rlctl"),
+    .product(name: "CoreMetrics", package: "swift-metrics"),
+    .product(name: "Prometheus", package: "swift-prometheus"),
+]
 if countMallocs {
     dependencies.append(.package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"))
     benchmarkDependencies.append(.product(name: "MallocInterposerSwift", package: "malloc-interposer"))
+    metricsBenchmarkDependencies.append(.product(name: "MallocInterposerSwift", package: "malloc-interposer"))
 }
 
 let package = Package(
@@ -78,6 +87,8 @@ let package = Package(
                 .product(name: "Tracing", package: "rlctl"),
             ]
         ),
+        // What RunLoopMetrics costs a loop per iteration, with no backend and with swift-prometheus.
+        .executableTarget(name: "metricsbench", dependencies: metricsBenchmarkDependencies),
         // A loop that emits runloop events at a chosen rate: the load of relay-fleet-bench.sh.
         .executableTarget(
             name: "eventpump",

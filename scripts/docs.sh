@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reference documentation of the Swift libraries (RunLoopCore, Tracing, RunLoopFoundation): each library's DocC
+# Reference documentation of the Swift libraries (RunLoopCore, Tracing, RunLoopFoundation, RunLoopMetrics): each library's DocC
 # catalog (Sources/LIBRARY/LIBRARY.docc) with its public symbols, converted by the toolchain's docc with warnings
 # as errors, so a broken symbol link or an undocumented parameter fails CI.
 #   bash scripts/docs.sh [OUT=.build/docs]     one folder per library (docc's static output)
@@ -13,7 +13,7 @@ graphs=$(find .build -maxdepth 3 -type d -name symbolgraph | head -n 1)
 [ -n "$graphs" ] || { echo "docs: swift package dump-symbol-graph wrote no symbol graphs" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for library in RunLoopCore Tracing RunLoopFoundation; do
+for library in RunLoopCore Tracing RunLoopFoundation RunLoopMetrics; do
     mkdir "$work/$library"
     cp "$graphs/$library".symbols.json "$work/$library/"
     cp "$graphs/$library"@*.symbols.json "$work/$library/" 2>/dev/null || true

@@ -56,6 +56,7 @@ extension Loop {
     /// One iteration: one call per step of the rulebook's event order.
     private func runIteration(_ frame: RunFrame) -> RunResult? {
         countIteration()
+        adoptLayeredSink(frame)
         ignoresOwnWakeUps = false
         beginStallWatch(frame)
         notifyObservers(.beforeTimers, frame)                                // 1
@@ -77,6 +78,21 @@ extension Loop {
         if handleWakeUp(frame) { sourceHandled = true }                      // 9
         drainWakeUpAfterTheWait()
         return iterationResult(frame, sourceHandled: sourceHandled)          // 10
+    }
+
+    /// A sink installed over the run's own since it began, and passing every event on to it (RunLoopMetrics'),
+    /// serves the run from this iteration on: metrics attached to a loop that runs for good (a LoopThread's)
+    /// start without waiting for a next run. One load per iteration.
+    @inline(__always)
+    private func adoptLayeredSink(_ frame: RunFrame) {
+        guard let current = LoopEventSink.current, current !== frame.sink else { return }
+        adoptIfLayered(current, frame)
+    }
+
+    @inline(never)
+    private func adoptIfLayered(_ current: LoopEventSink, _ frame: RunFrame) {
+        guard current.layered, current.layeredOver === frame.sink else { return }
+        frame.sink = current
     }
 
     // ===== entry and exit =====

@@ -40,8 +40,8 @@ public final class Loop: @unchecked Sendable {
     public let threadID: Int32
     /// Whether this is the main thread's loop.
     public let isMain: Bool
-    /// The name `loop_create` reports: "main", or the thread's name.
-    let name: String
+    /// The name `loop_create` reports: "main", or the thread's name when the loop was made.
+    public let name: String
     /// The sink last told this loop's name and thread (loop thread only). Installed sinks are never freed, so an
     /// identity is never reused by a later one.
     private var announcedTo: ObjectIdentifier?

@@ -32,6 +32,7 @@ import Testing
         "CFoundationRunLoop": [],
         "RunLoopFoundation": ["CFoundationRunLoop", "RunLoopCore", "TraceModel", "Tracing"],
         "foundation-timer-app": ["RunLoopFoundation", "TraceModel"],
+        "RunLoopMetrics": ["RunLoopCore"],
     ]
 
     /// Modules that must never be linked into these, directly or through another module.
@@ -43,6 +44,8 @@ import Testing
         // The kernel recorder runs in rlctl, beside the loops it watches: never inside them, nor in the readers.
         "Tracing": ["KernelTracing", "CKernelProbe"],
         "KernelTracing": ["RunLoopCore", "Tracing", "TraceReading", "Analysis"],
+        // Metrics ride on the seam beside any tracer, and pull no tracer into a program.
+        "RunLoopMetrics": ["Tracing", "TraceReading", "Analysis", "CRecorder", "CRunLoopTracepoints"],
     ]
 
     struct Target {

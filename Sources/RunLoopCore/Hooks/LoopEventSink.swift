@@ -10,6 +10,15 @@ import TraceModel
 open class LoopEventSink: @unchecked Sendable {
     public init() {}
 
+    /// Whether this sink passes every event on to ``layeredOver`` (RunLoopMetrics' sink, installed over a tracer
+    /// or over none). A run in progress with that sink (or with none, when ``layeredOver`` is nil) adopts this one
+    /// at its next iteration once it is installed: the events still reach the sink the run began with, so a
+    /// tracer never sees a run cut in two. Any other sink is used from the next run on. Read only when the
+    /// installed sink changes.
+    open var layered: Bool { false }
+    /// The sink this one passes every event on to, when ``layered``; nil for none.
+    open var layeredOver: LoopEventSink? { nil }
+
     /// The kind of a performed source, as `source_perform_begin` reports it.
     public typealias SourceKind = LoopSourceKind
     /// What an item is, for ``itemLabeled(id:kind:label:)``.

@@ -1,0 +1,137 @@
+// metricsbench: what RunLoopMetrics costs a loop, per iteration, and whether it allocates.
+//
+//   swift run -c release --package-path Benchmarks metricsbench [--iterations N] [--rounds R]
+//
+// One RunLoopCore loop whose only source re-signals itself from its perform (stallbench's loop): every iteration
+// is one callout and a poll, the busiest a loop gets, so the metrics' share is as large as it ever is (each
+// callout records a wake-up delay). Variants, interleaved over rounds (the order rotating each round), medians:
+//   - no sink: the loop alone;
+//   - an empty sink: what any installed sink costs the loop (the seam's calls, a signal's timestamp);
+//   - metrics, no backend: attached with swift-metrics' no-op factory (an application that never bootstrapped);
+//   - metrics on swift-prometheus: attached with a PrometheusMetricsFactory of its own registry.
+// With the malloc interposer built in (the default), each variant's mallocs per iteration over a whole round.
+import CoreMetrics
+import Foundation
+import Glibc
+#if canImport(MallocInterposerSwift)
+import MallocInterposerSwift
+#endif
+import Prometheus
+import RunLoopCore
+import RunLoopMetrics
+
+var iterations = 1_000_000
+var rounds = 7
+var exposition = false
+var arguments = CommandLine.arguments.dropFirst().makeIterator()
+while let argument = arguments.next() {
+    switch argument {
+    case "--iterations": iterations = Int(arguments.next() ?? "") ?? -1
+    case "--rounds": rounds = Int(arguments.next() ?? "") ?? -1
+    case "--exposition": exposition = true
+    default: iterations = -1
+    }
+}
+
+// --exposition: what Prometheus scrapes from one attached loop (a few timer callouts, one 60 ms stall), as
+// docs/metrics.md shows it.
+if exposition {
+    let registry = PrometheusCollectorRegistry()
+    Loop.stallThreshold = .milliseconds(50)
+    let loop = Loop.current
+    let handle = LoopMetrics.attach(to: loop, factory: PrometheusMetricsFactory(registry: registry))
+    let fired = Countdown(5)
+    let timer = LoopTimer(after: .milliseconds(1), interval: .milliseconds(2), label: "tick") { timer in
+        if fired.decrement() == 2 { usleep(60_000) }
+        if fired.value == 0 { timer.invalidate() }
+    }
+    loop.add(timer, forMode: .default)
+    _ = loop.run(mode: .default, timeout: .milliseconds(200))
+    handle.update()
+    var buffer: [UInt8] = []
+    registry.emit(into: &buffer)
+    print(String(decoding: buffer, as: UTF8.self), terminator: "")
+    handle.detach()
+    exit(0)
+}
+guard iterations > 0, rounds > 0 else {
+    FileHandle.standardError.write(Data("usage: metricsbench [--iterations N > 0] [--rounds R > 0]\n".utf8))
+    exit(2)
+}
+
+enum Variant: String, CaseIterable {
+    case none = "no sink"
+    case empty = "an empty sink"
+    case noop = "metrics, no backend"
+    case prometheus = "metrics on swift-prometheus"
+}
+
+final class Countdown: @unchecked Sendable {
+    var value: Int
+    weak var source: LoopSource?
+    init(_ value: Int) { self.value = value }
+    func decrement() -> Int { value -= 1; return value }
+}
+
+/// Nanoseconds and mallocs per iteration of `count` iterations of a loop whose source re-signals itself.
+func measure(_ variant: Variant, _ count: Int) -> (nanoseconds: Double, mallocs: Double?) {
+    let loop = Loop.current
+    var handle: LoopMetricsHandle?
+    switch variant {
+    case .none: LoopEventSink.install(nil)
+    case .empty: LoopEventSink.install(LoopEventSink())
+    case .noop: handle = LoopMetrics.attach(to: loop, factory: NOOPMetricsHandler.instance)
+    case .prometheus: handle = LoopMetrics.attach(to: loop, factory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry()))
+    }
+    let remaining = Countdown(count)
+    let source = LoopSource(label: "resignal") {
+        if remaining.decrement() > 0 { remaining.source?.signal() } else { loop.stop() }
+    }
+    remaining.source = source
+    loop.add(source, forMode: .default)
+    source.signal()
+    #if canImport(MallocInterposerSwift)
+    MallocInterposerSwift.reset()
+    MallocInterposerSwift.hook()
+    #endif
+    let start = Loop.Instant.now.nanoseconds
+    loop.run(mode: .default, timeout: .seconds(600))
+    let ns = Double(Loop.Instant.now.nanoseconds &- start) / Double(count)
+    var mallocs: Double?
+    #if canImport(MallocInterposerSwift)
+    MallocInterposerSwift.unhook()
+    mallocs = Double(MallocInterposerSwift.getStatistics().mallocCount) / Double(count)
+    #endif
+    loop.remove(source, forMode: .default)
+    handle?.detach()
+    LoopEventSink.install(nil)
+    return (ns, mallocs)
+}
+
+for variant in Variant.allCases { _ = measure(variant, 10_000) }   // warm-up: first allocations of each path
+var results: [Variant: [(nanoseconds: Double, mallocs: Double?)]] = [:]
+for round in 0..<rounds {
+    for offset in 0..<Variant.allCases.count {
+        let variant = Variant.allCases[(offset + round) % Variant.allCases.count]
+        results[variant, default: []].append(measure(variant, iterations))
+    }
+}
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+print("metricsbench — ns per loop iteration (one custom-source callout, a poll), \(rounds) interleaved rounds × \(iterations) iterations (release build)")
+for variant in Variant.allCases {
+    let values = results[variant]!
+    let mallocs = values.compactMap(\.mallocs)
+    print("  " + variant.rawValue.padding(toLength: 30, withPad: " ", startingAt: 0)
+          + String(format: "%8.1f ns", median(values.map(\.nanoseconds)))
+          + (mallocs.isEmpty ? "" : String(format: "  %6.3f mallocs", median(mallocs)))
+          + "  (rounds " + values.map { String(format: "%.1f", $0.nanoseconds) }.joined(separator: " ") + ")")
+}
+print("  added per iteration (median of per-round differences):")
+for (variant, base) in [(Variant.noop, Variant.none), (.noop, .empty), (.prometheus, .none), (.prometheus, .empty)] {
+    let differences = zip(results[variant]!, results[base]!).map { $0.nanoseconds - $1.nanoseconds }
+    print("  " + "\(variant.rawValue) − \(base.rawValue)".padding(toLength: 50, withPad: " ", startingAt: 0)
+          + String(format: "%+8.1f ns", median(differences)))
+}

@@ -1,0 +1,95 @@
+import CoreMetrics
+import RunLoopCore
+import Synchronization
+
+/// One attached loop's instruments (docs/metrics.md), and what its thread adds up between two updates.
+///
+/// The loop's thread records timers and stalls straight into their instruments as the sink hears of them, and adds
+/// its sleeps into ``slept``; the updater turns the sleeps and the loop's own counters into time, utilization and
+/// iterations once per interval, so a sleep costs one relaxed store, not a call into the backend.
+final class LoopMeter: @unchecked Sendable {
+    let loopID: UInt64
+    private weak var loop: Loop?
+
+    let iterations: Counter
+    let activeTime: FloatingPointCounter
+    let idleTime: FloatingPointCounter
+    let utilization: Meter
+    let wakeUpDelay: CoreMetrics.Timer
+    let timerLateness: CoreMetrics.Timer
+    let stalls: Counter
+
+    /// Nanoseconds asleep in the loop's waits since it was attached: written by the loop's thread only.
+    private let slept = Atomic<UInt64>(0)
+    /// Set by ``LoopMetricsHandle/detach()``: the sink records nothing more for the loop.
+    let detached = Atomic<Bool>(false)
+
+    // The updater's own, guarded by the registry's lock.
+    private var lastIterations: UInt64
+    private var lastSlept: UInt64 = 0
+    private var lastUpdate: UInt64
+
+    init(loop: Loop, factory: any MetricsFactory) {
+        loopID = loop.id
+        self.loop = loop
+        let dimensions = [("runloop.name", loop.name), ("runloop.thread", String(loop.threadID))]
+        iterations = Counter(label: LoopMetrics.Name.iterations, dimensions: dimensions, factory: factory)
+        activeTime = FloatingPointCounter(label: LoopMetrics.Name.time, dimensions: dimensions + [("runloop.state", "active")], factory: factory)
+        idleTime = FloatingPointCounter(label: LoopMetrics.Name.time, dimensions: dimensions + [("runloop.state", "idle")], factory: factory)
+        utilization = Meter(label: LoopMetrics.Name.utilization, dimensions: dimensions, factory: factory)
+        wakeUpDelay = CoreMetrics.Timer(label: LoopMetrics.Name.wakeUpDelay, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory)
+        timerLateness = CoreMetrics.Timer(label: LoopMetrics.Name.timerLateness, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory)
+        stalls = Counter(label: LoopMetrics.Name.stalls, dimensions: dimensions, factory: factory)
+        lastIterations = loop.statistics.iterations
+        lastUpdate = Loop.Instant.now.nanoseconds
+    }
+
+    /// Whether the loop still exists (a loop deallocated while attached ends its series at the next update).
+    var isAlive: Bool { loop != nil }
+
+    /// Loop thread: the wait just ended after `nanoseconds` asleep.
+    @inline(__always)
+    func addSleep(_ nanoseconds: UInt64) {
+        slept.store(slept.load(ordering: .relaxed) &+ nanoseconds, ordering: .relaxed)
+    }
+
+    /// Loop thread: a callout began `delay` ns after what it serves was due or signalled.
+    @inline(__always)
+    func wokeLate(_ delay: UInt64, timer: Bool) {
+        wakeUpDelay.recordNanoseconds(Int64(clamping: delay))
+        if timer { timerLateness.recordNanoseconds(Int64(clamping: delay)) }
+    }
+
+    /// Updater: the iterations, time and utilization since the last update. The loop's counters are those it
+    /// published at its last sleep (``Loop/statistics``), so a busy interval's iterations may show in the next.
+    func update() {
+        guard let loop else { return }
+        let now = Loop.Instant.now.nanoseconds
+        let count = loop.statistics.iterations
+        let sleptTotal = slept.load(ordering: .relaxed)
+        let elapsed = now &- lastUpdate
+        // A sleep is added when it ends: one that began in an earlier interval counts whole in this one, and is
+        // capped at the interval's length.
+        let idle = min(sleptTotal &- lastSlept, elapsed)
+        if count > lastIterations { iterations.increment(by: Int64(clamping: count - lastIterations)) }
+        if elapsed > 0 {
+            idleTime.increment(by: Double(idle) / 1e9)
+            activeTime.increment(by: Double(elapsed - idle) / 1e9)
+            utilization.set(Double(elapsed - idle) / Double(elapsed))
+        }
+        lastIterations = count
+        lastSlept = sleptTotal
+        lastUpdate = now
+    }
+
+    /// Ends the loop's series in the backend.
+    func destroy() {
+        iterations.destroy()
+        stalls.destroy()
+        activeTime.destroy()
+        idleTime.destroy()
+        utilization.destroy()
+        wakeUpDelay.destroy()
+        timerLateness.destroy()
+    }
+}

@@ -1,0 +1,101 @@
+import RunLoopCore
+
+/// The event seam's sink that feeds the attached loops' instruments and passes every event on, unchanged, to the
+/// sink it was installed over (a tracer: `rlctl record` of a program with metrics still traces everything).
+///
+/// It reads the clock only where a callout's delay needs "now" and the sink below cannot tell it
+/// (``LoopEventSink/lastEventTimestamp()``: the embedded recorder can): once per timer, source, block or job
+/// callout, as any tracer does at least once per event. Sleeps come with their length (the loop times them for
+/// any installed sink). Events of loops that are not attached cost one thread-local lookup.
+final class MetricsSink: LoopEventSink, @unchecked Sendable {
+    /// The sink below, every event passed on to it.
+    let next: LoopEventSink?
+    private let registry: MeterRegistry
+
+    init(next: LoopEventSink?, registry: MeterRegistry) {
+        self.next = next
+        self.registry = registry
+    }
+
+    override var layered: Bool { true }
+    override var layeredOver: LoopEventSink? { next }
+
+    private func now() -> UInt64 {
+        let told = next?.lastEventTimestamp() ?? 0
+        return told != 0 ? told : Loop.Instant.now.nanoseconds
+    }
+
+    private func callout(_ context: Context, since due: UInt64, timer: Bool) {
+        guard due != 0, let meter = registry.meter(for: context.loopID) else { return }
+        let at = now()
+        meter.wokeLate(at > due ? at - due : 0, timer: timer)
+    }
+
+    // ===== what the metrics use =====
+
+    override func wakeUp(_ context: Context, reason: Loop.WakeReason, slept: UInt64) {
+        next?.wakeUp(context, reason: reason, slept: slept)
+        registry.meter(for: context.loopID)?.addSleep(slept)
+    }
+
+    override func timerFireBegin(_ context: Context, timerID: UInt64, scheduled: UInt64, tolerance: UInt64, interval: UInt64, missed: UInt64) {
+        next?.timerFireBegin(context, timerID: timerID, scheduled: scheduled, tolerance: tolerance, interval: interval, missed: missed)
+        callout(context, since: scheduled, timer: true)
+    }
+
+    override func sourcePerformBegin(_ context: Context, sourceID: UInt64, kind: SourceKind, order: Int, signaled: UInt64) {
+        next?.sourcePerformBegin(context, sourceID: sourceID, kind: kind, order: order, signaled: signaled)
+        callout(context, since: signaled, timer: false)
+    }
+
+    override func blockBegin(_ context: Context, blockID: UInt64, enqueued: UInt64) {
+        next?.blockBegin(context, blockID: blockID, enqueued: enqueued)
+        callout(context, since: enqueued, timer: false)
+    }
+
+    override func jobBegin(_ context: Context, jobID: UInt64, enqueued: UInt64, priority: UInt8) {
+        next?.jobBegin(context, jobID: jobID, enqueued: enqueued, priority: priority)
+        callout(context, since: enqueued, timer: false)
+    }
+
+    override func loopStall(_ context: Context, start: UInt64, busy: UInt64, threshold: UInt64, culprit: Culprit) {
+        next?.loopStall(context, start: start, busy: busy, threshold: threshold, culprit: culprit)
+        registry.meter(for: context.loopID)?.stalls.increment()
+    }
+
+    override func lastEventTimestamp() -> UInt64 { next?.lastEventTimestamp() ?? 0 }
+
+    // ===== passed on only =====
+
+    override func loopCreated(loopID: UInt64, threadID: Int32, name: String) { next?.loopCreated(loopID: loopID, threadID: threadID, name: name) }
+    override func itemLabeled(id: UInt64, kind: ItemKind, label: String) { next?.itemLabeled(id: id, kind: kind, label: label) }
+    override func activity(_ activity: Loop.Activity, _ context: Context) { next?.activity(activity, context) }
+    override func runBegin(_ context: Context, timeoutNanoseconds: UInt64, returnAfterSourceHandled: Bool) {
+        next?.runBegin(context, timeoutNanoseconds: timeoutNanoseconds, returnAfterSourceHandled: returnAfterSourceHandled)
+    }
+    override func runEnd(_ context: Context, result: Loop.RunResult) { next?.runEnd(context, result: result) }
+    override func timerFireEnd(_ context: Context, timerID: UInt64) { next?.timerFireEnd(context, timerID: timerID) }
+    override func sourceSignaled(sourceID: UInt64, at time: UInt64) { next?.sourceSignaled(sourceID: sourceID, at: time) }
+    override func sourcePerformEnd(_ context: Context, sourceID: UInt64) { next?.sourcePerformEnd(context, sourceID: sourceID) }
+    override func blockEnd(_ context: Context, blockID: UInt64) { next?.blockEnd(context, blockID: blockID) }
+    override func observerBegin(_ context: Context, observerID: UInt64, activity: Loop.Activity) {
+        next?.observerBegin(context, observerID: observerID, activity: activity)
+    }
+    override func observerEnd(_ context: Context, observerID: UInt64) { next?.observerEnd(context, observerID: observerID) }
+    override func mainQueueBegin(_ context: Context) { next?.mainQueueBegin(context) }
+    override func mainQueueEnd(_ context: Context) { next?.mainQueueEnd(context) }
+    override func jobEnd(_ context: Context, jobID: UInt64) { next?.jobEnd(context, jobID: jobID) }
+    override func loopAdapted(loopID: UInt64, adapter: Adapter, groupID: UInt64) { next?.loopAdapted(loopID: loopID, adapter: adapter, groupID: groupID) }
+    override func nioTick(loopID: UInt64, start: UInt64, end: UInt64, sleep: UInt64, tasks: UInt64) {
+        next?.nioTick(loopID: loopID, start: start, end: end, sleep: sleep, tasks: tasks)
+    }
+    override func nioIO(loopID: UInt64, channelID: UInt64, event: NIOEvent, start: UInt64, end: UInt64) {
+        next?.nioIO(loopID: loopID, channelID: channelID, event: event, start: start, end: end)
+    }
+    override func probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64) {
+        next?.probeFire(loopID: loopID, scheduled: scheduled, lateness: lateness, cost: cost)
+    }
+    override func loopHang(loopID: UInt64, iteration: UInt64, busy: UInt64, threshold: UInt64) {
+        next?.loopHang(loopID: loopID, iteration: iteration, busy: busy, threshold: threshold)
+    }
+}
