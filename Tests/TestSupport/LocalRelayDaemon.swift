@@ -19,8 +19,10 @@ public final class LocalRelayDaemon {
 
     public init() throws {
         output = temporaryPath("relay")
-        // Apart by process and by relay within a process, in 20000-44999.
-        controlPort = 20_000 + Int(getpid() % 1000) * 3 + (Self.started.add() % 8) * 3000
+        // Apart by process and by relay within a process, in 10000-25499: below the kernel's ephemeral range
+        // (32768-60999), where a relay daemon `rlctl top` starts on ports the kernel picks, or any connection's
+        // local port, could hold one of them (a CI run saw a daemon on 43142 exit at once, five times).
+        controlPort = 10_000 + Int(getpid() % 500) * 3 + (Self.started.add() % 8) * 2000
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         guard let relayd = path.split(separator: ":").map({ "\($0)/lttng-relayd" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw StartError(description: "lttng-relayd is not installed (lttng-tools)")
@@ -38,9 +40,8 @@ public final class LocalRelayDaemon {
         try start()
     }
 
-    /// Starts the daemon; one that exits before it listens is started again, up to five times: its ports are in
-    /// the kernel's ephemeral range, and a connection another test makes meanwhile may hold one of them as its
-    /// local port for a moment (seen once in a full run: a restart's daemon exited at once).
+    /// Starts the daemon; one that exits before it listens is started again, up to five times (a port it needs
+    /// may be held for a moment, as a restart's was once in a full run: its daemon exited at once).
     private func start() throws {
         for attempt in 1...5 {
             if attempt > 1 {
