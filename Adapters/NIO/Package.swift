@@ -16,6 +16,7 @@ let package = Package(
         // Named: a path dependency is otherwise known by its folder's name, which differs between checkouts.
         .package(name: "rlctl", path: "../.."),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
     ],
     targets: [
         // The per-thread state of a traced event loop (its id, the sink it was announced to): a C thread-local,
@@ -27,6 +28,8 @@ let package = Package(
                 "CRunLoopNIO",
                 .product(name: "RunLoopCore", package: "rlctl"),
                 .product(name: "Tracing", package: "rlctl"),
+                .product(name: "RunLoopMetrics", package: "rlctl"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -75,6 +78,8 @@ let package = Package(
                 .product(name: "Tracing", package: "rlctl"),
                 .product(name: "TraceReading", package: "rlctl"),
                 .product(name: "TestSupport", package: "rlctl"),
+                .product(name: "RunLoopMetrics", package: "rlctl"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

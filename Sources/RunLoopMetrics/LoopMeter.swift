@@ -9,7 +9,13 @@ import Synchronization
 /// iterations once per interval, so a sleep costs one relaxed store, not a call into the backend.
 final class LoopMeter: @unchecked Sendable {
     let loopID: UInt64
+    /// A RunLoopCore loop's meter reads its iterations from the loop; an adapted loop's (a SwiftNIO event loop
+    /// traced by RunLoopNIO) counts its ticks as they are reported, and lives until its group is detached.
     private weak var loop: Loop?
+    /// The group an adapted loop belongs to; nil for a RunLoopCore loop.
+    let adaptedGroup: UInt64?
+    /// Ticks reported for an adapted loop: written by its thread only.
+    private let ticks = Atomic<UInt64>(0)
 
     let iterations: Counter
     let activeTime: FloatingPointCounter
@@ -29,10 +35,16 @@ final class LoopMeter: @unchecked Sendable {
     private var lastSlept: UInt64 = 0
     private var lastUpdate: UInt64
 
-    init(loop: Loop, factory: any MetricsFactory) {
-        loopID = loop.id
+    convenience init(loop: Loop, factory: any MetricsFactory) {
+        self.init(loopID: loop.id, name: loop.name, threadID: loop.threadID, adaptedGroup: nil, factory: factory)
         self.loop = loop
-        let dimensions = [("runloop.name", loop.name), ("runloop.thread", String(loop.threadID))]
+        lastIterations = loop.statistics.iterations
+    }
+
+    init(loopID: UInt64, name: String, threadID: Int32, adaptedGroup: UInt64?, factory: any MetricsFactory) {
+        self.loopID = loopID
+        self.adaptedGroup = adaptedGroup
+        let dimensions = [("runloop.name", name), ("runloop.thread", String(threadID))]
         iterations = Counter(label: LoopMetrics.Name.iterations, dimensions: dimensions, factory: factory)
         activeTime = FloatingPointCounter(label: LoopMetrics.Name.time, dimensions: dimensions + [("runloop.state", "active")], factory: factory)
         idleTime = FloatingPointCounter(label: LoopMetrics.Name.time, dimensions: dimensions + [("runloop.state", "idle")], factory: factory)
@@ -40,12 +52,19 @@ final class LoopMeter: @unchecked Sendable {
         wakeUpDelay = CoreMetrics.Timer(label: LoopMetrics.Name.wakeUpDelay, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory)
         timerLateness = CoreMetrics.Timer(label: LoopMetrics.Name.timerLateness, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory)
         stalls = Counter(label: LoopMetrics.Name.stalls, dimensions: dimensions, factory: factory)
-        lastIterations = loop.statistics.iterations
+        lastIterations = 0
         lastUpdate = Loop.Instant.now.nanoseconds
     }
 
     /// Whether the loop still exists (a loop deallocated while attached ends its series at the next update).
-    var isAlive: Bool { loop != nil }
+    var isAlive: Bool { adaptedGroup != nil || loop != nil }
+
+    /// An adapted loop's thread: one tick ran, after `slept` ns asleep (NIO's sleep time).
+    @inline(__always)
+    func tick(slept: UInt64) {
+        ticks.store(ticks.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+        addSleep(slept)
+    }
 
     /// Loop thread: the wait just ended after `nanoseconds` asleep.
     @inline(__always)
@@ -63,9 +82,15 @@ final class LoopMeter: @unchecked Sendable {
     /// Updater: the iterations, time and utilization since the last update. The loop's counters are those it
     /// published at its last sleep (``Loop/statistics``), so a busy interval's iterations may show in the next.
     func update() {
-        guard let loop else { return }
+        let count: UInt64
+        if adaptedGroup != nil {
+            count = ticks.load(ordering: .relaxed)
+        } else if let loop {
+            count = loop.statistics.iterations
+        } else {
+            return
+        }
         let now = Loop.Instant.now.nanoseconds
-        let count = loop.statistics.iterations
         let sleptTotal = slept.load(ordering: .relaxed)
         let elapsed = now &- lastUpdate
         // A sleep is added when it ends: one that began in an earlier interval counts whole in this one, and is

@@ -40,26 +40,51 @@ public enum LoopMetrics {
     @discardableResult
     public static func attach(to loop: Loop, factory: any MetricsFactory = MetricsSystem.factory) -> LoopMetricsHandle {
         precondition(updateInterval > .zero, "LoopMetrics.updateInterval must be longer than zero (got \(updateInterval))")
-        return LoopMetricsHandle(meter: MeterRegistry.shared.attach(loop, factory: factory, interval: updateInterval))
+        return LoopMetricsHandle(.loop(MeterRegistry.shared.attach(loop, factory: factory, interval: updateInterval)))
     }
 }
 
-/// One attached loop.
+extension LoopMetrics {
+    /// Starts recording the metrics of every loop an adapter announces with `groupID`: the event loops of a
+    /// SwiftNIO group traced by RunLoopNIO (its `NIOLoopTracing.makeEventLoopGroup(numberOfThreads:metrics:)`
+    /// calls this). A tick counts as an iteration, NIO's sleep time between ticks as idle (it includes the I/O
+    /// handled before a tick), its lateness probe's runs as wake-up delays, and stalls are the ticks whose task
+    /// phase ran past `Loop.stallThreshold`. Call it before the group's loops first tick.
+    @discardableResult
+    public static func attach(adaptedGroup groupID: UInt64, factory: any MetricsFactory = MetricsSystem.factory) -> LoopMetricsHandle {
+        precondition(updateInterval > .zero, "LoopMetrics.updateInterval must be longer than zero (got \(updateInterval))")
+        MeterRegistry.shared.attach(adaptedGroup: groupID, factory: factory, interval: updateInterval)
+        return LoopMetricsHandle(.group(groupID))
+    }
+}
+
+/// One attached loop, or one adapted group's loops.
 public final class LoopMetricsHandle: Sendable {
-    private let meter: LoopMeter
-
-    init(meter: LoopMeter) {
-        self.meter = meter
+    enum Attached {
+        case loop(LoopMeter)
+        case group(UInt64)
     }
 
-    /// Updates the loop's time, utilization and iterations now instead of at the next interval (before a scrape
-    /// that must see the latest figures, or in tests).
+    private let attached: Attached
+
+    init(_ attached: Attached) {
+        self.attached = attached
+    }
+
+    /// Updates the time, utilization and iterations now instead of at the next interval (before a scrape that
+    /// must see the latest figures, or in tests).
     public func update() {
-        MeterRegistry.shared.update(meter)
+        switch attached {
+        case .loop(let meter): MeterRegistry.shared.update(meter)
+        case .group(let groupID): MeterRegistry.shared.update(adaptedGroup: groupID)
+        }
     }
 
-    /// Stops recording the loop and ends its series in the backend. Safe from any thread, more than once.
+    /// Stops recording and ends the series in the backend. Safe from any thread, more than once.
     public func detach() {
-        MeterRegistry.shared.detach(meter)
+        switch attached {
+        case .loop(let meter): MeterRegistry.shared.detach(meter)
+        case .group(let groupID): MeterRegistry.shared.detach(adaptedGroup: groupID)
+        }
     }
 }

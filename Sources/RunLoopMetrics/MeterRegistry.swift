@@ -18,6 +18,14 @@ final class MeterRegistry: @unchecked Sendable {
     private var interval: Duration = .seconds(1)
     /// Bumped by every attach and detach: a thread's cached lookup made before is made again.
     private let generation = Atomic<UInt64>(1)
+    /// Adapted groups attached (``LoopMetrics/attach(adaptedGroup:factory:)``), with their factories; guarded by
+    /// lock. Their loops get meters as they are announced (`loopCreated`, then `loopAdapted` with the group).
+    private var groups: [UInt64: any MetricsFactory] = [:]
+    /// The names and threads of loops announced while a group is attached, until they are adapted (bounded: an
+    /// announcement is followed by its `loopAdapted` at once, on the same thread). Guarded by lock.
+    private var announced: [UInt64: (name: String, threadID: Int32)] = [:]
+    /// Whether any group is attached: the sink's announcements cost nothing otherwise.
+    let hasGroups = Atomic<Bool>(false)
 
     // ===== the sink's side =====
 
@@ -52,15 +60,73 @@ final class MeterRegistry: @unchecked Sendable {
         return meter
     }
 
+    // ===== adapted groups =====
+
+    func attach(adaptedGroup groupID: UInt64, factory: any MetricsFactory, interval: Duration) {
+        lock.withLock {
+            groups[groupID] = factory
+            hasGroups.store(true, ordering: .releasing)
+            self.interval = interval
+            installSinkIfReplaced()
+            if !updaterRunning {
+                updaterRunning = true
+                startUpdater()
+            }
+        }
+    }
+
+    /// A loop announced itself (any loop's thread).
+    func loopAnnounced(_ loopID: UInt64, name: String, threadID: Int32) {
+        lock.withLock {
+            if announced.count >= 4_096 { announced.removeAll() }
+            announced[loopID] = (name, threadID)
+        }
+    }
+
+    /// A loop said which adapted group it belongs to: a meter for it when the group is attached.
+    func loopAdapted(_ loopID: UInt64, groupID: UInt64) {
+        let made: Bool = lock.withLock {
+            guard let factory = groups[groupID], meters[loopID] == nil else { return false }
+            let (name, threadID) = announced.removeValue(forKey: loopID) ?? ("", 0)
+            meters[loopID] = LoopMeter(loopID: loopID, name: name, threadID: threadID, adaptedGroup: groupID, factory: factory)
+            return true
+        }
+        if made { generation.add(1, ordering: .releasing) }
+    }
+
+    func update(adaptedGroup groupID: UInt64) {
+        lock.withLock {
+            for meter in meters.values where meter.adaptedGroup == groupID { meter.update() }
+        }
+    }
+
+    func detach(adaptedGroup groupID: UInt64) {
+        let gone: [LoopMeter] = lock.withLock {
+            groups[groupID] = nil
+            hasGroups.store(!groups.isEmpty, ordering: .releasing)
+            let gone = meters.values.filter { $0.adaptedGroup == groupID }
+            for meter in gone { meters[meter.loopID] = nil }
+            giveBackTheSeamIfIdle()
+            lock.signal()
+            return gone
+        }
+        generation.add(1, ordering: .releasing)
+        for meter in gone { meter.destroy() }
+    }
+
+    /// With no loop nor group attached, the seam goes back to what it was (runs already started keep the metrics'
+    /// sink, which passes everything on). Lock held.
+    private func giveBackTheSeamIfIdle() {
+        guard meters.isEmpty, groups.isEmpty else { return }
+        if let sink = installed, LoopEventSink.current === sink { LoopEventSink.install(sink.next) }
+        installed = nil
+    }
+
     func detach(_ meter: LoopMeter) {
         let removed: Bool = lock.withLock {
             guard meters[meter.loopID] === meter else { return false }
             meters[meter.loopID] = nil
-            if meters.isEmpty, let sink = installed, LoopEventSink.current === sink {
-                // Nothing attached: the seam goes back to what it was (runs already started keep this sink).
-                LoopEventSink.install(sink.next)
-                installed = nil
-            }
+            giveBackTheSeamIfIdle()
             lock.signal()
             return true
         }
@@ -97,14 +163,13 @@ final class MeterRegistry: @unchecked Sendable {
                     gone.append(meter)
                 }
             }
-            if meters.isEmpty {
+            if meters.isEmpty && groups.isEmpty {
                 updaterRunning = false
-                if let sink = installed, LoopEventSink.current === sink { LoopEventSink.install(sink.next) }
-                installed = nil
+                giveBackTheSeamIfIdle()
             } else {
                 installSinkIfReplaced()
             }
-            return (gone, !meters.isEmpty)
+            return (gone, updaterRunning)
         }
         if !gone.isEmpty { generation.add(1, ordering: .releasing) }
         for meter in gone { meter.destroy() }

@@ -65,9 +65,31 @@ final class MetricsSink: LoopEventSink, @unchecked Sendable {
 
     override func lastEventTimestamp() -> UInt64 { next?.lastEventTimestamp() ?? 0 }
 
+    // Adapted loops (RunLoopNIO's): announced, then adapted with their group; a tick is an iteration, NIO's sleep
+    // time its idle time, the lateness probe's runs their wake-up delay.
+
+    override func loopCreated(loopID: UInt64, threadID: Int32, name: String) {
+        next?.loopCreated(loopID: loopID, threadID: threadID, name: name)
+        if registry.hasGroups.load(ordering: .relaxed) { registry.loopAnnounced(loopID, name: name, threadID: threadID) }
+    }
+
+    override func loopAdapted(loopID: UInt64, adapter: Adapter, groupID: UInt64) {
+        next?.loopAdapted(loopID: loopID, adapter: adapter, groupID: groupID)
+        if registry.hasGroups.load(ordering: .relaxed) { registry.loopAdapted(loopID, groupID: groupID) }
+    }
+
+    override func nioTick(loopID: UInt64, start: UInt64, end: UInt64, sleep: UInt64, tasks: UInt64) {
+        next?.nioTick(loopID: loopID, start: start, end: end, sleep: sleep, tasks: tasks)
+        registry.meter(for: loopID)?.tick(slept: sleep)
+    }
+
+    override func probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64) {
+        next?.probeFire(loopID: loopID, scheduled: scheduled, lateness: lateness, cost: cost)
+        registry.meter(for: loopID)?.wokeLate(lateness, timer: true)
+    }
+
     // ===== passed on only =====
 
-    override func loopCreated(loopID: UInt64, threadID: Int32, name: String) { next?.loopCreated(loopID: loopID, threadID: threadID, name: name) }
     override func itemLabeled(id: UInt64, kind: ItemKind, label: String) { next?.itemLabeled(id: id, kind: kind, label: label) }
     override func activity(_ activity: Loop.Activity, _ context: Context) { next?.activity(activity, context) }
     override func runBegin(_ context: Context, timeoutNanoseconds: UInt64, returnAfterSourceHandled: Bool) {
@@ -85,15 +107,8 @@ final class MetricsSink: LoopEventSink, @unchecked Sendable {
     override func mainQueueBegin(_ context: Context) { next?.mainQueueBegin(context) }
     override func mainQueueEnd(_ context: Context) { next?.mainQueueEnd(context) }
     override func jobEnd(_ context: Context, jobID: UInt64) { next?.jobEnd(context, jobID: jobID) }
-    override func loopAdapted(loopID: UInt64, adapter: Adapter, groupID: UInt64) { next?.loopAdapted(loopID: loopID, adapter: adapter, groupID: groupID) }
-    override func nioTick(loopID: UInt64, start: UInt64, end: UInt64, sleep: UInt64, tasks: UInt64) {
-        next?.nioTick(loopID: loopID, start: start, end: end, sleep: sleep, tasks: tasks)
-    }
     override func nioIO(loopID: UInt64, channelID: UInt64, event: NIOEvent, start: UInt64, end: UInt64) {
         next?.nioIO(loopID: loopID, channelID: channelID, event: event, start: start, end: end)
-    }
-    override func probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64) {
-        next?.probeFire(loopID: loopID, scheduled: scheduled, lateness: lateness, cost: cost)
     }
     override func loopHang(loopID: UInt64, iteration: UInt64, busy: UInt64, threshold: UInt64) {
         next?.loopHang(loopID: loopID, iteration: iteration, busy: busy, threshold: threshold)

@@ -59,7 +59,7 @@ import Testing
     /// reach the tracing seam, or the benchmark's "adapter absent" row would not be.
     static let adapterAllowed: [String: Set<String>] = [
         "CRunLoopNIO": [],
-        "RunLoopNIO": ["CRunLoopNIO", "RunLoopCore", "Tracing", "TraceModel"],
+        "RunLoopNIO": ["CRunLoopNIO", "RunLoopCore", "Tracing", "TraceModel", "RunLoopMetrics"],
         "NIOHTTPExample": [],
         "nio-http-server": ["RunLoopNIO", "NIOHTTPExample"],
         "nio-http-server-untraced": ["NIOHTTPExample"],

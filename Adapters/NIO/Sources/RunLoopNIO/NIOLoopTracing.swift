@@ -1,7 +1,9 @@
+import CoreMetrics
 import CRunLoopNIO
 import NIOCore
 import NIOPosix
 import RunLoopCore
+import RunLoopMetrics
 import Tracing
 
 /// Traces SwiftNIO event loops through RunLoopCore's event seam (``LoopEventSink``): whichever tracer the program
@@ -33,6 +35,23 @@ public enum NIOLoopTracing {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: numberOfThreads, metricsDelegate: delegate)
         delegate.adopt(group)
         return group
+    }
+
+    /// A `MultiThreadedEventLoopGroup` whose loops export their metrics through swift-metrics into `factory`
+    /// (RunLoopMetrics: `runloop.iterations`, `runloop.time`, `runloop.utilization`, `runloop.wakeup.delay` from
+    /// ``startLatenessProbe(on:every:)``, `runloop.stalls` past `Loop.stallThreshold`; docs/metrics.md), and are
+    /// traced as well when `rlctl record` records the program. The one line a NIO server adds for event-loop
+    /// metrics: `let (group, metrics) = NIOLoopTracing.makeEventLoopGroup(numberOfThreads: 4, metrics:
+    /// MetricsSystem.factory)`; `metrics.detach()` after the group's shutdown ends its series.
+    public static func makeEventLoopGroup(numberOfThreads: Int, metrics factory: any MetricsFactory)
+        -> (group: MultiThreadedEventLoopGroup, metrics: LoopMetricsHandle) {
+        _ = tracerFromEnvironment
+        let delegate = MetricsDelegate()
+        // Before the group exists, so that its loops' first ticks already reach the metrics.
+        let metrics = LoopMetrics.attach(adaptedGroup: delegate.groupID, factory: factory)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: numberOfThreads, metricsDelegate: delegate)
+        delegate.adopt(group)
+        return (group, metrics)
     }
 
     /// Reports every tick of the event loops of one group (``makeEventLoopGroup(numberOfThreads:)`` makes one;
