@@ -189,7 +189,7 @@ import Testing
         let manifest = try String(contentsOf: Self.repository.appendingPathComponent("Package.swift"), encoding: .utf8)
         #expect(!manifest.contains("swift-nio"), "Package.swift names swift-nio")
         // The reader sees the adapter's edges, products of this package included.
-        #expect(Set(targets.first { $0.name == "RunLoopNIO" }?.dependencies ?? []) == ["CRunLoopNIO", "RunLoopCore", "Tracing"])
+        #expect(Set(targets.first { $0.name == "RunLoopNIO" }?.dependencies ?? []) == ["CRunLoopNIO", "RunLoopCore", "Tracing", "RunLoopMetrics"])
     }
 
     @Test func theReadersAndTheAnalysesNeverReachTheLoopNorTheLTTngProvider() throws {

@@ -29,7 +29,7 @@ struct MetricsTests {
         defer { probe.stop() }
         let loops = Array(group.makeIterator())
         // One stall on the first loop: a task that holds its tick far past the threshold.
-        try loops[0].submit { usleep(150_000) }.wait()
+        _ = try loops[0].submit { usleep(150_000) }.wait()
         for _ in 0..<20 { for loop in loops { try loop.submit {}.wait() } }
 
         let delays = { factory.timers(label: LoopMetrics.Name.wakeUpDelay) }
