@@ -27,8 +27,6 @@ final class LoopMeter: @unchecked Sendable {
 
     /// Nanoseconds asleep in the loop's waits since it was attached: written by the loop's thread only.
     private let slept = Atomic<UInt64>(0)
-    /// Set by ``LoopMetricsHandle/detach()``: the sink records nothing more for the loop.
-    let detached = Atomic<Bool>(false)
 
     // The updater's own, guarded by the registry's lock.
     private var lastIterations: UInt64

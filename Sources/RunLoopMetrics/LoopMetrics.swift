@@ -39,7 +39,6 @@ public enum LoopMetrics {
     /// loop again replaces its instruments.
     @discardableResult
     public static func attach(to loop: Loop, factory: any MetricsFactory = MetricsSystem.factory) -> LoopMetricsHandle {
-        precondition(updateInterval > .zero, "LoopMetrics.updateInterval must be longer than zero (got \(updateInterval))")
         return LoopMetricsHandle(.loop(MeterRegistry.shared.attach(loop, factory: factory, interval: updateInterval)))
     }
 }
@@ -52,7 +51,6 @@ extension LoopMetrics {
     /// phase ran past `Loop.stallThreshold`. Call it before the group's loops first tick.
     @discardableResult
     public static func attach(adaptedGroup groupID: UInt64, factory: any MetricsFactory = MetricsSystem.factory) -> LoopMetricsHandle {
-        precondition(updateInterval > .zero, "LoopMetrics.updateInterval must be longer than zero (got \(updateInterval))")
         MeterRegistry.shared.attach(adaptedGroup: groupID, factory: factory, interval: updateInterval)
         return LoopMetricsHandle(.group(groupID))
     }

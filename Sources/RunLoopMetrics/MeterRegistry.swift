@@ -10,7 +10,8 @@ import Synchronization
 final class MeterRegistry: @unchecked Sendable {
     static let shared = MeterRegistry()
 
-    private let lock = PThreadLock()
+    /// RunLoopCore's pthread lock, which ThreadSanitizer sees (Synchronization's `Mutex` it does not).
+    private let lock = ConditionLock()
     // Guarded by lock.
     private var meters: [UInt64: LoopMeter] = [:]
     private var installed: MetricsSink?
@@ -47,12 +48,7 @@ final class MeterRegistry: @unchecked Sendable {
         let meter = LoopMeter(loop: loop, factory: factory)
         let old: LoopMeter? = lock.withLock {
             let old = meters.updateValue(meter, forKey: loop.id)
-            self.interval = interval
-            installSinkIfReplaced()
-            if !updaterRunning {
-                updaterRunning = true
-                startUpdater()
-            }
+            startRecording(interval: interval)
             return old
         }
         generation.add(1, ordering: .releasing)
@@ -66,13 +62,18 @@ final class MeterRegistry: @unchecked Sendable {
         lock.withLock {
             groups[groupID] = factory
             hasGroups.store(true, ordering: .releasing)
-            self.interval = interval
-            installSinkIfReplaced()
-            if !updaterRunning {
-                updaterRunning = true
-                startUpdater()
-            }
+            startRecording(interval: interval)
         }
+    }
+
+    /// After an attach: the metrics' sink on top of the seam, and the updater running at `interval`. Lock held.
+    private func startRecording(interval: Duration) {
+        precondition(interval > .zero, "LoopMetrics.updateInterval must be longer than zero (got \(interval))")
+        self.interval = interval
+        installSinkIfReplaced()
+        guard !updaterRunning else { return }
+        updaterRunning = true
+        startUpdater()
     }
 
     /// A loop announced itself (any loop's thread).
@@ -107,7 +108,7 @@ final class MeterRegistry: @unchecked Sendable {
             let gone = meters.values.filter { $0.adaptedGroup == groupID }
             for meter in gone { meters[meter.loopID] = nil }
             giveBackTheSeamIfIdle()
-            lock.signal()
+            lock.broadcast()
             return gone
         }
         generation.add(1, ordering: .releasing)
@@ -127,7 +128,7 @@ final class MeterRegistry: @unchecked Sendable {
             guard meters[meter.loopID] === meter else { return false }
             meters[meter.loopID] = nil
             giveBackTheSeamIfIdle()
-            lock.signal()
+            lock.broadcast()
             return true
         }
         generation.add(1, ordering: .releasing)
@@ -196,8 +197,9 @@ final class MeterRegistry: @unchecked Sendable {
 
     private func runUpdater() {
         while true {
-            let interval = lock.withLock { self.interval }
-            lock.withLock { lock.wait(for: interval) }
+            lock.withLock {
+                _ = lock.wait(until: Loop.Instant.now.advanced(by: interval).nanoseconds)
+            }
             if !updateAll() { return }
         }
     }

@@ -3,12 +3,13 @@ import Glibc
 /// A mutex with a condition variable on CLOCK_MONOTONIC.
 ///
 /// RunLoopCore keeps one per loop (guarding the mode tables, the block queue and the run stack)
-/// and one per port (guarding its message queue). Callouts never run while one is held.
+/// and one per port (guarding its message queue). Callouts never run while one is held. Package-visible: the
+/// package's other libraries (RunLoopMetrics) use it where ThreadSanitizer must see the lock.
 ///
 /// The mutex and the condition live in one allocation with its header, so reaching the mutex costs one
 /// pointer load: a cross-thread wake-up takes two locks that the other thread's cache holds, and each extra
 /// dependent load there was a cache miss in the wake-up's latency.
-struct ConditionLock: @unchecked Sendable {
+package struct ConditionLock: @unchecked Sendable {
     private final class Storage: ManagedBuffer<Void, PThreadPair> {
         deinit {
             withUnsafeMutablePointerToElements { pair in
@@ -20,7 +21,7 @@ struct ConditionLock: @unchecked Sendable {
 
     private let storage: Storage
 
-    init() {
+    package init() {
         storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in }, to: Storage.self)
         storage.withUnsafeMutablePointerToElements { pair in
             pair.initialize(to: PThreadPair())
@@ -40,17 +41,17 @@ struct ConditionLock: @unchecked Sendable {
     }
 
     @inline(__always)
-    func lock() {
+    package func lock() {
         PThreadMutex.lock(mutex)
     }
 
     @inline(__always)
-    func unlock() {
+    package func unlock() {
         PThreadMutex.unlock(mutex)
     }
 
     @inline(__always)
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+    package func withLock<T>(_ body: () throws -> T) rethrows -> T {
         lock()
         defer { unlock() }
         return try body()
@@ -58,7 +59,7 @@ struct ConditionLock: @unchecked Sendable {
 
     /// Waits on the condition (lock held) until signalled or until `deadline` (monotonic ns; nil: forever).
     /// Returns false when the deadline passed.
-    func wait(until deadline: UInt64?) -> Bool {
+    package func wait(until deadline: UInt64?) -> Bool {
         storage.withUnsafeMutablePointerToElements { pair in
             guard let deadline else {
                 pthread_cond_wait(&pair.pointee.condition, &pair.pointee.mutex)
@@ -69,7 +70,7 @@ struct ConditionLock: @unchecked Sendable {
         }
     }
 
-    func broadcast() {
+    package func broadcast() {
         storage.withUnsafeMutablePointerToElements { pair in
             _ = pthread_cond_broadcast(&pair.pointee.condition)
         }
