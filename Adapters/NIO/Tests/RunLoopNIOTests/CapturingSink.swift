@@ -59,9 +59,12 @@ final class CapturingSink: LoopEventSink, @unchecked Sendable {
 /// The calling thread's kernel id.
 func currentThreadID() -> Int32 { rlnio_gettid() }
 
-/// Installs `sink` for `body`, and no sink after it (LoopEventSink.install is process-wide: the suites that use
-/// this are serialized).
+/// Installs `sink` for `body`, and no sink after it. LoopEventSink.install is process-wide and suites run in
+/// parallel, so this holds `recordingLock`, as every test that installs a sink (MetricsTests' layered sink
+/// included) does: a tick of another suite's group never reaches this sink.
 func withSink<T>(_ sink: LoopEventSink, _ body: () throws -> T) rethrows -> T {
+    recordingLock.lock()
+    defer { recordingLock.unlock() }
     LoopEventSink.install(sink)
     defer { LoopEventSink.install(nil) }
     return try body()
