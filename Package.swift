@@ -65,6 +65,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
     ],
     targets: [
         // epoll, eventfd, timerfd and the monotonic clock, for RunLoopCore/Platform only.
@@ -143,12 +144,15 @@ let package = Package(
         // A loop's metrics through swift-metrics (docs/metrics.md): on the event seam, beside any tracer; depends
         // on swift-metrics' API only, never on a backend, and nothing of RunLoopCore depends on it.
         .target(name: "RunLoopMetrics", dependencies: ["RunLoopCore", .product(name: "CoreMetrics", package: "swift-metrics")]),
+        // `rlctl top --serve`: the live view's loops as Prometheus series (rendered by swift-prometheus) and the
+        // small HTTP responder that serves them. Only rlctl links it; no library product pulls it in.
+        .target(name: "Exporter", dependencies: ["Analysis", .product(name: "Prometheus", package: "swift-prometheus")]),
         // The workloads `rlctl run` drives: built-in presets and workload files.
         .target(name: "Workloads", dependencies: ["RunLoopCore"]),
         .executableTarget(
             name: "rlctl",
             dependencies: [
-                "RunLoopCore", "Tracing", "TraceReading", "Analysis", "Workloads", "CProcess", "KernelTracing",
+                "RunLoopCore", "Tracing", "TraceReading", "Analysis", "Workloads", "CProcess", "KernelTracing", "Exporter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Yams", package: "Yams"),
             ]
@@ -175,6 +179,7 @@ let package = Package(
                                                             .product(name: "Histogram", package: "hdrhistogram-swift")]),
         .testTarget(name: "RunLoopMetricsTests", dependencies: ["RunLoopMetrics", "RunLoopCore", "TestSupport",
                                                                 .product(name: "MetricsTestKit", package: "swift-metrics")]),
+        .testTarget(name: "ExporterTests", dependencies: ["Exporter", "Analysis", "TestSupport"]),
         .testTarget(name: "RunLoopFoundationTests", dependencies: ["RunLoopFoundation", "RunLoopCore", "Tracing", "TraceReading",
                                                                    "TestSupport", "foundation-timer-app"]),
         // The wait interposer in real processes: C programs (Programs/, compiled by the tests) recorded through it.

@@ -13,7 +13,7 @@
 # Idempotent and quiet when everything is there already; needs root (or sudo) only when something is missing.
 set -euo pipefail
 
-packages=(liblttng-ust-dev libbpf-dev bpftool linux-perf lttng-tools babeltrace2 libbabeltrace2-dev pkg-config iproute2 util-linux wrk redis-server redis-tools nginx memcached libuv1-dev golang-go strace valgrind time chromium fonts-dejavu-core)
+packages=(liblttng-ust-dev libbpf-dev bpftool linux-perf lttng-tools babeltrace2 libbabeltrace2-dev pkg-config iproute2 util-linux wrk redis-server redis-tools nginx memcached libuv1-dev golang-go prometheus strace valgrind time chromium fonts-dejavu-core)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

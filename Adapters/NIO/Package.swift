@@ -17,6 +17,7 @@ let package = Package(
         .package(name: "rlctl", path: "../.."),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
     ],
     targets: [
         // The per-thread state of a traced event loop (its id, the sink it was announced to): a C thread-local,
@@ -48,7 +49,11 @@ let package = Package(
         // example lives here, beside the adapter it demonstrates.
         .executableTarget(
             name: "nio-http-server",
-            dependencies: ["RunLoopNIO", "NIOHTTPExample", .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: [
+                "RunLoopNIO", "NIOHTTPExample", .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "RunLoopMetrics", package: "rlctl"), .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
             path: "Examples/nio-http-server"
         ),
         // The same server without the adapter: the baseline when measuring the adapter's cost under wrk
@@ -77,6 +82,7 @@ let package = Package(
                 .product(name: "RunLoopCore", package: "rlctl"),
                 .product(name: "Tracing", package: "rlctl"),
                 .product(name: "TraceReading", package: "rlctl"),
+                .product(name: "Analysis", package: "rlctl"),
                 .product(name: "TestSupport", package: "rlctl"),
                 .product(name: "RunLoopMetrics", package: "rlctl"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),

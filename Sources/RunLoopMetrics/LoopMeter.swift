@@ -16,6 +16,9 @@ final class LoopMeter: @unchecked Sendable {
     let adaptedGroup: UInt64?
     /// Ticks reported for an adapted loop: written by its thread only.
     private let ticks = Atomic<UInt64>(0)
+    /// An adapted loop's I/O of traced channels since its last tick (RunLoopNIO's ChannelHandler): written and read
+    /// by its thread only.
+    private let ioSinceTick = Atomic<UInt64>(0)
 
     let iterations: Counter
     let activeTime: FloatingPointCounter
@@ -57,11 +60,25 @@ final class LoopMeter: @unchecked Sendable {
     /// Whether the loop still exists (a loop deallocated while attached ends its series at the next update).
     var isAlive: Bool { adaptedGroup != nil || loop != nil }
 
-    /// An adapted loop's thread: one tick ran, after `slept` ns asleep (NIO's sleep time).
+    /// An adapted loop's thread: one tick ran from `start` to `end`, after `slept` ns of NIO's sleep time. The
+    /// iteration is rlctl's summary's (NIOIteration): the traced I/O since the previous tick moves from NIO's sleep
+    /// to busy, and an iteration whose I/O and tasks together ran past `Loop.stallThreshold` is a stall, so a slow
+    /// `channelRead` counts as one, as it does in `rlctl`'s summary.
     @inline(__always)
-    func tick(slept: UInt64) {
+    func tick(start: UInt64, end: UInt64, slept: UInt64) {
         ticks.store(ticks.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
-        addSleep(slept)
+        let io = min(ioSinceTick.load(ordering: .relaxed), slept)
+        ioSinceTick.store(0, ordering: .relaxed)
+        addSleep(slept - io)
+        let busy = io &+ (end > start ? end - start : 0)
+        let limit = Loop.stallThresholdNanoseconds
+        if limit != 0 && busy > limit { stalls.increment() }
+    }
+
+    /// An adapted loop's thread: a traced channel's I/O event took `nanoseconds`.
+    @inline(__always)
+    func addIO(_ nanoseconds: UInt64) {
+        ioSinceTick.store(ioSinceTick.load(ordering: .relaxed) &+ nanoseconds, ordering: .relaxed)
     }
 
     /// Loop thread: the wait just ended after `nanoseconds` asleep.

@@ -46,9 +46,10 @@ public enum LoopMetrics {
 extension LoopMetrics {
     /// Starts recording the metrics of every loop an adapter announces with `groupID`: the event loops of a
     /// SwiftNIO group traced by RunLoopNIO (its `NIOLoopTracing.makeEventLoopGroup(numberOfThreads:metrics:)`
-    /// calls this). A tick counts as an iteration, NIO's sleep time between ticks as idle (it includes the I/O
-    /// handled before a tick), its lateness probe's runs as wake-up delays, and stalls are the ticks whose task
-    /// phase ran past `Loop.stallThreshold`. Call it before the group's loops first tick.
+    /// calls this). A tick counts as an iteration, NIO's sleep time between ticks as idle less the I/O of traced
+    /// channels handled before the tick (RunLoopNIO's ChannelHandler), its lateness probe's runs as wake-up
+    /// delays, and stalls are the iterations whose I/O and tasks together ran past `Loop.stallThreshold`, as
+    /// rlctl's summary counts them. Call it before the group's loops first tick.
     @discardableResult
     public static func attach(adaptedGroup groupID: UInt64, factory: any MetricsFactory = MetricsSystem.factory) -> LoopMetricsHandle {
         MeterRegistry.shared.attach(adaptedGroup: groupID, factory: factory, interval: updateInterval)

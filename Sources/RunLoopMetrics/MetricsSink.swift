@@ -60,13 +60,15 @@ final class MetricsSink: LoopEventSink, @unchecked Sendable {
 
     override func loopStall(_ context: Context, start: UInt64, busy: UInt64, threshold: UInt64, culprit: Culprit) {
         next?.loopStall(context, start: start, busy: busy, threshold: threshold, culprit: culprit)
-        registry.meter(for: context.loopID)?.stalls.increment()
+        // An adapted loop's stalls are counted at its tick, with its I/O (LoopMeter.tick): its loop_stall covers the
+        // tick's tasks only.
+        if let meter = registry.meter(for: context.loopID), meter.adaptedGroup == nil { meter.stalls.increment() }
     }
 
     override func lastEventTimestamp() -> UInt64 { next?.lastEventTimestamp() ?? 0 }
 
     // Adapted loops (RunLoopNIO's): announced, then adapted with their group; a tick is an iteration, NIO's sleep
-    // time its idle time, the lateness probe's runs their wake-up delay.
+    // time less the traced I/O before the tick its idle time, the lateness probe's runs their wake-up delay.
 
     override func loopCreated(loopID: UInt64, threadID: Int32, name: String) {
         next?.loopCreated(loopID: loopID, threadID: threadID, name: name)
@@ -80,7 +82,12 @@ final class MetricsSink: LoopEventSink, @unchecked Sendable {
 
     override func nioTick(loopID: UInt64, start: UInt64, end: UInt64, sleep: UInt64, tasks: UInt64) {
         next?.nioTick(loopID: loopID, start: start, end: end, sleep: sleep, tasks: tasks)
-        registry.meter(for: loopID)?.tick(slept: sleep)
+        registry.meter(for: loopID)?.tick(start: start, end: end, slept: sleep)
+    }
+
+    override func nioIO(loopID: UInt64, channelID: UInt64, event: NIOEvent, start: UInt64, end: UInt64) {
+        next?.nioIO(loopID: loopID, channelID: channelID, event: event, start: start, end: end)
+        registry.meter(for: loopID)?.addIO(end > start ? end - start : 0)
     }
 
     override func probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64) {
@@ -107,9 +114,6 @@ final class MetricsSink: LoopEventSink, @unchecked Sendable {
     override func mainQueueBegin(_ context: Context) { next?.mainQueueBegin(context) }
     override func mainQueueEnd(_ context: Context) { next?.mainQueueEnd(context) }
     override func jobEnd(_ context: Context, jobID: UInt64) { next?.jobEnd(context, jobID: jobID) }
-    override func nioIO(loopID: UInt64, channelID: UInt64, event: NIOEvent, start: UInt64, end: UInt64) {
-        next?.nioIO(loopID: loopID, channelID: channelID, event: event, start: start, end: end)
-    }
     override func loopHang(loopID: UInt64, iteration: UInt64, busy: UInt64, threshold: UInt64) {
         next?.loopHang(loopID: loopID, iteration: iteration, busy: busy, threshold: threshold)
     }

@@ -32,7 +32,7 @@ public final class LiveEmbeddedTraceReader {
         return EmbeddedTraceReader.exists(path + "/" + TraceSchema.endFileName, isDirectory: &isDirectory)
     }
 
-    /// The naming events (`loop_create`, `loop_adapted`, `item_label`) of each stream's first packet.
+    /// The naming events (`loop_create`, `loop_adapted`, `item_label`, `wait_thread`) of each stream's first packet.
     public func names() throws(TraceReadError) -> [TraceEvent] {
         var events: [TraceEvent] = []
         var scratch = TraceHealth()
@@ -41,7 +41,7 @@ public final class LiveEmbeddedTraceReader {
             while try cursor.advance(health: &scratch), cursor.currentPacketOffset == 0 {
                 guard let event = try cursor.decodeCurrent() else { continue }
                 switch event.payload {
-                case .loopCreate, .loopAdapted, .itemLabel: events.append(event)
+                case .loopCreate, .loopAdapted, .itemLabel, .waitThread: events.append(event)
                 default: break
                 }
             }

@@ -26,7 +26,8 @@ import Testing
         "CProcess": [],
         "CKernelProbe": [],
         "KernelTracing": ["TraceModel", "CKernelProbe"],
-        "rlctl": ["RunLoopCore", "TraceModel", "Tracing", "TraceReading", "Analysis", "Workloads", "CProcess", "KernelTracing"],
+        "Exporter": ["Analysis", "TraceModel"],
+        "rlctl": ["RunLoopCore", "TraceModel", "Tracing", "TraceReading", "Analysis", "Workloads", "CProcess", "KernelTracing", "Exporter"],
         "runloop-demo": ["RunLoopCore", "TraceModel", "Tracing"],
         "main-queue-demo": ["RunLoopCore", "TraceModel"],
         "CFoundationRunLoop": [],
@@ -40,6 +41,7 @@ import Testing
         "TraceModel": ["RunLoopCore", "Tracing", "CRunLoopTracepoints", "CRecorder", "TraceReading", "Analysis"],
         "TraceReading": ["RunLoopCore", "Tracing", "CRunLoopTracepoints", "CRecorder", "Analysis"],
         "Analysis": ["RunLoopCore", "Tracing", "CRunLoopTracepoints", "CRecorder"],
+        "Exporter": ["RunLoopCore", "Tracing", "CRunLoopTracepoints", "CRecorder", "KernelTracing"],
         "RunLoopCore": ["Tracing", "TraceReading", "Analysis", "CRunLoopTracepoints", "CRecorder", "KernelTracing", "CKernelProbe"],
         // The kernel recorder runs in rlctl, beside the loops it watches: never inside them, nor in the readers.
         "Tracing": ["KernelTracing", "CKernelProbe"],
@@ -61,7 +63,7 @@ import Testing
         "CRunLoopNIO": [],
         "RunLoopNIO": ["CRunLoopNIO", "RunLoopCore", "Tracing", "TraceModel", "RunLoopMetrics"],
         "NIOHTTPExample": [],
-        "nio-http-server": ["RunLoopNIO", "NIOHTTPExample"],
+        "nio-http-server": ["RunLoopNIO", "NIOHTTPExample", "RunLoopMetrics"],
         "nio-http-server-untraced": ["NIOHTTPExample"],
         "nio-io-bench": ["RunLoopNIO", "RunLoopCore"],
     ]

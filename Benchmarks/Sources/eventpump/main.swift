@@ -9,6 +9,9 @@
 // A 1 ms repeating timer queues blocks on the loop: each block is two events (block_begin, block_end), and each
 // millisecond's iteration adds about ten more (six activities, the timer's two, a wake-up, a run's share). The
 // rate asked for is a target; what was emitted is what the trace counts, and the script reads that.
+//
+// EVENTPUMP_LOOPS=N adds N - 1 quiet loops, each on a thread of its own with a 10 ms timer: the many loops whose
+// series `rlctl top --serve` exports (top-bench.py --serve times a scrape of them).
 import Foundation
 import RunLoopCore
 import Tracing
@@ -36,5 +39,14 @@ let timer = LoopTimer(after: .milliseconds(1), interval: .milliseconds(1), label
     }
 }
 loop.add(timer, forMode: .default)
+let quietLoops = max(1, Int(ProcessInfo.processInfo.environment["EVENTPUMP_LOOPS"] ?? "1") ?? 1) - 1
+let quiet = (0..<quietLoops).map { index in
+    let thread = LoopThread(name: "quiet-\(index)")
+    thread.loop.perform {
+        thread.loop.add(LoopTimer(after: .milliseconds(10), interval: .milliseconds(10), label: "tick") { _ in }, forMode: .default)
+    }
+    return thread
+}
 loop.run(mode: .default, timeout: .milliseconds(Int64(seconds * 1000)))
+withExtendedLifetime(quiet) {}
 print("eventpump: \(blocksPerTick) blocks per 1 ms tick for \(seconds) s (tracer: \(tracer))")

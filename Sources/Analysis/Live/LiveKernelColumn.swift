@@ -120,6 +120,8 @@ public final class LiveKernelColumn: LiveView, @unchecked Sendable {
             let figure = figures[row.threadID] ?? (0, 0)
             interval.rows[index].runQueueShare = min(1, Double(figure.runnable) / length)
             interval.rows[index].throttledShare = min(1, Double(figure.throttled) / length)
+            interval.rows[index].runQueueNanoseconds = figure.runnable
+            interval.rows[index].throttledNanoseconds = figure.throttled
             interval.rows[index].kernelLostRecords = lost
         }
         interval.kernel = .on

@@ -26,14 +26,41 @@ public struct LiveLoopRow: Codable, Sendable, Equatable {
     public var worstStallNanoseconds: UInt64?
     /// Events the tracer lost in the interval, in this loop's session (losses are per stream, not per loop).
     public var lostEvents: UInt64
+    /// What the interval counted, for running totals (`rlctl top --serve`): iterations (NIO: ticks), busy time,
+    /// the time its iterations covered (busy + asleep), and stalls.
+    public var iterations: UInt64 = 0
+    public var busyNanoseconds: UInt64 = 0
+    public var coveredNanoseconds: UInt64 = 0
+    public var stalls: UInt64 = 0
     /// The share of the interval the loop's thread was runnable but not running (waiting for a CPU, throttled
     /// included), from the kernel view; nil without one (the interval says why once).
     public var runQueueShare: Double? = nil
     /// Of that, the share its cgroup was out of CPU quota (throttled).
     public var throttledShare: Double? = nil
+    /// The same as times: runnable but not running, and of that throttled, over the part of the interval the
+    /// kernel view followed the loop's process.
+    public var runQueueNanoseconds: UInt64? = nil
+    public var throttledNanoseconds: UInt64? = nil
     /// Records the kernel recorder lost in the interval, nil without a kernel view: a share computed over a window
     /// with losses is a lower bound.
     public var kernelLostRecords: UInt64? = nil
+}
+
+extension LiveLoopRow {
+    /// A row with no figure but its utilization and losses; the others are set one by one (the exporter's tests).
+    public init(host: String, session: String, processID: Int32, threadID: Int32, loopID: UInt64, name: String?, kind: String,
+                utilization: Double, lostEvents: UInt64) {
+        self.init(host: host, session: session, processID: processID, threadID: threadID, loopID: loopID, name: name, kind: kind,
+                  utilization: utilization, iterationsPerSecond: 0, wakeLatencyP99Nanoseconds: nil, worstStallNanoseconds: nil,
+                  lostEvents: lostEvents)
+    }
+
+    mutating func count(_ counted: LiveLoopSource.Counted) {
+        iterations = counted.iterations
+        busyNanoseconds = counted.busy
+        coveredNanoseconds = counted.covered
+        stalls = counted.stalls
+    }
 }
 
 /// What `rlctl top` sorts by.
@@ -95,8 +122,26 @@ public final class LiveLoopSource: @unchecked Sendable {
         var busy: UInt64 = 0
         var wall: UInt64 = 0
         var iterations: UInt64 = 0
+        var stalls: UInt64 = 0
         /// The latest stall already shown (stalls are kept in the order they happen): later ones are new.
         var shownStallAt: UInt64?
+    }
+
+    /// What one interval counted of a loop.
+    struct Counted {
+        var iterations: UInt64
+        var busy: UInt64
+        var covered: UInt64
+        var stalls: UInt64
+
+        init(iterations: UInt64, busy: UInt64, covered: UInt64, stalls: UInt64) {
+            (self.iterations, self.busy, self.covered, self.stalls) = (iterations, busy, covered, stalls)
+        }
+
+        init(since before: Totals, now: Totals) {
+            self.init(iterations: now.iterations &- before.iterations, busy: now.busy &- before.busy,
+                      covered: now.wall &- before.wall, stalls: now.stalls &- before.stalls)
+        }
     }
 
     public init(host: String, session: String, stallThresholdNanoseconds: UInt64) {
@@ -135,9 +180,12 @@ public final class LiveLoopSource: @unchecked Sendable {
         }
     }
 
-    /// An event from before the view attached that names a loop (`loop_create`, `loop_adapted`): kept for the
-    /// rows, not counted in any figure.
+    /// An event from before the view attached that names a loop (`loop_create`, `loop_adapted`, `wait_thread`):
+    /// kept for the rows, not counted in any figure.
     public func learnName(_ event: TraceEvent) {
+        // A wait thread's naming (its process and names: `record --any`) goes to the summaries, which keep it for
+        // the wait loops' rows and count nothing from it.
+        if case .waitThread = event.payload { return consume([event]) }
         lock.lock()
         remember(event)
         lock.unlock()
@@ -193,18 +241,20 @@ public final class LiveLoopSource: @unchecked Sendable {
             let whole = summarizer.finish(health: TraceHealth())
             let recent = taken[processID]?.finish(health: TraceHealth())
             func row(_ loopID: UInt64, thread: Int32, kind: String, utilization: Double, perSecond: Double,
-                     latency: UInt64?, stall: UInt64?) -> LiveLoopRow {
+                     latency: UInt64?, stall: UInt64?, counted: Counted) -> LiveLoopRow {
                 let key = LoopKey(processID: processID, loopID: loopID)
-                return LiveLoopRow(host: host, session: session, processID: processID, threadID: thread, loopID: loopID,
-                                   name: names[key], kind: kinds[key] ?? kind, utilization: utilization,
-                                   iterationsPerSecond: perSecond, wakeLatencyP99Nanoseconds: latency,
-                                   worstStallNanoseconds: stall, lostEvents: lost)
+                var row = LiveLoopRow(host: host, session: session, processID: processID, threadID: thread, loopID: loopID,
+                                      name: names[key], kind: kinds[key] ?? kind, utilization: utilization,
+                                      iterationsPerSecond: perSecond, wakeLatencyP99Nanoseconds: latency,
+                                      worstStallNanoseconds: stall, lostEvents: lost)
+                row.count(counted)
+                return row
             }
             for loop in whole.loops {
                 let key = LoopKey(processID: processID, loopID: loop.loopID ?? 0)
                 let before = previous[key] ?? Totals()
                 let stalls = loop.worstStalls.filter { stall in before.shownStallAt.map { stall.atNanoseconds > $0 } ?? true }
-                let now = Totals(busy: loop.busyNanoseconds, wall: loop.wallNanoseconds, iterations: loop.iterations,
+                let now = Totals(busy: loop.busyNanoseconds, wall: loop.wallNanoseconds, iterations: loop.iterations, stalls: loop.stalls,
                                  shownStallAt: loop.worstStalls.map(\.atNanoseconds).max() ?? before.shownStallAt)
                 previous[key] = now
                 let inInterval = recent?.loops.first { $0.loopID == loop.loopID }
@@ -216,11 +266,14 @@ public final class LiveLoopSource: @unchecked Sendable {
                 rows.append(row(loop.loopID ?? 0, thread: loop.threadID ?? 0, kind: LoopKind.runLoopCore.rawValue,
                                 utilization: wall > 0 ? min(1, Double(busy) / Double(wall)) : 0,
                                 perSecond: wall > 0 ? Double(now.iterations &- before.iterations) * 1e9 / Double(wall) : 0,
-                                latency: latencies.map(\.p99).max(), stall: stalls.map(\.busyNanoseconds).max()))
+                                latency: latencies.map(\.p99).max(), stall: stalls.map(\.busyNanoseconds).max(),
+                                counted: Counted(since: before, now: now)))
             }
             for loop in recent?.nio?.loops ?? [] {
                 rows.append(row(loop.loopID, thread: loop.threadID, kind: LoopKind.nio.rawValue, utilization: loop.utilization,
-                                perSecond: loop.ticksPerSecond, latency: nil, stall: loop.worstStalls.map(\.busyNanoseconds).max()))
+                                perSecond: loop.ticksPerSecond, latency: nil, stall: loop.worstStalls.map(\.busyNanoseconds).max(),
+                                counted: Counted(iterations: loop.ticks, busy: loop.busyNanoseconds,
+                                                 covered: loop.busyNanoseconds &+ loop.sleepNanoseconds, stalls: loop.stalls)))
             }
             // Any program's wait loops, differenced like RunLoopCore's: busy + sleep is the time their iterations
             // cover (a wait loop's utilization is busy ÷ (busy + sleep)).
@@ -230,16 +283,18 @@ public final class LiveLoopSource: @unchecked Sendable {
                 let before = previous[key] ?? Totals()
                 let stalls = loop.worstStalls.filter { stall in before.shownStallAt.map { stall.atNanoseconds > $0 } ?? true }
                 let now = Totals(busy: loop.busyNanoseconds, wall: loop.busyNanoseconds &+ loop.sleepNanoseconds, iterations: loop.iterations,
-                                 shownStallAt: loop.worstStalls.map(\.atNanoseconds).max() ?? before.shownStallAt)
+                                 stalls: loop.stalls, shownStallAt: loop.worstStalls.map(\.atNanoseconds).max() ?? before.shownStallAt)
                 previous[key] = now
                 let wall = now.wall &- before.wall
                 guard wall > 0 && wall <= now.wall else { continue }
-                rows.append(LiveLoopRow(host: host, session: session, processID: key.processID, threadID: loop.threadID,
-                                        loopID: UInt64(bitPattern: Int64(loop.target)), name: loop.thread ?? loop.process, kind: LoopKind.wait.rawValue,
-                                        utilization: min(1, Double(now.busy &- before.busy) / Double(wall)),
-                                        iterationsPerSecond: Double(now.iterations &- before.iterations) * 1e9 / Double(wall),
-                                        wakeLatencyP99Nanoseconds: nil, worstStallNanoseconds: stalls.map(\.busyNanoseconds).max(),
-                                        lostEvents: lost))
+                var waitRow = LiveLoopRow(host: host, session: session, processID: key.processID, threadID: loop.threadID,
+                                          loopID: UInt64(bitPattern: Int64(loop.target)), name: loop.thread ?? loop.process, kind: LoopKind.wait.rawValue,
+                                          utilization: min(1, Double(now.busy &- before.busy) / Double(wall)),
+                                          iterationsPerSecond: Double(now.iterations &- before.iterations) * 1e9 / Double(wall),
+                                          wakeLatencyP99Nanoseconds: nil, worstStallNanoseconds: stalls.map(\.busyNanoseconds).max(),
+                                          lostEvents: lost)
+                waitRow.count(Counted(since: before, now: now))
+                rows.append(waitRow)
             }
         }
         return rows

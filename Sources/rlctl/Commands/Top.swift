@@ -1,5 +1,6 @@
 import Analysis
 import ArgumentParser
+import Exporter
 import Foundation
 import Glibc
 import KernelTracing
@@ -49,7 +50,7 @@ struct Top: ParsableCommand {
         leaves them: the next LTTng-using rlctl (or rlctl doctor) stops that relay daemon, destroys the session \
         and removes the folder. Where LTTng cannot be used it says so once and shows the rest. And programs \
         recording with the embedded recorder (rlctl record or run with the embedded recorder, \
-        RLCTL_TRACER=embedded): each registers its trace folder while it records (in $RLCTL_LIVE_DIR, else \
+        RLCTL_TRACER=embedded, and rlctl record --any's programs, whose wait loops show by their own process): each registers its trace folder while it records (in $RLCTL_LIVE_DIR, else \
         $XDG_RUNTIME_DIR/rlctl-live, else /tmp/rlctl-live-UID), and rlctl top reads the packets as the recorder writes them, every 200 ms (a thread's \
         packet reaches the disk within about 100 ms of its events while the thread is busy). A program that starts \
         later appears, one that ends drops out.
@@ -65,13 +66,26 @@ struct Top: ParsableCommand {
         JSON document.
 
         Not shown: the flight recorder (--flight-recorder, --snapshot-on-stall), which writes nothing while it \
-        runs, and record --any's embedded recordings, whose interposer writes its streams itself.
+        runs.
+
+        --serve HOST:PORT serves every loop to Prometheus at http://HOST:PORT/metrics instead of drawing the \
+        table (docs/metrics.md): per loop, labelled by host, pid, program, runloop_thread, runloop_id, \
+        runloop_name and runloop_kind, the counters runloop_iterations, runloop_time (runloop_state active or \
+        idle, seconds), runloop_stalls (over --stall), and with the kernel view runloop_runqueue_time and \
+        runloop_throttled_time (seconds); the gauges runloop_utilization and, for RunLoopCore loops, \
+        runloop_wakeup_delay_p99 (seconds; NaN for an interval with no wake-up) over the last interval; and \
+        rlctl_events_lost (per session), rlctl_kernel_records_lost, rlctl_loops, rlctl_loops_not_exported, \
+        rlctl_sessions and rlctl_kernel_view. The counters start when top first sees the loop. A loop's series \
+        end when its process is gone, or after 5 minutes unseen; past --serve-loops loops the others are only \
+        counted. The address must be loopback (127.0.0.1, [::1], localhost) unless --serve-public; port 0 takes \
+        a free one, and stderr says which. It serves until SIGINT or SIGTERM.
 
         Examples:
           rlctl top
           rlctl top --relayd net://collector
           rlctl top --relayd net://127.0.0.1:5344 --once --format json
           rlctl top --kernel on --sort runqueue
+          rlctl top --serve 127.0.0.1:9464
         """
     )
 
@@ -93,6 +107,15 @@ struct Top: ParsableCommand {
     @Option(help: "The run-queue and throttled columns, from the kernel view (BPF on the scheduler's tracepoints): auto (on when this machine allows it; otherwise the status line says why not), on (an error when it cannot be), or off.")
     var kernel: KernelChoice = .auto
 
+    @Option(help: ArgumentHelp("Serve every loop's figures to Prometheus at http://HOST:PORT/metrics instead of drawing the table, e.g. 127.0.0.1:9464 (port 0: any free port). Loopback only unless --serve-public.", valueName: "host:port"))
+    var serve: String?
+
+    @Flag(help: "With --serve: allow an address that is not loopback (other machines can then read this machine's loops).")
+    var servePublic = false
+
+    @Option(help: "With --serve: the most loops exported at once (others are counted in rlctl_loops_not_exported).")
+    var serveLoops: Int = 1000
+
     @OptionGroup var analysis: AnalysisOptions
 
     func validate() throws {
@@ -106,6 +129,15 @@ struct Top: ParsableCommand {
             throw ValidationError("--interval must be between 100ms and 60s (got \(interval))")
         }
         if format == .json && !once { throw ValidationError("--format json prints one interval: give --once") }
+        if serve != nil && (once || format == .json) {
+            throw ValidationError("--serve serves until it is stopped: leave out --once and --format json")
+        }
+        if serve == nil && (servePublic || serveLoops != 1000) {
+            throw ValidationError("--serve-public and --serve-loops go with --serve")
+        }
+        guard serveLoops >= 1 && serveLoops <= 100_000 else {
+            throw ValidationError("--serve-loops must be between 1 and 100000 (got \(serveLoops))")
+        }
         if kernel == .on && relayd != nil {
             throw ValidationError("--kernel on: the kernel view sees this machine's threads, not a relay daemon's loops (leave out --relayd)")
         }
@@ -155,6 +187,15 @@ struct Top: ParsableCommand {
 
     func run() throws {
         let kernelUnavailable = relayd == nil ? try kernel.requireAvailable() : nil
+        // Bound before anything is started: a port in use fails alone.
+        let series = LoopSeries(loopLimit: serveLoops)
+        var server: ScrapeServer?
+        if let serve {
+            do { server = try ScrapeServer(serving: serve, allowRemote: servePublic) { series.exposition() } } catch {
+                throw Failure.input(error.description)
+            }
+        }
+        defer { server?.stop() }
         Interruptions.shared.prepare("the view")
         let stall = UInt64(analysis.stall.nanoseconds)
         var local: LTTngLocalLiveSession?
@@ -203,6 +244,27 @@ struct Top: ParsableCommand {
             print(format == .json ? try LiveTopTable.json(shown, order: sort) : LiveTopTable.text(shown, order: sort, relay: shownAs, interval: "\(interval)"))
             return
         }
-        try screen.run()
+        if let server {
+            try export(screen, into: series, server: server)
+        } else {
+            try screen.run()
+        }
+    }
+
+    /// `--serve`: every interval's rows into the series, served until a signal ends top.
+    private func export(_ screen: TopScreen, into series: LoopSeries, server: ScrapeServer) throws {
+        let first = screen.takeInterval()
+        series.update(with: first)
+        server.start()
+        var said = first.problem
+        note("serving the loops' metrics at http://\(server.address)/metrics (every \(interval)); ends with SIGINT or SIGTERM")
+        if case .notAvailable(let why) = first.kernel { note("no run-queue or throttled time: \(why)") }
+        while screen.pause(.nanoseconds(interval.nanoseconds)) {
+            let interval = screen.takeInterval()
+            series.update(with: interval)
+            // A problem is said when it begins or changes, not every interval.
+            if interval.problem != said, let problem = interval.problem { note(problem) }
+            said = interval.problem
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TraceModel
 import Tracing
 
 /// `rlctl record --any`'s part around the program: the checks before it starts, the interposer's recording, and
@@ -6,6 +7,9 @@ import Tracing
 struct AnyProgramSetup {
     let recording: AnyProgramRecording
     private let markerFolder: String?
+    /// The embedded recording's registration, so that `rlctl top` (and its exporter) shows the program's wait
+    /// loops while it runs: rlctl registers the folder the interposer writes into, under its own pid.
+    private let liveEntry: String?
 
     init(program: String, lttng: Bool, followChildren: Bool, destination: TraceDestination) throws {
         do { _ = try ProgramInspection.inspect(program) } catch { throw Failure.input(error.description) }
@@ -40,11 +44,18 @@ struct AnyProgramSetup {
         } catch {
             throw Failure.input(error.description)
         }
+        if case .embedded = tracer, let entry = LiveRecordings.register(tracePath: folder) {
+            liveEntry = entry
+            ExitCleanups.shared.add { LiveRecordings.unregister(entry) }
+        } else {
+            liveEntry = nil
+        }
     }
 
     /// Reads what the processes left, says on stderr what was lost, and completes the trace when nothing was.
     func finish(ending: GatedChild.Ending) -> AnyProgramRecording.Outcome {
         let outcome = recording.finish()
+        liveEntry.map(LiveRecordings.unregister)
         for process in outcome.cutOff {
             warn("process \(process.pid) (\(process.name)) did not complete its recording (killed or crashed): each of its threads' last events (up to 100 ms) are missing, and the trace is marked as cut off")
         }

@@ -1,5 +1,5 @@
 // An HTTP server on Node's own loop, for `rlctl record --any`'s tests and the README: every BURN_EVERY ms a
-// timer burns BURN ms of CPU on the loop (a stall rlctl must find). It runs for SECONDS, then writes what
+// timer burns BURN ms of CPU on the loop (a stall rlctl must find), and GET /burn?ms=N burns N ms when asked. It runs for SECONDS, then writes what
 // Node's own meter says, performance.eventLoopUtilization() over the loop's whole life, to REPORT (JSON) and exits.
 // The burns stop half an interval before the end: a burn in the iteration that exits would never be followed by
 // a wait, so nobody (rlctl or anyone else watching the waits) could say how long that iteration was.
@@ -16,8 +16,16 @@ if (!report) {
 }
 
 let requests = 0;
+let requestedBurns = 0;
 const server = http.createServer((request, response) => {
     requests += 1;
+    // GET /burn?ms=N burns N ms on the loop before answering: a stall a test asks for when it is ready to see it.
+    const burn = /^\/burn\?ms=(\d+)$/.exec(request.url);
+    if (burn) {
+        const until = performance.now() + Number(burn[1]);
+        while (performance.now() < until) {}
+        requestedBurns += 1;
+    }
     response.end('hello\n');
 });
 
@@ -37,7 +45,7 @@ setTimeout(() => clearInterval(burner), Number(seconds) * 1000 - Number(burnEver
 setTimeout(() => {
     const elu = performance.eventLoopUtilization();
     fs.writeFileSync(report, JSON.stringify({
-        utilization: elu.utilization, active_ms: elu.active, idle_ms: elu.idle, burns, requests, pid: process.pid,
+        utilization: elu.utilization, active_ms: elu.active, idle_ms: elu.idle, burns, requestedBurns, requests, pid: process.pid,
     }) + '\n');
     server.close();
     process.exit(0);

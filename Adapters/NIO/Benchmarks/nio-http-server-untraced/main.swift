@@ -5,8 +5,8 @@ import NIOPosix
 // baseline of the load benchmark, which compares its requests/s under wrk with the traced server's.
 
 let options = ExampleServer.options(Array(CommandLine.arguments.dropFirst()))
-if options.probeInterval != nil {
-    ExampleServer.fail("--probe needs the traced server (nio-http-server)", status: 2)
+if options.probeInterval != nil || options.metrics {
+    ExampleServer.fail("--probe and --metrics need the traced server (nio-http-server)", status: 2)
 }
 let group = MultiThreadedEventLoopGroup(numberOfThreads: options.threads)
 ExampleServer.serve(options, on: group)

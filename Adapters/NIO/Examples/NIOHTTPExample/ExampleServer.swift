@@ -17,7 +17,9 @@ public enum ExampleServer {
 
     /// Serves on `group` until `options.duration` has passed (forever without it), after printing
     /// "listening on 127.0.0.1:PORT". `prepare` adds handlers in front of the HTTP ones on each new connection.
+    /// `metrics`, when given, answers GET /metrics.
     public static func serve(_ options: Options, on group: MultiThreadedEventLoopGroup,
+                             metrics: (@Sendable () -> String)? = nil,
                              prepare: @escaping @Sendable (any Channel) throws -> Void = { _ in }) {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -26,7 +28,7 @@ public enum ExampleServer {
                 channel.eventLoop.makeCompletedFuture {
                     try prepare(channel)
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(HTTPHandler())
+                    try channel.pipeline.syncOperations.addHandler(HTTPHandler(metrics: metrics))
                 }
             }
         let server: any Channel

@@ -3,12 +3,17 @@ import NIOCore
 import NIOHTTP1
 
 /// `GET /` answers at once; `GET /slow?ms=N` first blocks its event loop for N ms inside `channelRead` (the classic
-/// mistake the adapter is there to find); anything else is 404.
+/// mistake the adapter is there to find); `GET /metrics` answers what `metrics` renders (404 without it);
+/// anything else is 404.
 public final class HTTPHandler: ChannelInboundHandler {
     public typealias InboundIn = HTTPServerRequestPart
     public typealias OutboundOut = HTTPServerResponsePart
 
-    public init() {}
+    private let metrics: (@Sendable () -> String)?
+
+    public init(metrics: (@Sendable () -> String)? = nil) {
+        self.metrics = metrics
+    }
 
     private var request: HTTPRequestHead?
 
@@ -28,7 +33,7 @@ public final class HTTPHandler: ChannelInboundHandler {
     private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
         let (status, body) = answer(head)
         var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: "text/plain")
+        headers.add(name: "Content-Type", value: head.uri == "/metrics" && status == .ok ? "text/plain; version=0.0.4" : "text/plain")
         headers.add(name: "Content-Length", value: "\(body.utf8.count)")
         let keepAlive = head.isKeepAlive
         if !keepAlive { headers.add(name: "Connection", value: "close") }
@@ -47,6 +52,9 @@ public final class HTTPHandler: ChannelInboundHandler {
         switch parts.first.map(String.init) ?? "/" {
         case "/":
             return (.ok, "ok\n")
+        case "/metrics":
+            guard let metrics else { return (.notFound, "not found\n") }
+            return (.ok, metrics())
         case "/slow":
             guard let milliseconds = Self.milliseconds(in: parts.count > 1 ? parts[1] : "") else {
                 return (.badRequest, "/slow needs ms=N, 0...60000\n")

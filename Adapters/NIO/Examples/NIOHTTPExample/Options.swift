@@ -1,12 +1,14 @@
 import NIOCore
 
 /// The server's command line: `--port P` (0: any free port), `--threads N`, `--duration D` (run for D, then shut
-/// down; forever without it), `--probe D` (the lateness probe every D). Durations: 250ms, 6s, 1m, 500us.
+/// down; forever without it), `--probe D` (the lateness probe every D), `--metrics` (its loops' metrics at
+/// GET /metrics, in Prometheus's format). Durations: 250ms, 6s, 1m, 500us.
 public struct Options: Sendable {
     public var port = 8080
     public var threads = 1
     public var duration: TimeAmount?
     public var probeInterval: TimeAmount?
+    public var metrics = false
 
     public struct UsageError: Error {
         public let message: String
@@ -15,6 +17,10 @@ public struct Options: Sendable {
     public init(arguments: [String]) throws(UsageError) {
         var remaining = arguments[...]
         while let flag = remaining.popFirst() {
+            if flag == "--metrics" {
+                metrics = true
+                continue
+            }
             guard let value = remaining.popFirst() else { throw UsageError(message: "\(flag) needs a value") }
             switch flag {
             case "--port":
@@ -32,7 +38,7 @@ public struct Options: Sendable {
             case "--probe":
                 probeInterval = try Self.duration(value, of: flag)
             default:
-                throw UsageError(message: "unknown option \(flag) (options: --port P --threads N --duration D --probe D)")
+                throw UsageError(message: "unknown option \(flag) (options: --port P --threads N --duration D --probe D --metrics)")
             }
         }
     }

@@ -198,11 +198,12 @@ struct AdapterTests {
     /// the tick's own times; NIO tells no task apart, so there is no culprit. Shorter ticks say nothing.
     @Test func aTickLongerThanTheStallThresholdIsReportedAsAStall() throws {
         let sink = CapturingSink()
-        Loop.stallThreshold = .milliseconds(20)
-        defer { Loop.stallThreshold = nil }
         try withTracedGroup(threads: 1) { group, _ in
             let loop = group.next()
             try withSink(sink) {
+                // Under withSink's recordingLock: the threshold is process-wide, and MetricsTests sets its own.
+                Loop.stallThreshold = .milliseconds(20)
+                defer { Loop.stallThreshold = nil }
                 _ = try loop.submit { usleep(1_000) }.wait()
                 _ = try loop.submit { usleep(40_000) }.wait()
                 #expect(eventually { sink.ticks.contains { $0.end - $0.start >= 40_000_000 } })

@@ -26,8 +26,8 @@ import TraceReading
         let line = process.outputSoFar.stdout
         let port = try #require(line.split(separator: "\n").first.flatMap { Int($0.replacing("listening on 127.0.0.1:", with: "")) },
                                 "the server prints its port: \(line)")
-        for _ in 0..<3 { #expect(try httpGet(port: port, path: "/").hasSuffix("\r\n\r\nok\n")) }
-        #expect(try httpGet(port: port, path: "/slow?ms=200").hasSuffix("slept 200 ms\n"))
+        for _ in 0..<3 { #expect(loopbackGet(port: port, path: "/")?.body == "ok\n") }
+        #expect(loopbackGet(port: port, path: "/slow?ms=200")?.body == "slept 200 ms\n")
         let output = process.wait()
         #expect(output.termination == .exited(0), "\(output.stderr)")
 
@@ -60,29 +60,4 @@ import TraceReading
         #expect(output.stderr.hasPrefix("nio-http-server: ") && output.stderr.filter { $0 == "\n" }.count == 1, "\(output.stderr)")
         #expect(output.stdout.isEmpty)
     }
-}
-
-/// One GET over a new connection (Connection: close), the whole response as text.
-func httpGet(port: Int, path: String) throws -> String {
-    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard socket >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-    defer { close(socket) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { throw POSIXError(.init(rawValue: errno) ?? .ECONNREFUSED) }
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-    guard send(socket, request, request.count, 0) == request.count else { throw POSIXError(.EIO) }
-    var response: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = recv(socket, &buffer, buffer.count, 0)
-        if count <= 0 { break }
-        response += buffer[0..<count]
-    }
-    return String(decoding: response, as: UTF8.self)
 }

@@ -1,0 +1,133 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+
+/// `rlctl top --serve` scraped by a real Prometheus (issue 32): a Node server seen through `record --any` and a
+/// RunLoopCore loop recorded by `rlctl run`, both embedded recordings on this machine; Prometheus's figures
+/// against the recording's own summary. The test keeps its own recording registry and hides LTTng (PATH), so top
+/// sees only its recordings. Fails, not skips, under CI=true when Node or Prometheus is missing.
+@Suite(.serialized) struct PrometheusExportTests {
+    static let requirement = AnyProgramTests.requirement(["node", "prometheus"])
+
+    @Test(.enabled(if: requirement.shouldRun, requirement.skipComment))
+    func prometheusSeesTheLoopsStallsAndUtilizationTheRecordingsOwnSummaryHas() throws {
+        guard Self.requirement.requireMet() else { return }
+        let registry = temporaryPath("live-registry"), nodeTrace = temporaryPath("node-served.rltrace")
+        let jankTrace = temporaryPath("jank-served.rltrace"), report = temporaryPath("node-served.json")
+        defer { for path in [registry, nodeTrace, jankTrace, report] { try? FileManager.default.removeItem(atPath: path) } }
+        let environment = TopEmbeddedTests.isolated(registry)
+        let node = try #require(TestEnvironment.executable("node"))
+        let port = freeLoopbackPort()
+
+        // The exporter and Prometheus first: top finds each recording within its 2 s relisting, so it sees the
+        // recording's steady part and every stall the test asks for, as the recording's own summary does.
+        let top = try CLI.start(["top", "--serve", "127.0.0.1:0", "--stall", "40ms", "--interval", "500ms"], environment: environment)
+        defer { top.send(SIGTERM); _ = top.wait() }
+        let exporter = try #require(ServeCommandTests.servedPort(top), "top says where it serves: \(top.outputSoFar.stderr)")
+        let prometheus = try LocalPrometheus(scraping: ["127.0.0.1:\(exporter)"])
+        defer { prometheus.stop() }
+
+        // Node: 1 ms of work every 10 ms for 25 s; the stalls come when the test asks (GET /burn) once Prometheus
+        // has the loop.
+        let recording = try CLI.start(["record", "--any", "--tracer", "embedded", "--output", nodeTrace, "--",
+                                       node, "\(AnyProgramTests.programs)/node-server.js", "\(port)", "25", "10", "1", report],
+                                      environment: environment)
+        defer { recording.send(SIGKILL, toGroup: true); _ = recording.wait() }
+        let jank = try CLI.start(["run", "jank", "--duration", "60s", "--tracer", "embedded", "--trace", jankTrace], environment: environment)
+        defer { jank.send(SIGTERM); _ = jank.wait() }
+        try #require(AnyProgramTests.waitForPort(port), "node did not listen on \(port)")
+
+        let nodePID = try #require(Self.nodePID(parent: recording.pid), "node's pid")
+        let loop = "pid=\"\(nodePID)\",runloop_thread=\"\(nodePID)\",runloop_kind=\"wait\""
+        #expect(prometheus.value("runloop_iterations{\(loop)}", timeout: .seconds(60)) { $0 > 0 } != nil, "Prometheus has Node's loop")
+
+        for _ in 0..<5 {
+            #expect(loopbackGet(port: port, path: "/burn?ms=60")?.status == 200)
+            usleep(200_000)
+        }
+        let stalls = prometheus.value("max_over_time(runloop_stalls{\(loop)}[5m])", timeout: .seconds(30)) { $0 >= 5 }
+        #expect(stalls == 5, "five 60 ms burns over the 40 ms threshold")
+
+        // The RunLoopCore loop: its wake-up delay gauge, which only that kind has, and its kind and name.
+        let core = prometheus.query("runloop_wakeup_delay_p99{pid=\"\(jank.pid)\"}") ?? []
+        #expect(core.count == 1 && core.first?.labels["runloop_kind"] == "RunLoopCore" && core.first?.labels["runloop_name"] == "main",
+                "\(core.map(\.labels))")
+        #expect((core.first?.value ?? 0) > 0 && (core.first?.value ?? 1) < 0.1, "a p99 in seconds: \(core.map(\.value))")
+        #expect(prometheus.query("runloop_wakeup_delay_p99{pid=\"\(nodePID)\"}")?.isEmpty == true, "a wait loop has no wake-up delay series")
+
+
+        let recorded = recording.wait()
+        try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+        // The ended process's series end at the next interval.
+        #expect(eventually(timeout: .seconds(15)) {
+            usleep(200_000)
+            return prometheus.query("runloop_iterations{\(loop)}")?.isEmpty == true
+        }, "Node's series ended with it")
+        // Its totals over its whole life in the exporter (the last scrape before its series ended).
+        let active = try #require(prometheus.value("max_over_time(runloop_time{\(loop),runloop_state=\"active\"}[5m])"))
+        let idle = try #require(prometheus.value("max_over_time(runloop_time{\(loop),runloop_state=\"idle\"}[5m])"))
+        let summary = try AnyProgramTests.waitLoop(in: try AnyProgramTests.summary(nodeTrace, stall: "40ms"), pid: nodePID, threadID: nodePID)
+        #expect(summary["stalls"] as? Int == Int(stalls ?? -1), "the recording's own stalls: \(summary["stalls"] ?? "none")")
+        let utilization = try #require(summary["utilization"] as? Double)
+        #expect(abs(active / (active + idle) - utilization) <= 0.02,
+                "Prometheus: \(active) s active, \(idle) s idle; the recording's utilization \(utilization)")
+    }
+
+    /// The pid of `parent`'s child (the program `record --any` started).
+    static func nodePID(parent: Int32) -> Int? {
+        var found: Int?
+        _ = eventually(timeout: .seconds(10)) {
+            let text = (try? String(contentsOfFile: "/proc/\(parent)/task/\(parent)/children", encoding: .utf8)) ?? ""
+            found = text.split(separator: " ").first.flatMap { Int($0) }
+            usleep(20_000)
+            return found != nil
+        }
+        return found
+    }
+}
+
+/// `rlctl top --serve`'s mistakes and endings, without Prometheus.
+@Suite struct ServeCommandTests {
+    /// The port a `top --serve` says on stderr it serves on (within 30 s), else nil.
+    static func servedPort(_ top: RunningProcess) -> Int? {
+        var port: Int?
+        _ = eventually(timeout: .seconds(30)) {
+            port = top.outputSoFar.stderr.firstMatch(of: /metrics at http:\/\/127\.0\.0\.1:(\d+)\/metrics/).flatMap { Int($0.output.1) }
+            usleep(50_000)
+            return port != nil
+        }
+        return port
+    }
+
+    @Test(arguments: [
+        (["--serve", "0.0.0.0:0"], "not a loopback address, so other machines could read this machine's loops; give --serve-public"),
+        (["--serve", "9464"], "give HOST:PORT"),
+        (["--serve", "127.0.0.1:0", "--once"], "--serve serves until it is stopped: leave out --once and --format json"),
+        (["--serve-public"], "--serve-public and --serve-loops go with --serve"),
+        (["--serve", "127.0.0.1:0", "--serve-loops", "0"], "--serve-loops must be between 1 and 100000"),
+    ])
+    func aBadServeIsOneLineAndExitTwo(arguments: [String], expected: String) throws {
+        let result = try CLI.run(["top"] + arguments, environment: TopEmbeddedTests.isolated(temporaryPath("live-registry")))
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains(expected), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func aPortInUseFailsBeforeAnythingStartsAndSigtermEndsServing() throws {
+        let environment = TopEmbeddedTests.isolated(temporaryPath("live-registry"))
+        let first = try CLI.start(["top", "--serve", "127.0.0.1:0", "--kernel", "off"], environment: environment)
+        let served = try #require(Self.servedPort(first), "\(first.outputSoFar.stderr)")
+        let scrape = loopbackGet(port: served, path: "/metrics")
+        #expect(scrape?.status == 200 && scrape?.body.contains("rlctl_loops 0") == true, "\(scrape?.body ?? "no answer")")
+
+        let second = try CLI.run(["top", "--serve", "127.0.0.1:\(served)"], environment: environment)
+        #expect(second.status == 2)
+        #expect(second.stderr == "rlctl: --serve 127.0.0.1:\(served): cannot listen: the port is in use (another exporter?)\n", "\(second.stderr)")
+
+        first.send(SIGTERM)
+        let ended = first.wait()
+        #expect(ended.status == 0, "\(ended.stderr)")
+        #expect(loopbackGet(port: served, path: "/metrics", timeout: 1) == nil, "nothing serves after it ended")
+    }
+}
