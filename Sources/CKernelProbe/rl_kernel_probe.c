@@ -50,9 +50,10 @@ int rl_kp_follow(rl_kp *probe, int32_t tgid) { return -38; }
 int rl_kp_skip(rl_kp *probe, int32_t tid) { return -38; }
 int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, void *context) { return -38; }
 
-void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *first_ns) {
+void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *rebuilt, uint64_t *first_ns) {
     *dropped = 0;
     *untracked = 0;
+    *rebuilt = 0;
     *first_ns = 0;
 }
 
@@ -288,7 +289,7 @@ struct rl_kp {
     int follow_fd, skip_fd, control_fd, lost_fd;
     int cpus;
     struct rl_kp_losses *per_cpu;       // a lookup's buffer
-    uint64_t *reported;                 // per CPU: dropped and untracked already reported
+    uint64_t *reported;                 // per CPU: dropped, untracked and rebuilt already reported
     rl_kp_record_fn fn;
     void *context;
 };
@@ -379,7 +380,7 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, char *
     rl_kp_timer_functions(&control);
     uint32_t zero = 0;
     probe->per_cpu = calloc((size_t)probe->cpus, sizeof *probe->per_cpu);
-    probe->reported = calloc(2 * (size_t)probe->cpus, sizeof *probe->reported);
+    probe->reported = calloc(3 * (size_t)probe->cpus, sizeof *probe->reported);
     if (probe->follow_fd < 0 || probe->skip_fd < 0 || probe->control_fd < 0 || probe->lost_fd < 0 ||
         !probe->per_cpu || !probe->reported || lib.bpf_map_update_elem(probe->control_fd, &zero, &control, BPF_ANY) != 0) {
         lib.libbpf_set_print(previous);
@@ -451,15 +452,18 @@ int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, void *context) {
     return count;
 }
 
-void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *first_ns) {
+void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *rebuilt, uint64_t *first_ns) {
     *dropped = 0;
     *untracked = 0;
+    *rebuilt = 0;
     *first_ns = 0;
     uint32_t zero = 0;
     if (lib.bpf_map_lookup_elem(probe->lost_fd, &zero, probe->per_cpu) != 0) return;
     for (int cpu = 0; cpu < probe->cpus; cpu++) {
         struct rl_kp_losses *losses = &probe->per_cpu[cpu];
-        uint64_t *reported = &probe->reported[2 * cpu];   // dropped, untracked: both counters only grow
+        uint64_t *reported = &probe->reported[3 * cpu];   // dropped, untracked, rebuilt: the counters only grow
+        *rebuilt += losses->rebuilt - reported[2];
+        reported[2] = losses->rebuilt;
         if (losses->dropped == reported[0] && losses->untracked == reported[1]) continue;
         *dropped += losses->dropped - reported[0];
         *untracked += losses->untracked - reported[1];

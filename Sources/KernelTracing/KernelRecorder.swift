@@ -66,8 +66,12 @@ public final class KernelRecorder: Sendable {
         /// Times off the CPU dropped because the ring buffer was full (the consumer fell behind).
         public var ringFull: UInt64
         /// Times off the CPU whose state could not be kept: the thread's storage could not be made, or its
-        /// return to a CPU was not seen.
+        /// return to a CPU was not seen and could not be rebuilt.
         public var untracked: UInt64
+        /// Times off the CPU whose return to a CPU reached no program of the probe, rebuilt from the scheduler's
+        /// own counters (run time, arrivals, time queued): received, not lost; the switch-in time is within a few
+        /// µs (docs/kernel-view.md).
+        public var rebuilt: UInt64 = 0
         /// All the times off the CPU lost (what the kernel_lost events add up to).
         public var lost: UInt64 { ringFull + untracked }
 
@@ -229,8 +233,9 @@ public final class KernelRecorder: Sendable {
         }, Unmanaged.passUnretained(collected).toOpaque())
         state.statistics.records += collected.records
         for group in collected.groups { state.ordering.add(group) }
-        var dropped: UInt64 = 0, untracked: UInt64 = 0, first: UInt64 = 0
-        rl_kp_take_losses(probe, &dropped, &untracked, &first)
+        var dropped: UInt64 = 0, untracked: UInt64 = 0, rebuilt: UInt64 = 0, first: UInt64 = 0
+        rl_kp_take_losses(probe, &dropped, &untracked, &rebuilt, &first)
+        state.statistics.rebuilt += rebuilt
         let now = Self.monotonicNow()
         if dropped + untracked > 0 {
             state.statistics.ringFull += dropped

@@ -94,6 +94,12 @@ extension TraceBuilder {
         #expect(text.contains("slowest callouts (by time on CPU): timer jank-1 5.00ms on CPU of 41.0ms"))
         #expect(text.contains("worst: 41.5ms in timer jank-1 (5.50ms on CPU, 36.0ms waiting for CPU 0 behind sh (pid 4242) 20.0ms and sh (pid 4243) 16.0ms, 0 blocked)"))
         #expect(s.kernel?.overall?.onCPUPerCallout == facet.onCPUPerCallout)
+        // The rlctl that recorded it knows how many records the probe rebuilt from the scheduler's counters, and
+        // says so; the trace alone does not (the line above).
+        var told = s
+        told.noteKernelRecordsRebuilt(3)
+        #expect(SummaryReport.text(told).contains("kernel view: on, 1 thread followed, 4 records (3 rebuilt from the scheduler's counters), 0 lost"))
+        #expect(told.kernel?.rebuiltRecords == 3 && s.kernel?.rebuiltRecords == nil)
     }
 
     @Test func slowestCalloutsRankByTimeOnTheCPU() throws {

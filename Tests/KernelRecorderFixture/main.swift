@@ -19,7 +19,7 @@ do {
         while kill(pid, 0) == 0 { usleep(50_000) }
         let statistics = recorder.stop()
         FileHandle.standardError.write(Data(
-            "kernel view: \(statistics.records) records, \(statistics.lost) lost (\(statistics.ringFull) to a full ring, \(statistics.untracked) untracked), \(events.withLock { $0 }) events\n".utf8))
+            "kernel view: \(statistics.records) records, \(statistics.lost) lost (\(statistics.ringFull) to a full ring, \(statistics.untracked) untracked), \(statistics.rebuilt) rebuilt, \(events.withLock { $0 }) events\n".utf8))
         exit(0)
     }
     if arguments.first == "record" {
@@ -44,7 +44,7 @@ do {
         process.waitUntilExit()
         let statistics = recorder.stop()
         FileHandle.standardError.write(Data(
-            "kernel view: \(statistics.records) records, \(statistics.lost) lost (\(statistics.ringFull) to a full ring, \(statistics.untracked) untracked), \(events.withLock { $0 }) events\n".utf8))
+            "kernel view: \(statistics.records) records, \(statistics.lost) lost (\(statistics.ringFull) to a full ring, \(statistics.untracked) untracked), \(statistics.rebuilt) rebuilt, \(events.withLock { $0 }) events\n".utf8))
         exit(process.terminationStatus)
     }
     let recorder = try KernelRecorder { _ in }

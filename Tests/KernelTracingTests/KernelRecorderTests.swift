@@ -162,9 +162,9 @@ struct KernelRecorderTests {
         let sleeps = Self.episodes(recording.events, thread: tid).filter { $0.off.reason == .sleeping }
         #expect(sleeps.count >= 200, "\(sleeps.count) sleeping episodes of 250 sleeps")
         #expect(recording.outOfOrder == 0)
-        // A few times off the CPU are missed (counted as lost: the probe never saw the thread come back, a known gap
-        // of about 0.01 to 0.3% of switches); never more than 1%.
-        #expect(statistics.ringFull == 0 && statistics.lost * 100 <= max(statistics.records, 100), "\(statistics)")
+        // A switch-in the probe did not see is rebuilt from the scheduler's counters, not lost (docs/kernel-view.md):
+        // what is still lost (more than one arrival since) is rare, never 1 in 1000.
+        #expect(statistics.ringFull == 0 && statistics.lost * 1000 <= max(statistics.records, 1000), "\(statistics)")
         let timed = sleeps.filter { $0.timer != nil }
         #expect(timed.count * 10 >= sleeps.count * 9, "\(timed.count) of \(sleeps.count) sleeps came with their timer")
         for (off, timer, _) in timed {
@@ -175,8 +175,13 @@ struct KernelRecorderTests {
             #expect(off.left <= timer.due && timer.due <= timer.fired && timer.fired <= off.woken && off.woken <= off.back)
             // Woken by the timer interrupt: no waker task.
             #expect(off.wakerThreadID == 0)
-            #expect(timer.due - off.left >= 1_900_000 && timer.due - off.left <= 2_100_000, "a 2 ms sleep")
+            // Armed at most 2 ms before it left (later when it was preempted between arming and blocking).
+            #expect(timer.due - off.left <= 2_100_000, "a 2 ms sleep")
         }
+        // A thread preempted between arming its timer and blocking (the machine is loaded) leaves later: most
+        // leave within 100 µs of arming.
+        let armedAsItLeft = timed.filter { episode in episode.1.map { $0.due - episode.0.left >= 1_900_000 } ?? false }
+        #expect(armedAsItLeft.count * 10 >= timed.count * 9, "\(armedAsItLeft.count) of \(timed.count) sleeps left within 100 µs of arming")
     }
 
     @Test func aTimerfdLoopsTimersAreOnItsGridWithoutSlack() throws {
@@ -202,6 +207,10 @@ struct KernelRecorderTests {
         // counted (lost), never silently wrong.
         #expect(statistics.ringFull == 0)
         #expect(statistics.untracked * 1000 <= statistics.records)
+        // Every record, rebuilt ones included (\(statistics.rebuilt) here), is in order: left, woken, back.
+        let all = Self.offCPU(recording.events, thread: tid)
+        #expect(all.allSatisfy { $0.left <= $0.woken && $0.woken <= $0.back && $0.throttled <= $0.back - $0.woken },
+                "\(all.filter { !($0.left <= $0.woken && $0.woken <= $0.back) }.prefix(3))")
         // The main thread blocks in read (0) on its pipe until the other thread of its process writes.
         let reads = Self.offCPU(recording.events, thread: tid).filter { $0.reason == .sleeping && $0.syscall == 0 }
         #expect(reads.count >= 10_000, "\(reads.count) waits in read of 20000 rounds")

@@ -10,7 +10,9 @@ extension SummaryReport {
         guard view.status == TraceSummary.KernelView.on else {
             return "kernel view: \(view.status)" + (view.unavailableReason.map { " — \($0)" } ?? "")
         }
-        var line = "kernel view: on, \(view.threadsFollowed) thread\(view.threadsFollowed == 1 ? "" : "s") followed, \(view.records) records, \(view.lostRecords) lost"
+        var line = "kernel view: on, \(view.threadsFollowed) thread\(view.threadsFollowed == 1 ? "" : "s") followed, \(view.records) records"
+        if let rebuilt = view.rebuiltRecords, rebuilt > 0 { line += " (\(rebuilt) rebuilt from the scheduler's counters)" }
+        line += ", \(view.lostRecords) lost"
         if view.lostRecords > 0 { line += " (causes over those windows are marked (!): incomplete)" }
         if let since = view.processes.map(\.sinceNanoseconds).min(), let first = s.health.firstEventNanoseconds, since > first {
             line += "; it began at \(offset(since, in: s.health)), after the loops started: kernel causes cover only the time since"

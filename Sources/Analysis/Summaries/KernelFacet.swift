@@ -158,6 +158,10 @@ extension TraceSummary {
         /// kernel_off_cpu records in the trace, and the records the kernel recorder lost.
         public var records: UInt64 = 0
         public var lostRecords: UInt64 = 0
+        /// Of the records, those whose switch-in reached no program of the probe, rebuilt from the scheduler's
+        /// own counters (docs/kernel-view.md); known to the rlctl that recorded them, nil in a summary of the trace
+        /// alone (the trace does not keep the count).
+        public var rebuiltRecords: UInt64?
         /// Every loop's kernel figures together (nil without a kernel view): what check and compare read.
         public var overall: KernelFacet?
 
@@ -181,6 +185,12 @@ extension TraceSummary {
         var view = KernelView(status: KernelView.notAvailable)
         view.unavailableReason = reason
         kernel = view
+    }
+
+    /// The recorder rebuilt `count` of the trace's records from the scheduler's counters: the status line says so.
+    public mutating func noteKernelRecordsRebuilt(_ count: UInt64) {
+        guard kernel?.status == KernelView.on else { return }
+        kernel?.rebuiltRecords = count
     }
 
     /// The kernel view was not asked for (`--kernel off`): the summary says "kernel view: not recorded". A trace

@@ -38,8 +38,9 @@ typedef void (*rl_kp_record_fn)(void *context, const struct rl_kp_record *record
 int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, void *context);
 
 /// The records lost since the last call (no room in the ring buffer; a thread whose state could not be kept) and
-/// the time of the first of them (0 when none).
-void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *first_ns);
+/// the time of the first of them (0 when none), and the records rebuilt from the scheduler's counters (their
+/// switch-in reached no program; not lost).
+void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *rebuilt, uint64_t *first_ns);
 
 /// Detaches every program and frees every map: nothing of the probe stays in the kernel. NULL is fine.
 void rl_kp_close(rl_kp *probe);

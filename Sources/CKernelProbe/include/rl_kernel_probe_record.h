@@ -19,7 +19,7 @@ typedef int32_t rl_kp_s32;
 typedef uint64_t rl_kp_u64;
 #endif
 
-#define RL_KP_ABI 1
+#define RL_KP_ABI 2
 #define RL_KP_COMM_SIZE 16
 /// Culprits kept per wait (the longest-holding tasks, by tid); the rest of the time goes to others_ns.
 #define RL_KP_CULPRITS 4
@@ -87,6 +87,7 @@ struct rl_kp_losses {
     rl_kp_u64 untracked;      // times off the CPU whose state could not be kept (no task storage)
     rl_kp_u64 first_ns;       // the first loss of epoch `epoch` on this CPU
     rl_kp_u64 epoch;
+    rl_kp_u64 rebuilt;        // times off the CPU whose switch-in reached no program, rebuilt from the scheduler's counters
 };
 
 #endif

@@ -47,6 +47,8 @@ final class KernelViewRecording: @unchecked Sendable {
     struct Outcome {
         var records: UInt64
         var lost: UInt64
+        /// Of the records, those rebuilt from the scheduler's counters (KernelRecorder.Statistics.rebuilt).
+        var rebuilt: UInt64 = 0
         /// Why `kernel/` is incomplete (a write failure), nil when it is whole.
         var problem: String?
     }
@@ -94,7 +96,7 @@ final class KernelViewRecording: @unchecked Sendable {
         if problem == nil {
             do { try writer.finish() } catch { problem = "\(error)" }
         }
-        let outcome = Outcome(records: statistics.records, lost: statistics.lost, problem: problem)
+        let outcome = Outcome(records: statistics.records, lost: statistics.lost, rebuilt: statistics.rebuilt, problem: problem)
         stopped = outcome
         if let cleanup { ExitCleanups.shared.remove(cleanup) }
         return outcome
@@ -117,5 +119,6 @@ extension KernelViewOptions {
         if kernel == .off { return summary.noteKernelViewNotRecorded() }
         if let unavailable { return summary.noteKernelViewUnavailable(unavailable) }
         if let problem = outcome?.problem { note("kernel view: \(problem); its causes cover what was written") }
+        if let rebuilt = outcome?.rebuilt, rebuilt > 0 { summary.noteKernelRecordsRebuilt(rebuilt) }
     }
 }
