@@ -2,7 +2,9 @@
 # Requests/s of the example server under wrk, and the server's CPU time per request: the untraced twin, the traced
 # server with no sink, the traced server recording with the embedded recorder and, where `rlctl doctor` passes,
 # recorded by an LTTng session (rlctl record --tracer lttng); ROUNDS interleaved rounds (default 5), the median of
-# each round's ratio to that round's untraced run.
+# each round's ratio to that round's untraced run. Where the kernel view is available (root, BTF, libbpf), also
+# `rlctl record --tracer embedded` with --kernel off and with --kernel on: the kernel view's own cost is the median
+# of each round's kernel-on ÷ kernel-off (issue 28's goal: requests/s ≥ 0.97×).
 #
 # The server runs one event loop pinned to CPU 0 and wrk one thread pinned to CPU 1, so the server is saturated
 # and requests/s is the inverse of its CPU time per request. That CPU time (user + system, from /proc, over wrk's
@@ -16,6 +18,8 @@ bin=$(swift build -c release --package-path "$(dirname "$0")/.." --show-bin-path
 rlctl=$(swift build -c release --package-path "$(dirname "$0")/../../.." --show-bin-path)/rlctl
 variants=(untraced no_sink embedded)
 if [ -x "$rlctl" ] && "$rlctl" doctor --start-daemon >/dev/null 2>&1; then variants+=(lttng); fi
+kernel_rows=false
+if [ -x "$rlctl" ] && "$rlctl" doctor 2>/dev/null | grep -Eq '^ *ok +kernel view'; then variants+=(record_off record_on); kernel_rows=true; fi
 for tool in wrk taskset; do
     command -v "$tool" >/dev/null || { echo "wrk-bench: $tool is not installed (scripts/install-deps.sh)" >&2; exit 1; }
 done
@@ -63,6 +67,8 @@ for round in $(seq "$rounds"); do
                 rm -rf "$work/trace"
                 result=$(measure embedded RLCTL_TRACER=embedded RLCTL_TRACE_DIR="$work/trace" "$bin/nio-http-server") ;;
             lttng) result=$(measure lttng "$rlctl" record --tracer lttng -- "$bin/nio-http-server") ;;
+            record_off) result=$(measure record_off "$rlctl" record --tracer embedded --kernel off -- "$bin/nio-http-server") ;;
+            record_on) result=$(measure record_on "$rlctl" record --tracer embedded --kernel on -- "$bin/nio-http-server") ;;
         esac
         rps[$variant]+="${result% *} "
         cpu[$variant]+="${result#* } "
@@ -80,6 +86,10 @@ for variant in "${variants[@]}"; do
         "$(median "$(median_ratio "${rps[$variant]}" "${rps[untraced]}")")" \
         "$(median "${cpu[$variant]}")" "$(median "$(median_ratio "${cpu[$variant]}" "${cpu[untraced]}")")"
 done
+if $kernel_rows; then
+    printf 'kernel view (record_on ÷ record_off, median of the rounds): requests/s %s, CPU µs per request %s\n' \
+        "$(median "$(median_ratio "${rps[record_on]}" "${rps[record_off]}")")" "$(median "$(median_ratio "${cpu[record_on]}" "${cpu[record_off]}")")"
+fi
 echo "per round, requests/s:"
 for variant in "${variants[@]}"; do echo "  $variant: ${rps[$variant]}"; done
 echo "per round, CPU µs per request:"
