@@ -10,12 +10,14 @@ import Prometheus
 /// The names are RunLoopMetrics' (docs/metrics.md), so one dashboard serves both a program that exports its own
 /// loops and the loops rlctl sees; the kernel view adds two counters no runtime exports. One series per loop
 /// and metric, labelled by host, process, program, thread, loop and kind: bounded by the loops, never by events.
-/// A loop's series end when its process is gone (this machine's loops), when it has not been seen for
-/// ``expireAfter``, and there are at most ``loopLimit`` loops' series (the others are counted, not exported).
+/// A loop's series end ``goneAfter`` after its process is gone (this machine's loops: long enough for a scrape or
+/// two to read its last figures), when it has not been seen for ``expireAfter``, and there are at most
+/// ``loopLimit`` loops' series (the others are counted, not exported).
 public final class LoopSeries: @unchecked Sendable {
     public let registry = PrometheusCollectorRegistry()
     public let loopLimit: Int
     public let expireAfter: Duration
+    public let goneAfter: Duration
 
     /// The metric names, as a scrape shows them.
     public enum Name {
@@ -47,6 +49,8 @@ public final class LoopSeries: @unchecked Sendable {
         let local: Bool
         let processID: Int32
         var lastSeen: ContinuousClock.Instant
+        /// When its process was first found gone.
+        var goneSince: ContinuousClock.Instant?
         let iterations: Counter
         let active: Counter
         let idle: Counter
@@ -91,9 +95,10 @@ public final class LoopSeries: @unchecked Sendable {
     private let sessions: Gauge
     private let kernelView: Gauge
 
-    public init(loopLimit: Int = 1000, expireAfter: Duration = .seconds(300)) {
+    public init(loopLimit: Int = 1000, expireAfter: Duration = .seconds(300), goneAfter: Duration = .seconds(15)) {
         self.loopLimit = loopLimit
         self.expireAfter = expireAfter
+        self.goneAfter = goneAfter
         kernelLost = registry.makeCounter(descriptor: Self.describe(Name.kernelRecordsLost, "Records the kernel recorder lost: the run-queue and throttled time of their windows undercounts."), labels: [])
         loopCount = registry.makeGauge(descriptor: Self.describe(Name.loops, "Loops exported now."), labels: [])
         notExported = registry.makeGauge(descriptor: Self.describe(Name.loopsNotExported, "Loops seen in the last interval and not exported: past the limit of loops (--serve-loops)."), labels: [])
@@ -178,11 +183,14 @@ public final class LoopSeries: @unchecked Sendable {
         return loop
     }
 
-    /// Ends the series of loops whose process is gone (this machine's) or that were not seen for `expireAfter`,
-    /// and the loss counters of sessions not seen for as long.
+    /// Ends the series of loops whose process is gone (this machine's) since `goneAfter` or that were not seen
+    /// for `expireAfter`, and the loss counters of sessions not seen for as long.
     private func expire(now: ContinuousClock.Instant) {
         for (key, loop) in loops {
-            let gone = loop.local && loop.processID > 0 && kill(loop.processID, 0) != 0 && errno == ESRCH
+            if loop.goneSince == nil, loop.local, loop.processID > 0, kill(loop.processID, 0) != 0, errno == ESRCH {
+                loop.goneSince = now
+            }
+            let gone = loop.goneSince.map { now - $0 >= goneAfter } ?? false
             guard gone || now - loop.lastSeen >= expireAfter else { continue }
             loop.unregister(from: registry)
             loops[key] = nil

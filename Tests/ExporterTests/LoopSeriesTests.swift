@@ -87,12 +87,17 @@ import Testing
         #expect(!text.contains("runloop_"), "every series of the loop ended: \(text)")
         #expect(Self.sample(text, "rlctl_loops") == 0)
 
-        // This machine's loop (its program named) of a process that is gone: ended at the next interval.
+        // This machine's loop (its program named) of a process that is gone: its last figures stay for goneAfter
+        // (15 s), for a scrape to read them, then end.
         var dead = pid_t(0)
         repeat { dead = pid_t.random(in: 4_000_000...4_100_000) } while kill(dead, 0) == 0 || errno != ESRCH
         var row = Self.row(thread: 7, iterations: 1, busy: 1, covered: 2, program: "gone")
         row.processID = dead
         series.update(with: Self.interval([row]), now: start + .seconds(61))
+        series.update(with: Self.interval([]), now: start + .seconds(75))
+        text = String(decoding: series.exposition(), as: UTF8.self)
+        #expect(text.contains("runloop_iterations{"), "gone 14 s ago: still there")
+        series.update(with: Self.interval([]), now: start + .seconds(76))
         text = String(decoding: series.exposition(), as: UTF8.self)
         #expect(!text.contains("runloop_iterations{"), "\(text)")
     }

@@ -20,8 +20,9 @@ import TestSupport
         let node = try #require(TestEnvironment.executable("node"))
         let port = freeLoopbackPort()
 
-        // The exporter and Prometheus first: top finds each recording within its 2 s relisting, so it sees the
-        // recording's steady part and every stall the test asks for, as the recording's own summary does.
+        // The exporter and Prometheus first: top reads each recording that begins while it runs from its start,
+        // and keeps a loop's series 15 s after its process ended, so Prometheus has the whole recording, as its
+        // own summary does (stalls the load of a CI machine adds included).
         let top = try CLI.start(["top", "--serve", "127.0.0.1:0", "--stall", "40ms", "--interval", "500ms"], environment: environment)
         defer { top.send(SIGTERM); _ = top.wait() }
         let exporter = try #require(ServeCommandTests.servedPort(top), "top says where it serves: \(top.outputSoFar.stderr)")
@@ -47,7 +48,8 @@ import TestSupport
             usleep(200_000)
         }
         let stalls = prometheus.value("max_over_time(runloop_stalls{\(loop)}[5m])", timeout: .seconds(30)) { $0 >= 5 }
-        #expect(stalls == 5, "five 60 ms burns over the 40 ms threshold")
+        // At least the five 60 ms burns over the 40 ms threshold (a loaded machine may add its own).
+        #expect((stalls ?? 0) >= 5, "\(stalls ?? -1) stalls")
 
         // The RunLoopCore loop: its wake-up delay gauge, which only that kind has, and its kind and name.
         let core = prometheus.query("runloop_wakeup_delay_p99{pid=\"\(jank.pid)\"}") ?? []
@@ -59,16 +61,17 @@ import TestSupport
 
         let recorded = recording.wait()
         try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
-        // The ended process's series end at the next interval.
-        #expect(eventually(timeout: .seconds(15)) {
+        // The ended process's series end 15 s after it (time for Prometheus to scrape its last figures).
+        #expect(eventually(timeout: .seconds(45)) {
             usleep(200_000)
             return prometheus.query("runloop_iterations{\(loop)}")?.isEmpty == true
         }, "Node's series ended with it")
         // Its totals over its whole life in the exporter (the last scrape before its series ended).
+        let final = prometheus.value("max_over_time(runloop_stalls{\(loop)}[5m])")
         let active = try #require(prometheus.value("max_over_time(runloop_time{\(loop),runloop_state=\"active\"}[5m])"))
         let idle = try #require(prometheus.value("max_over_time(runloop_time{\(loop),runloop_state=\"idle\"}[5m])"))
         let summary = try AnyProgramTests.waitLoop(in: try AnyProgramTests.summary(nodeTrace, stall: "40ms"), pid: nodePID, threadID: nodePID)
-        #expect(summary["stalls"] as? Int == Int(stalls ?? -1), "the recording's own stalls: \(summary["stalls"] ?? "none")")
+        #expect(summary["stalls"] as? Int == Int(final ?? -1), "the recording's own stalls: \(summary["stalls"] ?? "none"), Prometheus's \(final ?? -1)")
         let utilization = try #require(summary["utilization"] as? Double)
         #expect(abs(active / (active + idle) - utilization) <= 0.02,
                 "Prometheus: \(active) s active, \(idle) s idle; the recording's utilization \(utilization)")

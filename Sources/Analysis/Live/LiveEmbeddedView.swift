@@ -5,8 +5,9 @@ import TraceReading
 
 /// Every loop of this machine's embedded recordings being written (``LiveRecordings``), interval by interval
 /// (`rlctl top`). The registry is read again every `relistEvery`; a thread per recording polls its trace folder
-/// every `pollEvery` (``LiveEmbeddedTraceReader``), from where the recording was when the view found it. A
-/// recording that stops (its end file) or whose process is gone drops out.
+/// every `pollEvery` (``LiveEmbeddedTraceReader``): a recording already there when the view started from where it
+/// was then, one that began since from its start (so that `top --serve`'s counters hold all of it). A recording
+/// that stops (its end file) or whose process is gone drops out.
 public final class LiveEmbeddedView: LiveView, @unchecked Sendable {
     private let stallThreshold: UInt64
     private let pollEvery: Duration
@@ -14,6 +15,8 @@ public final class LiveEmbeddedView: LiveView, @unchecked Sendable {
     private let followers: LiveFollowers
     private let lock = NSLock()
     private var problems: [String] = []
+    /// Whether the registry was listed once: recordings found after that began while the view ran.
+    private var listedOnce = false
 
     public init(stallThresholdNanoseconds: UInt64, relistEvery: Duration = .seconds(2), pollEvery: Duration = .milliseconds(200)) {
         stallThreshold = stallThresholdNanoseconds
@@ -24,17 +27,23 @@ public final class LiveEmbeddedView: LiveView, @unchecked Sendable {
     public func refresh() {
         guard followers.listingDue() else { return }
         let (threshold, host) = (stallThreshold, host)
+        let fromStart = lock.withLock { () -> Bool in
+            defer { listedOnce = true }
+            return listedOnce
+        }
         followers.follow(LiveRecordings.list(), key: \.file,
                          source: { LiveLoopSource(host: host, session: "embedded \($0.path)", stallThresholdNanoseconds: threshold) },
                          endsForGood: { _ in true },
-                         read: { [weak self] entry, source in self?.read(entry, into: source) ?? "stopped" })
+                         read: { [weak self] entry, source in self?.read(entry, into: source, fromStart: fromStart) ?? "stopped" })
     }
 
-    private func read(_ entry: LiveRecordings.Entry, into source: LiveLoopSource) -> String {
+    private func read(_ entry: LiveRecordings.Entry, into source: LiveLoopSource, fromStart: Bool) -> String {
         do {
             let reader = try LiveEmbeddedTraceReader(path: entry.path, processID: entry.processID)
-            for event in try reader.names() { source.learnName(event) }
-            try reader.skipPast()
+            if !fromStart {
+                for event in try reader.names() { source.learnName(event) }
+                try reader.skipPast()
+            }
             source.markAttached()
             var lost: UInt64 = 0
             while !followers.isStopped {

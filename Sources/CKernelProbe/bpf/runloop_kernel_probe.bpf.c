@@ -657,9 +657,11 @@ int BPF_PROG(rlctl_kp_tfire, struct hrtimer *timer, long long *now) {
     return 0;
 }
 
+/// Every hrtimer the machine cancels (the scheduler tick's among them, at each idle entry) comes here: a lookup
+/// first, since a delete from an LRU hash takes its lock even for a key it does not hold.
 SEC("tp_btf/hrtimer_cancel")
 int BPF_PROG(rlctl_kp_tcanc, struct hrtimer *timer) {
     u64 key = (u64)timer;
-    bpf_map_delete_elem(&rlctl_kp_armed, &key);
+    if (bpf_map_lookup_elem(&rlctl_kp_armed, &key)) bpf_map_delete_elem(&rlctl_kp_armed, &key);
     return 0;
 }

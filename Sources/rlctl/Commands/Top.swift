@@ -75,8 +75,9 @@ struct Top: ParsableCommand {
         runloop_throttled_time (seconds); the gauges runloop_utilization and, for RunLoopCore loops, \
         runloop_wakeup_delay_p99 (seconds; NaN for an interval with no wake-up) over the last interval; and \
         rlctl_events_lost (per session), rlctl_kernel_records_lost, rlctl_loops, rlctl_loops_not_exported, \
-        rlctl_sessions and rlctl_kernel_view. The counters start when top first sees the loop. A loop's series \
-        end when its process is gone, or after 5 minutes unseen; past --serve-loops loops the others are only \
+        rlctl_sessions and rlctl_kernel_view. The counters start when top first sees the loop (an embedded \
+        recording that begins while top runs is read from its start). A loop's series end 15 s after its process is gone (time for a scrape to read its last figures), or after 5 minutes \
+        unseen; past --serve-loops loops the others are only \
         counted. The address must be loopback (127.0.0.1, [::1], localhost) unless --serve-public; port 0 takes \
         a free one, and stderr says which. It serves until SIGINT or SIGTERM.
 
