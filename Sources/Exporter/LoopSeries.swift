@@ -133,7 +133,7 @@ public final class LoopSeries: @unchecked Sendable {
             loop.stalls.increment(by: Int64(clamping: row.stalls))
             if let p99 = row.wakeLatencyP99Nanoseconds {
                 let gauge = loop.wakeUpDelay ?? registry.makeGauge(
-                    descriptor: Self.describe(Name.wakeUpDelayP99, "Seconds: the worst p99 of the loop's wake-up delays (due or signalled to callout) over rlctl's last interval; RunLoopCore loops only."),
+                    descriptor: Self.describe(Name.wakeUpDelayP99, "Seconds: the worst p99 of the loop's wake-up delays over rlctl's last interval (RunLoopCore: due or signalled to callout; a wait loop: its waits past their timeouts)."),
                     labels: loop.labels)
                 loop.wakeUpDelay = gauge
                 gauge.set(to: Double(p99) / 1e9)

@@ -19,8 +19,9 @@ public struct LiveLoopRow: Codable, Sendable, Equatable {
     /// Busy ÷ (busy + asleep) over the interval.
     public var utilization: Double
     public var iterationsPerSecond: Double
-    /// The worst p99 of the loop's wake-up latencies (timer, source, block, port, job) in the interval; nil when
-    /// none was measured (or the kind has none: NIO, Foundation, wait loops).
+    /// The worst p99 of the loop's wake-up latencies in the interval, as the summary's `allLoops` has it
+    /// (RunLoopCore: timer, source, block, port, job; a wait loop: its waits' lateness past their timeouts); nil
+    /// when none was measured, or the kind has none (NIO, Foundation).
     public var wakeLatencyP99Nanoseconds: UInt64?
     /// The busiest iteration over the stall threshold in the interval, nil when none passed it.
     public var worstStallNanoseconds: UInt64?
@@ -287,12 +288,15 @@ public final class LiveLoopSource: @unchecked Sendable {
                 previous[key] = now
                 let wall = now.wall &- before.wall
                 guard wall > 0 && wall <= now.wall else { continue }
+                // The interval's own waits: how late past their timeouts they woke (Node's event-loop lag, seen
+                // from its waits).
+                let lateness = recent?.waits?.loops.first { $0.threadID == loop.threadID && $0.target == loop.target }?.lateness
                 var waitRow = LiveLoopRow(host: host, session: session, processID: key.processID, threadID: loop.threadID,
                                           loopID: UInt64(bitPattern: Int64(loop.target)), name: loop.thread ?? loop.process, kind: LoopKind.wait.rawValue,
                                           utilization: min(1, Double(now.busy &- before.busy) / Double(wall)),
                                           iterationsPerSecond: Double(now.iterations &- before.iterations) * 1e9 / Double(wall),
-                                          wakeLatencyP99Nanoseconds: nil, worstStallNanoseconds: stalls.map(\.busyNanoseconds).max(),
-                                          lostEvents: lost)
+                                          wakeLatencyP99Nanoseconds: lateness.flatMap { $0.count > 0 ? $0.p99 : nil },
+                                          worstStallNanoseconds: stalls.map(\.busyNanoseconds).max(), lostEvents: lost)
                 waitRow.count(Counted(since: before, now: now))
                 rows.append(waitRow)
             }

@@ -21,7 +21,7 @@ struct Top: ParsableCommand {
         kind (RunLoopCore, Foundation, NIO, or a wait loop of any program), and over the last interval its utilization, its run queue (the share of the interval the loop's \
         thread was runnable but not running: waiting for a CPU behind other tasks, or throttled) and of that the \
         throttled share (its cgroup out of CPU quota), iterations per second, worst wake-up latency p99 (timer, \
-        source, block, port or job; none for the other kinds), its busiest iteration over --stall, and the events \
+        source, block, port or job; a wait loop's waits past their timeouts; none for NIO and Foundation loops), its busiest iteration over --stall, and the events \
         the tracer lost. A view starts when it attaches: loops created before it show by id, without name. The \
         status line counts the sessions followed: each embedded recording's folder and each LTTng live session is \
         one. On a screen narrower than the table the least important columns are left out first (the host, the \
@@ -72,7 +72,7 @@ struct Top: ParsableCommand {
         table (docs/metrics.md): per loop, labelled by host, pid, program, runloop_thread, runloop_id, \
         runloop_name and runloop_kind, the counters runloop_iterations, runloop_time (runloop_state active or \
         idle, seconds), runloop_stalls (over --stall), and with the kernel view runloop_runqueue_time and \
-        runloop_throttled_time (seconds); the gauges runloop_utilization and, for RunLoopCore loops, \
+        runloop_throttled_time (seconds); the gauges runloop_utilization and, for RunLoopCore and wait loops, \
         runloop_wakeup_delay_p99 (seconds; NaN for an interval with no wake-up) over the last interval; and \
         rlctl_events_lost (per session), rlctl_kernel_records_lost, rlctl_loops, rlctl_loops_not_exported, \
         rlctl_sessions and rlctl_kernel_view. The counters start when top first sees the loop (an embedded \
