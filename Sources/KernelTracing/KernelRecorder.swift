@@ -1,7 +1,6 @@
 import CKernelProbe
 import Foundation
 import Glibc
-import Synchronization
 import TraceModel
 
 /// Whether the kernel view can run on this machine.
@@ -82,7 +81,7 @@ public final class KernelRecorder: Sendable {
         }
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let sink: @Sendable ([TraceEvent]) -> Void
     private let consumerDone = DispatchSemaphore(value: 0)
     private let pollInterval: Duration
@@ -111,7 +110,7 @@ public final class KernelRecorder: Sendable {
         }
         let window = options.reorderWindow.components
         let windowNanoseconds = UInt64(window.seconds) * 1_000_000_000 + UInt64(window.attoseconds / 1_000_000_000)
-        state = Mutex(State(probe: probe, ordering: KernelEventOrdering(reorderWindow: windowNanoseconds)))
+        state = Locked(State(probe: probe, ordering: KernelEventOrdering(reorderWindow: windowNanoseconds)))
         self.sink = sink
         pollInterval = options.pollInterval
         let started = DispatchSemaphore(value: 0)
@@ -258,4 +257,19 @@ public final class KernelRecorder: Sendable {
 /// A NUL-terminated C buffer as a String.
 func text(_ buffer: [CChar]) -> String {
     String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+/// A value under a pthread-based lock (NSLock), which ThreadSanitizer sees; it does not see Synchronization's
+/// Mutex on Linux, and the recorder's state is shared by the consumer thread and whoever stops it.
+private final class Locked<Value: ~Copyable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: consuming Value) { self.value = value }
+
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
 }
