@@ -117,7 +117,7 @@ public final class ScrapeServer: @unchecked Sendable {
             let count = read(connection, &chunk, chunk.count)
             guard count > 0 else { return }   // closed, or the deadline passed: nothing to answer
             request += chunk[0..<count]
-            if Self.contains(request, end) { break }
+            if request.firstRange(of: end) != nil { break }
         }
         guard request.count <= 8192 else {
             respond(connection, status: "431 Request Header Fields Too Large", body: Array("request too large\n".utf8))
@@ -162,12 +162,6 @@ public final class ScrapeServer: @unchecked Sendable {
             guard count > 0 else { return }   // the client left, or the deadline passed
             sent += count
         }
-    }
-
-    private static func contains(_ bytes: [UInt8], _ pattern: [UInt8]) -> Bool {
-        guard bytes.count >= pattern.count else { return false }
-        for start in 0...(bytes.count - pattern.count) where bytes[start..<(start + pattern.count)].elementsEqual(pattern) { return true }
-        return false
     }
 
     /// `HOST:PORT` into its parts; IPv6 hosts in brackets.
