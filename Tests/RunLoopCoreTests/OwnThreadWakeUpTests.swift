@@ -264,8 +264,10 @@ import Testing
         eventually(timeout: .seconds(60)) { background.loop.isWaiting }
         background.loop.perform(inMode: .default) { log.append("B") }
         eventually(timeout: .seconds(60)) { log.events.contains("B") }
+        let written = kernel.wakeUpsWritten
         background.stop()
         #expect(Array(log.events.prefix(3)) == ["BW", "AW", "B"])
         #expect(kernel.now == Loop.Instant(nanoseconds: 1_000_000_000), "no virtual time passed: the perform woke it")
+        #expect(written == 1, "one eventfd write, for the one perform to a waiting loop")
     }
 }

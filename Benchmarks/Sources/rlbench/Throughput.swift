@@ -41,6 +41,8 @@ struct SustainedRound {
     /// Times the loop went to sleep per 1,000 blocks run (each sleep costs the producer an eventfd write to
     /// wake it again); nil where the peer does not tell.
     var sleepsPerThousand: Double?
+    /// The producer's context switches during the window.
+    var producerSwitches: (voluntary: Int, involuntary: Int)
 }
 
 enum ThroughputBenchmark {
@@ -61,13 +63,13 @@ enum ThroughputBenchmark {
         let sustained = interleave(section: "throughput (sustained)", rounds: configuration.rounds, peers: peers) { peer in
             let target = target(peer)
             defer { target.finish() }
-            return produce(into: target, configuration)
+            return reported(produce(into: target, configuration))
         }
         let loaded = interleave(section: "throughput (sustained, beside a busy loop)", rounds: configuration.rounds,
                                 peers: peers) { peer in
             let target = target(peer)
             defer { target.finish() }
-            return produceBesideABusyLoop(into: target, configuration)
+            return reported(produceBesideABusyLoop(into: target, configuration))
         }
         let drain = interleave(section: "throughput (drain)", rounds: configuration.rounds, peers: peers) { peer in
             switch peer {
@@ -83,9 +85,27 @@ enum ThroughputBenchmark {
     // ===== (a) sustained =====
 
     /// The driver thread is the producer.
+    /// Each round's figure on the progress line: the medians hide a round that went another way.
+    static func reported(_ round: SustainedRound) -> SustainedRound {
+        let sleeps = round.sleepsPerThousand.map { ", \(formatCount($0)) sleeps/1k" } ?? ""
+        progress("    = \(formatCount(round.blocksPerSecond)) blocks/s\(sleeps); producer: "
+                 + "\(round.producerSwitches.voluntary) voluntary and \(round.producerSwitches.involuntary) involuntary context switches")
+        return round
+    }
+
+    /// The calling thread's context switches so far: a producer that sleeps on the queue's lock, or is preempted,
+    /// shows here.
+    static func threadSwitches() -> (voluntary: Int, involuntary: Int) {
+        var usage = rusage()
+        // RUSAGE_THREAD (1): Glibc imports it under a GNU-only name Swift does not see.
+        getrusage(__rusage_who_t(1), &usage)
+        return (usage.ru_nvcsw, usage.ru_nivcsw)
+    }
+
     static func produce(into target: any BlockTarget, _ configuration: ThroughputConfiguration) -> SustainedRound {
         let batch = 64
         let sleepsBefore = target.sleeps
+        let switchesBefore = threadSwitches()
         Executed.count.store(0, ordering: .relaxed)
         var submitted = 0
         var throttled: UInt64 = 0
@@ -106,13 +126,16 @@ enum ThroughputBenchmark {
             now = nowNanoseconds()
         }
         let executed = Executed.count.load(ordering: .relaxed)
+        let switchesAfter = threadSwitches()
         var sleeps: Double?
         if let before = sleepsBefore, let after = target.sleeps { sleeps = Double(after - before) }
         let elapsed = Double(now - start)
         // Let the backlog drain before the next peer starts, so that it starts on a quiet machine.
         while Executed.count.load(ordering: .relaxed) < submitted { sched_yield() }
         return SustainedRound(blocksPerSecond: Double(executed) * 1e9 / elapsed, throttledShare: Double(throttled) / elapsed,
-                              sleepsPerThousand: sleeps.map { $0 * 1_000 / Double(executed) })
+                              sleepsPerThousand: sleeps.map { $0 * 1_000 / Double(executed) },
+                              producerSwitches: (switchesAfter.voluntary - switchesBefore.voluntary,
+                                                 switchesAfter.involuntary - switchesBefore.involuntary))
     }
 
     // ===== (c) sustained beside a busy loop =====

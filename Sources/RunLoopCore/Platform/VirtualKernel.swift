@@ -35,6 +35,7 @@ public final class VirtualKernel: @unchecked Sendable {
     private var current: UInt64
     private var armedDeadline: UInt64 = 0
     private var wakeUpPending = false
+    private var wakeUpWrites = 0
     private var readiness: [Int32: Readiness] = [:]
     private var waitSets: [Int32: [Int32: (interest: Readiness, token: UInt64)]] = [:]
     private var nextWaitSet: Int32 = 1
@@ -50,6 +51,12 @@ public final class VirtualKernel: @unchecked Sendable {
         requireUsage(start.nanoseconds > 0, "VirtualKernel: the clock must start after zero")
         current = start.nanoseconds
         self.autoAdvance = autoAdvance
+    }
+
+    /// How many wake-ups were written (the eventfd's writes on a real kernel): what a perform or a `wakeUp()`
+    /// cost in system calls. Safe from any thread.
+    public var wakeUpsWritten: Int {
+        lock.withLock { wakeUpWrites }
     }
 
     /// The virtual time. Safe from any thread.
@@ -149,6 +156,7 @@ extension VirtualKernel: LoopKernel {
     func wakeUp() {
         lock.withLock {
             wakeUpPending = true
+            wakeUpWrites += 1
             lock.broadcast()
         }
     }
