@@ -113,3 +113,8 @@ enum PThreadMutex {
         assert(rc == 0, "BUG IN RunLoopCore (please report): pthread_mutex_unlock returned \(rc)")
     }
 }
+
+/// 64 bytes of nothing: stored between fields that different threads write, so that they never share a cache line.
+struct CacheLinePad {
+    private let words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+}
