@@ -41,7 +41,7 @@ int rl_kp_unavailable(char *why, size_t size) {
     return -1;
 }
 
-rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, char *why, size_t size) {
+rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, char *why, size_t size) {
     snprintf(why, size, "%s", rl_kp_not_built);
     return NULL;
 }
@@ -50,10 +50,12 @@ int rl_kp_follow(rl_kp *probe, int32_t tgid) { return -38; }
 int rl_kp_skip(rl_kp *probe, int32_t tid) { return -38; }
 int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, void *context) { return -38; }
 
-void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *rebuilt, uint64_t *first_ns) {
+void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *rebuilt, uint64_t *misreads,
+                       uint64_t *first_ns) {
     *dropped = 0;
     *untracked = 0;
     *rebuilt = 0;
+    *misreads = 0;
     *first_ns = 0;
 }
 
@@ -86,7 +88,7 @@ int rl_kp_built(void) { return 1; }
     X(bpf_link__destroy) X(bpf_map__fd) X(bpf_map__set_max_entries) X(bpf_map_update_elem) \
     X(bpf_map_lookup_elem) X(ring_buffer__new) X(ring_buffer__consume) X(ring_buffer__free) \
     X(libbpf_set_print) X(libbpf_num_possible_cpus) X(btf__load_vmlinux_btf) X(btf__find_by_name_kind) \
-    X(btf__free)
+    X(btf__free) X(btf__type_by_id) X(btf__name_by_offset)
 
 static struct {
 #define X(name) __typeof__(&name) name;
@@ -289,7 +291,7 @@ struct rl_kp {
     int follow_fd, skip_fd, control_fd, lost_fd;
     int cpus;
     struct rl_kp_losses *per_cpu;       // a lookup's buffer
-    uint64_t *reported;                 // per CPU: dropped, untracked and rebuilt already reported
+    uint64_t *reported;                 // per CPU: dropped, untracked, rebuilt and misreads already reported
     rl_kp_record_fn fn;
     void *context;
 };
@@ -314,6 +316,46 @@ static void rl_kp_timer_functions(struct rl_kp_control *control) {
     if (symbols) fclose(symbols);
 }
 
+/// Where this CPU's preempt count is, from its run queue: both are per-CPU variables of the kernel's
+/// `.data..percpu` section, so their addresses on any CPU differ by the difference of their offsets there, which
+/// the kernel's BTF gives. Found only where the preempt count is a per-CPU variable (x86-64); elsewhere the irq and
+/// softirq programs keep the interrupt depth instead.
+static void rl_kp_preempt_count_offset(struct rl_kp_control *control) {
+    struct btf *btf = lib.btf__load_vmlinux_btf();
+    if (!btf) return;
+    int section = lib.btf__find_by_name_kind(btf, ".data..percpu", BTF_KIND_DATASEC);
+    const struct btf_type *type = section > 0 ? lib.btf__type_by_id(btf, (__u32)section) : NULL;
+    long long run_queues = -1, preempt_count = -1;
+    const struct btf_var_secinfo *variable = type ? btf_var_secinfos(type) : NULL;
+    for (int i = 0; type && i < btf_vlen(type); i++, variable++) {
+        const struct btf_type *var = lib.btf__type_by_id(btf, variable->type);
+        const char *name = var ? lib.btf__name_by_offset(btf, var->name_off) : NULL;
+        if (!name) continue;
+        if (!strcmp(name, "runqueues")) run_queues = variable->offset;
+        else if (!strcmp(name, "__preempt_count") && variable->size == 4) preempt_count = variable->offset;
+    }
+    // The program reaches the run queue through the current task's group run queue (cfs_rq->rq).
+    int has_rq = 0;
+    int group = lib.btf__find_by_name_kind(btf, "cfs_rq", BTF_KIND_STRUCT);
+    const struct btf_type *group_type = group > 0 ? lib.btf__type_by_id(btf, (__u32)group) : NULL;
+    const struct btf_member *member = group_type ? btf_members(group_type) : NULL;
+    for (int i = 0; group_type && i < btf_vlen(group_type); i++, member++) {
+        const char *name = lib.btf__name_by_offset(btf, member->name_off);
+        if (name && !strcmp(name, "rq")) has_rq = 1;
+    }
+    lib.btf__free(btf);
+    if (run_queues < 0 || preempt_count < 0 || !has_rq) return;
+    control->reads_preempt_count = 1;
+    control->preempt_count_from_rq = preempt_count - run_queues;
+}
+
+/// The programs that only keep the interrupt depth: not attached where the preempt count says it.
+static int rl_kp_counts_interrupts(const char *name) {
+    return name && (!strcmp(name, "rlctl_kp_irq_in") || !strcmp(name, "rlctl_kp_irq_out") ||
+                    !strcmp(name, "rlctl_kp_sirq_in") || !strcmp(name, "rlctl_kp_sirq_out") ||
+                    !strcmp(name, "rlctl_kp_tdone"));
+}
+
 static int rl_kp_map_fd(rl_kp *probe, const char *name) {
     struct bpf_map *map = lib.bpf_object__find_map_by_name(probe->object, name);
     return map ? lib.bpf_map__fd(map) : -1;
@@ -329,7 +371,8 @@ static void rl_kp_why_errno(char *why, size_t size, const char *what, int error)
         snprintf(why, size, "%s: %s", what, strerror(error));
 }
 
-static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, char *why, size_t size) {
+static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int reads_preempt_count, char *why,
+                                 size_t size) {
     if (!rl_kp_have_libbpf(why, size) || !rl_kp_privileged(why, size) || !rl_kp_kernel_has_what_it_needs(why, size))
         return NULL;
     size_t object_size = 0;
@@ -378,9 +421,10 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, char *
     probe->lost_fd = rl_kp_map_fd(probe, "rlctl_kp_lost");
     struct rl_kp_control control = { .follow_children = follow_children ? 1 : 0 };
     rl_kp_timer_functions(&control);
+    if (reads_preempt_count) rl_kp_preempt_count_offset(&control);
     uint32_t zero = 0;
     probe->per_cpu = calloc((size_t)probe->cpus, sizeof *probe->per_cpu);
-    probe->reported = calloc(3 * (size_t)probe->cpus, sizeof *probe->reported);
+    probe->reported = calloc(4 * (size_t)probe->cpus, sizeof *probe->reported);
     if (probe->follow_fd < 0 || probe->skip_fd < 0 || probe->control_fd < 0 || probe->lost_fd < 0 ||
         !probe->per_cpu || !probe->reported || lib.bpf_map_update_elem(probe->control_fd, &zero, &control, BPF_ANY) != 0) {
         lib.libbpf_set_print(previous);
@@ -390,6 +434,8 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, char *
     }
     for (struct bpf_program *program = lib.bpf_object__next_program(probe->object, NULL); program;
          program = lib.bpf_object__next_program(probe->object, program)) {
+        // Attached or not, each was loaded: a kernel the offsets do not fit still loads them all.
+        if (control.reads_preempt_count && rl_kp_counts_interrupts(lib.bpf_program__name(program))) continue;
         struct bpf_link *link = probe->link_count < 32 ? lib.bpf_program__attach(program) : NULL;
         if (!link) {
             error = errno;
@@ -414,17 +460,17 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, char *
     return probe;
 }
 
-rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, char *why, size_t size) {
+rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, char *why, size_t size) {
     why[0] = 0;
     // libbpf's print function is process-wide: one load at a time keeps each load's log its own.
     pthread_mutex_lock(&rl_kp_load_lock);
-    rl_kp *probe = rl_kp_open_locked(ring_bytes, follow_children, why, size);
+    rl_kp *probe = rl_kp_open_locked(ring_bytes, follow_children, reads_preempt_count, why, size);
     pthread_mutex_unlock(&rl_kp_load_lock);
     return probe;
 }
 
 int rl_kp_unavailable(char *why, size_t size) {
-    rl_kp *probe = rl_kp_open(64 * 1024, 0, why, size);
+    rl_kp *probe = rl_kp_open(64 * 1024, 0, 1, why, size);
     if (!probe) return -1;
     rl_kp_close(probe);
     why[0] = 0;
@@ -452,18 +498,22 @@ int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, void *context) {
     return count;
 }
 
-void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *rebuilt, uint64_t *first_ns) {
+void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *rebuilt, uint64_t *misreads,
+                       uint64_t *first_ns) {
     *dropped = 0;
     *untracked = 0;
     *rebuilt = 0;
+    *misreads = 0;
     *first_ns = 0;
     uint32_t zero = 0;
     if (lib.bpf_map_lookup_elem(probe->lost_fd, &zero, probe->per_cpu) != 0) return;
     for (int cpu = 0; cpu < probe->cpus; cpu++) {
         struct rl_kp_losses *losses = &probe->per_cpu[cpu];
-        uint64_t *reported = &probe->reported[3 * cpu];   // dropped, untracked, rebuilt: the counters only grow
+        uint64_t *reported = &probe->reported[4 * cpu];   // dropped, untracked, rebuilt, misreads: they only grow
         *rebuilt += losses->rebuilt - reported[2];
         reported[2] = losses->rebuilt;
+        *misreads += losses->misreads - reported[3];
+        reported[3] = losses->misreads;
         if (losses->dropped == reported[0] && losses->untracked == reported[1]) continue;
         *dropped += losses->dropped - reported[0];
         *untracked += losses->untracked - reported[1];

@@ -48,6 +48,10 @@ public final class KernelRecorder: Sendable {
         public var pollInterval: Duration
         /// Records newer than this are held to the next poll, so that those of other CPUs can still come before.
         public var reorderWindow: Duration
+        /// Whether a wake-up's interrupt context is read from the CPU's preempt count where the kernel's BTF says
+        /// where it is (x86-64), instead of kept by programs on every irq and softirq entry and exit (a NIO server
+        /// under load enters softirqs 150,000 times a second). False: those programs, as on kernels without it.
+        public var readsPreemptCount = true
 
         public init(followChildren: Bool = false, excludedThreads: [Int32] = [], ringBytes: UInt32 = 16 << 20,
                     pollInterval: Duration = .milliseconds(10), reorderWindow: Duration = .milliseconds(2)) {
@@ -71,6 +75,10 @@ public final class KernelRecorder: Sendable {
         /// own counters (run time, arrivals, time queued): received, not lost; the switch-in time is within a few
         /// µs (docs/kernel-view.md).
         public var rebuilt: UInt64 = 0
+        /// Hard interrupts whose preempt count read as none: the kernel's layout does not fit the offsets its BTF
+        /// gave, so a waker that was an interrupt may be named as the task it stopped (0 where the count is not
+        /// read, or read right).
+        public var interruptMisreads: UInt64 = 0
         /// All the times off the CPU lost (what the kernel_lost events add up to).
         public var lost: UInt64 { ringFull + untracked }
 
@@ -98,7 +106,8 @@ public final class KernelRecorder: Sendable {
     /// Loads the probe and attaches it; follows nothing until `follow(process:)`.
     public init(options: Options = Options(), sink: @escaping @Sendable ([TraceEvent]) -> Void) throws(KernelRecorderError) {
         var why = [CChar](repeating: 0, count: 1024)
-        guard let probe = rl_kp_open(options.ringBytes, options.followChildren ? 1 : 0, &why, why.count) else {
+        guard let probe = rl_kp_open(options.ringBytes, options.followChildren ? 1 : 0, options.readsPreemptCount ? 1 : 0,
+                                     &why, why.count) else {
             throw KernelRecorderError(text(why))
         }
         for tid in options.excludedThreads {
@@ -232,9 +241,10 @@ public final class KernelRecorder: Sendable {
         }, Unmanaged.passUnretained(collected).toOpaque())
         state.statistics.records += collected.records
         for group in collected.groups { state.ordering.add(group) }
-        var dropped: UInt64 = 0, untracked: UInt64 = 0, rebuilt: UInt64 = 0, first: UInt64 = 0
-        rl_kp_take_losses(probe, &dropped, &untracked, &rebuilt, &first)
+        var dropped: UInt64 = 0, untracked: UInt64 = 0, rebuilt: UInt64 = 0, misreads: UInt64 = 0, first: UInt64 = 0
+        rl_kp_take_losses(probe, &dropped, &untracked, &rebuilt, &misreads, &first)
         state.statistics.rebuilt += rebuilt
+        state.statistics.interruptMisreads += misreads
         let now = Self.monotonicNow()
         if dropped + untracked > 0 {
             state.statistics.ringFull += dropped

@@ -165,6 +165,8 @@ struct KernelRecorderTests {
         // A switch-in the probe did not see is rebuilt from the scheduler's counters, not lost (docs/kernel-view.md):
         // what is still lost (more than one arrival since) is rare, never 1 in 1000.
         #expect(statistics.ringFull == 0 && statistics.lost * 1000 <= max(statistics.records, 1000), "\(statistics)")
+        // Each timer interrupt's preempt count read as an interrupt: the offsets from the kernel's BTF fit.
+        #expect(statistics.interruptMisreads == 0)
         let timed = sleeps.filter { $0.timer != nil }
         #expect(timed.count * 10 >= sleeps.count * 9, "\(timed.count) of \(sleeps.count) sleeps came with their timer")
         for (off, timer, _) in timed {
@@ -223,6 +225,23 @@ struct KernelRecorderTests {
         // thread; a wake-up from an interrupt would say 0).
         let fromTheWriter = reads.filter { $0.wakerThreadID > 0 && $0.wakerThreadID != tid && named[$0.wakerThreadID] == pid }
         #expect(fromTheWriter.count * 10 >= reads.count * 9, "wakers \(wakers)")
+    }
+
+    /// Where the kernel gives no per-CPU preempt count, programs on every irq and softirq keep the interrupt depth
+    /// instead: the wakers come out the same (a timer interrupt wakes a sleep: no waker task; a pipe write: the
+    /// thread that wrote).
+    @Test func theInterruptDepthProgramsTellTheSameWakersApart() throws {
+        guard kernelView.requireMet() else { return }
+        var options = KernelRecorder.Options()
+        options.readsPreemptCount = false
+        let (sleeping, sleepStatistics, _, sleeper) = try Self.record([Self.workload, "sleep", "2000", "100"], options: options)
+        let timed = Self.episodes(sleeping.events, thread: sleeper).filter { $0.off.reason == .sleeping && $0.timer != nil }
+        #expect(timed.count >= 50 && timed.allSatisfy { $0.off.wakerThreadID == 0 }, "\(timed.prefix(3))")
+        #expect(sleepStatistics.interruptMisreads == 0)
+        let (pingpong, _, _, tid) = try Self.record([Self.workload, "pingpong", "5000"], options: options)
+        let reads = Self.offCPU(pingpong.events, thread: tid).filter { $0.reason == .sleeping && $0.syscall == 0 }
+        let fromAnotherThread = reads.filter { $0.wakerThreadID > 0 && $0.wakerThreadID != tid }
+        #expect(reads.count >= 2_500 && fromAnotherThread.count * 10 >= reads.count * 9, "\(reads.count) reads")
     }
 
     @Test func excludedThreadsAreLeftOut() throws {

@@ -23,13 +23,17 @@
 typedef __u8 u8;
 typedef __u32 u32;
 typedef __s32 s32;
+typedef __s64 s64;
 typedef __u64 u64;
 typedef _Bool bool;
 
 // ===== the kernel's types, as far as they are read (CO-RE: offsets come from the running kernel's BTF) =====
 
+struct rq;
+
 struct cfs_rq {
     int throttle_count;
+    struct rq *rq;   // CONFIG_FAIR_GROUP_SCHED: the CPU's run queue (user space checks it exists before relying on it)
 } __attribute__((preserve_access_index));
 
 struct sched_entity {
@@ -508,8 +512,27 @@ static __always_inline void irq_depth(s32 by) {
     *depth = next < 0 ? 0 : next;   // an exit whose entry came before the probe attached
 }
 
+// preempt_count's bits for a hard interrupt, an NMI, and a softirq being served (not merely disabled).
+#define RL_KP_HARDIRQ_OR_NMI 0x00ff0000u
+#define RL_KP_SERVING_SOFTIRQ 0x00000100u
+
+/// This CPU's preempt count, or -1 when the control does not say where it is. The run queue of the CPU comes
+/// from the current task, which runs on it (the idle task's points at its CPU's root group too).
+static __always_inline s64 preempt_count(struct rl_kp_control *control) {
+    if (!control || !control->reads_preempt_count) return -1;
+    struct task_struct *current = bpf_get_current_task_btf();
+    struct rq *rq = BPF_CORE_READ(current, se.cfs_rq, rq);
+    if (!rq) return -1;
+    u32 count = 0;
+    if (bpf_probe_read_kernel(&count, sizeof count, (void *)((s64)rq + control->preempt_count_from_rq)) != 0) return -1;
+    return count;
+}
+
 static __always_inline bool in_interrupt(void) {
     u32 zero = 0;
+    struct rl_kp_control *control = bpf_map_lookup_elem(&rlctl_kp_ctl, &zero);
+    s64 count = preempt_count(control);
+    if (count >= 0) return (count & (RL_KP_HARDIRQ_OR_NMI | RL_KP_SERVING_SOFTIRQ)) != 0;
     s32 *depth = bpf_map_lookup_elem(&rlctl_kp_irq, &zero);
     return depth && *depth > 0;
 }
@@ -643,7 +666,17 @@ int BPF_PROG(rlctl_kp_tstart, struct hrtimer *timer) {
 
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(rlctl_kp_tfire, struct hrtimer *timer, long long *now) {
-    irq_depth(1);   // the callback runs in interrupt context until hrtimer_expire_exit
+    // The callback runs in hard interrupt context until hrtimer_expire_exit: where the preempt count is read,
+    // this checks it says so (a kernel whose layout the offsets do not fit is counted, and rlctl says so).
+    u32 zero = 0;
+    struct rl_kp_control *control = bpf_map_lookup_elem(&rlctl_kp_ctl, &zero);
+    s64 count = preempt_count(control);
+    if (count < 0) {
+        irq_depth(1);
+    } else if ((count & RL_KP_HARDIRQ_OR_NMI) == 0) {
+        struct rl_kp_losses *losses = bpf_map_lookup_elem(&rlctl_kp_lost, &zero);
+        if (losses) losses->misreads++;
+    }
     u64 key = (u64)timer;
     struct armed *armed = bpf_map_lookup_elem(&rlctl_kp_armed, &key);
     if (!armed) return 0;

@@ -10,12 +10,14 @@
 typedef __u8 rl_kp_u8;
 typedef __u32 rl_kp_u32;
 typedef __s32 rl_kp_s32;
+typedef __s64 rl_kp_s64;
 typedef __u64 rl_kp_u64;
 #else
 #include <stdint.h>
 typedef uint8_t rl_kp_u8;
 typedef uint32_t rl_kp_u32;
 typedef int32_t rl_kp_s32;
+typedef int64_t rl_kp_s64;
 typedef uint64_t rl_kp_u64;
 #endif
 
@@ -78,7 +80,11 @@ struct rl_kp_control {
     rl_kp_u64 timerfd_tmrproc;
     rl_kp_u64 epoch;            // bumped by user space each time it reports losses (first_drop_ns per epoch)
     rl_kp_u32 follow_children;
-    rl_kp_u32 padding;
+    /// 1: interrupt context is read from this CPU's preempt count (x86-64): its address is this CPU's run queue's
+    /// plus `preempt_count_from_rq` (both per-CPU variables of one section, at offsets the kernel's BTF gives), and
+    /// the irq and softirq tracepoints need no program. 0: the depth those programs keep is used instead.
+    rl_kp_u32 reads_preempt_count;
+    rl_kp_s64 preempt_count_from_rq;
 };
 
 /// Per-CPU loss counters (monotonic; user space keeps the last values it reported).
@@ -88,6 +94,7 @@ struct rl_kp_losses {
     rl_kp_u64 first_ns;       // the first loss of epoch `epoch` on this CPU
     rl_kp_u64 epoch;
     rl_kp_u64 rebuilt;        // times off the CPU whose switch-in reached no program, rebuilt from the scheduler's counters
+    rl_kp_u64 misreads;       // hrtimer callbacks (hard interrupt context) whose preempt count read as no interrupt
 };
 
 #endif

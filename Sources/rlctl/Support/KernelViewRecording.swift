@@ -96,6 +96,10 @@ final class KernelViewRecording: @unchecked Sendable {
         if problem == nil {
             do { try writer.finish() } catch { problem = "\(error)" }
         }
+        if problem == nil, statistics.interruptMisreads > 0 {
+            problem = "this kernel's preempt count did not read as an interrupt in \(statistics.interruptMisreads) "
+                + "timer interrupts, so a thread woken from an interrupt may name the task it stopped as its waker"
+        }
         let outcome = Outcome(records: statistics.records, lost: statistics.lost, rebuilt: statistics.rebuilt, problem: problem)
         stopped = outcome
         if let cleanup { ExitCleanups.shared.remove(cleanup) }
