@@ -493,6 +493,36 @@ extension KernelCauseTests {
 }
 
 extension KernelCauseTests {
+    /// Linux 6.18 throttles a task whose group is out of quota on its way back to user space: a loop woken by its
+    /// timer gets the CPU, is stopped before its wait returns, and runs again once the quota is refilled. Those
+    /// 40 ms are the quota's (a CPU quota beside a hog read "return path 99.4%" before), and a preemption there is
+    /// the run queue's, with its culprit.
+    @Test func throttledOnTheWayBackFromTheWaitIsThrottled() throws {
+        var t = TraceBuilder()
+        t.kernelBegin(0)
+        t.task(4242, pid: 4242, "sh")
+        t.runBegin(0)
+        t.activity(0, .beforeTimers)
+        t.offCPU(.sleeping, left: 0.1, woken: 10.1, back: 10.2, syscall: 232, timer: (10, 10.05, 10.1))
+        t.offCPU(.throttled, left: 10.3, back: 50.3, throttled: 40)
+        t.offCPU(.preempted, left: 50.4, back: 51.4, culprits: [(4242, 1)])
+        t.sleep(from: 0, to: 51.5)
+        t.timer(1, scheduled: 10, at: 51.6, until: 51.7)
+        t.activity(52, .exit)
+        t.runEnd(52)
+        let s = try t.inTimeOrder.summarize()
+        let late = try #require(s.loops[0].kernel?.lateWakeUps)
+        #expect(late.latenessNanoseconds == Self.ms(41.6))
+        let p = late.parts
+        #expect(p.timerSlackNanoseconds == Self.ms(0.05) && p.interruptDeliveryNanoseconds == Self.ms(0.05))
+        #expect(p.runQueueNanoseconds == Self.ms(0.1 + 1) && p.throttledNanoseconds == Self.ms(40))
+        #expect(p.returnPathNanoseconds == Self.ms(0.3) && p.loopWork.onCPUNanoseconds == Self.ms(0.1))
+        #expect(p.totalNanoseconds == late.latenessNanoseconds)
+        #expect(late.culprits.map(\.threadID) == [4242])
+        // The loop's own figures are unchanged: the wait is its sleep, the iteration's busy time is its own.
+        #expect(s.loops[0].kernel?.busy.throttledNanoseconds == 0)
+    }
+
     /// A timer and run queue belong to the episode stamped at their time: when that episode's record was lost, the
     /// next episode does not take them.
     @Test func aLostEpisodesTimerIsNotTheNextOnes() throws {

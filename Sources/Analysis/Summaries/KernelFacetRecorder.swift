@@ -116,7 +116,19 @@ struct KernelFacetRecorder {
         let runnable = step(e.back)
         parts.throttledNanoseconds = min(e.throttled, runnable)
         parts.runQueueNanoseconds = runnable - parts.throttledNanoseconds
-        parts.returnPathNanoseconds = step(woke.end)
+        // Off its CPU again before the wait returned, though awake: preempted, or throttled on its way back to user
+        // space (where Linux 6.18 stops a task whose group is out of quota). That is the run queue's or the quota's
+        // time, not the return path's; the loop counted it in its wait, so its iteration leaves it out anyway. A
+        // lock it blocked in on the way back stays the return path's, as before.
+        let returnFrom = point
+        let returnSpan = step(woke.end)
+        let requeued = view.split(from: returnFrom, to: returnFrom + returnSpan, runnableOnly: true) ?? KernelWindow(wall: 0)
+        let requeuedThrottled = min(requeued.throttled, returnSpan)
+        let requeuedQueued = min(requeued.runQueue, returnSpan - requeuedThrottled)
+        parts.throttledNanoseconds += requeuedThrottled
+        parts.runQueueNanoseconds += requeuedQueued
+        parts.returnPathNanoseconds = returnSpan - requeuedThrottled - requeuedQueued
+        lateWaits.merge(requeued)
         // The rest is the loop's own work before the callout, split by what happened inside it.
         let rest = callout - point
         var work = view.split(from: point, to: callout) ?? KernelWindow(wall: rest)

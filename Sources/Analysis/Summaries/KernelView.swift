@@ -100,8 +100,9 @@ final class KernelThreadView {
     }
 
     /// The split of [from, to] (`wall` = to − from): every episode's part inside it. Nil when the kernel view did
-    /// not follow the thread yet at `from`.
-    func split(from: UInt64, to: UInt64) -> KernelWindow? {
+    /// not follow the thread yet at `from`. `runnableOnly`: only the times it left its CPU runnable (preempted or
+    /// throttled), counted as such even inside a loop's wait.
+    func split(from: UInt64, to: UInt64, runnableOnly: Bool = false) -> KernelWindow? {
         guard from >= followedSince else { return nil }
         var window = KernelWindow(wall: to >= from ? to - from : 0)
         window.incomplete = missesRecords(from: from, to: to)
@@ -110,7 +111,13 @@ final class KernelThreadView {
         while index < episodes.count {
             let episode = episodes[index]
             if episode.offCPU.left >= to { break }
-            window.add(episode, from: from, to: to)
+            if !runnableOnly {
+                window.add(episode, from: from, to: to)
+            } else if episode.offCPU.reason.leftRunnable {
+                var asItWas = episode
+                asItWas.inLoopWait = false
+                window.add(asItWas, from: from, to: to)
+            }
             index += 1
         }
         return window
