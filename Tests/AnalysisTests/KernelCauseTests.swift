@@ -31,6 +31,17 @@ extension TraceBuilder {
                                          back: Self.ns(back), cpu: cpu, wakerThreadID: reason.leftRunnable ? -1 : 0, throttled: Self.ns(throttled))))
     }
 
+    /// A trace whose kernel view began at 0 and names `tasks`, with a run of thread 7's loop begun at 0 (its
+    /// first BeforeTimers).
+    static func kernelViewedRun(naming tasks: [(tid: Int32, pid: Int32, command: String)]) -> TraceBuilder {
+        var t = TraceBuilder()
+        t.kernelBegin(0)
+        for task in tasks { t.task(task.tid, pid: task.pid, task.command) }
+        t.runBegin(0)
+        t.activity(0, .beforeTimers)
+        return t
+    }
+
     mutating func kernelLost(_ records: UInt64, from: Double, at: Double) { kernel(at, .kernelLost(records: records, from: Self.ns(from))) }
 
     /// The events in time order (the order a reader merges streams in), equal times in the order added.
@@ -122,11 +133,7 @@ extension TraceBuilder {
 
     /// A timer due at 10 ms while the loop slept, called out at 12.5 ms: every part of its 2.5 ms, in order.
     @Test func aLateWakeUpSplitsIntoPartsThatAddUpToItsLateness() throws {
-        var t = TraceBuilder()
-        t.kernelBegin(0)
-        t.task(9, pid: 0, "kworker/1:0")
-        t.runBegin(0)
-        t.activity(0, .beforeTimers)
+        var t = TraceBuilder.kernelViewedRun(naming: [(9, 0, "kworker/1:0")])
         t.offCPU(.sleeping, left: 0.05, woken: 10.9, back: 12.0, cpu: 1, syscall: 232, throttled: 0.3, timer: (10.2, 10.25, 10.4),
                  culprits: [(9, 0.8)])
         t.sleep(from: 0, to: 12.1)
@@ -498,11 +505,7 @@ extension KernelCauseTests {
     /// 40 ms are the quota's (a CPU quota beside a hog read "return path 99.4%" before), and a preemption there is
     /// the run queue's, with its culprit.
     @Test func throttledOnTheWayBackFromTheWaitIsThrottled() throws {
-        var t = TraceBuilder()
-        t.kernelBegin(0)
-        t.task(4242, pid: 4242, "sh")
-        t.runBegin(0)
-        t.activity(0, .beforeTimers)
+        var t = TraceBuilder.kernelViewedRun(naming: [(4242, 4242, "sh")])
         t.offCPU(.sleeping, left: 0.1, woken: 10.1, back: 10.2, syscall: 232, timer: (10, 10.05, 10.1))
         t.offCPU(.throttled, left: 10.3, back: 50.3, throttled: 40)
         t.offCPU(.preempted, left: 50.4, back: 51.4, culprits: [(4242, 1)])

@@ -53,11 +53,7 @@ import TraceModel
 
     /// 40 ms busy, 30 of them on the CPU and 10 waiting for it: a stall of its own, made longer by the machine.
     @Test func aStallLongOnItsOwnIsTheCodeEvenWhenItAlsoWaited() throws {
-        var t = TraceBuilder()
-        t.kernelBegin(0)
-        t.task(4242, pid: 4242, "sh")
-        t.runBegin(0)
-        t.activity(0, .beforeTimers)
+        var t = TraceBuilder.kernelViewedRun(naming: [(4242, 4242, "sh")])
         t.add(0, .itemLabel(itemID: 1, kind: .timer, label: "work"))
         t.timer(1, scheduled: 0, at: 0, until: 40)
         t.offCPU(.preempted, left: 10, back: 20, culprits: [(4242, 10)])
