@@ -349,11 +349,14 @@ static void rl_kp_preempt_count_offset(struct rl_kp_control *control) {
     control->preempt_count_from_rq = preempt_count - run_queues;
 }
 
+/// The programs that end an interrupt in the depth count.
+static int rl_kp_ends_interrupt(const char *name) {
+    return name && (!strcmp(name, "rlctl_kp_irq_out") || !strcmp(name, "rlctl_kp_sirq_out") || !strcmp(name, "rlctl_kp_tdone"));
+}
+
 /// The programs that only keep the interrupt depth: not attached where the preempt count says it.
 static int rl_kp_counts_interrupts(const char *name) {
-    return name && (!strcmp(name, "rlctl_kp_irq_in") || !strcmp(name, "rlctl_kp_irq_out") ||
-                    !strcmp(name, "rlctl_kp_sirq_in") || !strcmp(name, "rlctl_kp_sirq_out") ||
-                    !strcmp(name, "rlctl_kp_tdone"));
+    return name && (rl_kp_ends_interrupt(name) || !strcmp(name, "rlctl_kp_irq_in") || !strcmp(name, "rlctl_kp_sirq_in"));
 }
 
 static int rl_kp_map_fd(rl_kp *probe, const char *name) {
@@ -432,10 +435,16 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
         rl_kp_close(probe);
         return NULL;
     }
+    // Two passes: the programs that end an interrupt first. An interrupt that entered between the attaching of an
+    // entry program and its exit's would leave the CPU's depth one too high for good (every waker on that CPU then
+    // read as an interrupt); an exit without its entry is clamped at zero.
+    for (int pass = 0; pass < 2; pass++)
     for (struct bpf_program *program = lib.bpf_object__next_program(probe->object, NULL); program;
          program = lib.bpf_object__next_program(probe->object, program)) {
+        const char *name = lib.bpf_program__name(program);
+        if (rl_kp_ends_interrupt(name) != (pass == 0)) continue;
         // Attached or not, each was loaded: a kernel the offsets do not fit still loads them all.
-        if (control.reads_preempt_count && rl_kp_counts_interrupts(lib.bpf_program__name(program))) continue;
+        if (control.reads_preempt_count && rl_kp_counts_interrupts(name)) continue;
         struct bpf_link *link = probe->link_count < 32 ? lib.bpf_program__attach(program) : NULL;
         if (!link) {
             error = errno;

@@ -341,6 +341,63 @@ static __always_inline u64 end_wait(s32 tid, s32 cpu, struct rl_kp_record *rec) 
     return 0;
 }
 
+// ===== interrupt context =====
+//
+// A wake-up from an interrupt names no waker (the task it interrupted did not wake anyone). Where the kernel's BTF
+// places the per-CPU preemption count (x86-64), it says so (preempt_count below). Elsewhere the count is a per-CPU
+// variable BPF can reach only through kallsyms, which this kind of kernel builds without data symbols (no
+// CONFIG_KALLSYMS_ALL); so the probe counts, per CPU, the interrupt handlers it is inside: hard interrupts, soft
+// interrupts and hrtimer callbacks (the timer interrupt's work, where sleeps and timerfds wake). A context switch
+// never happens inside one, so sched_switch sets the count back to zero: an exit that reached no program (attached
+// after its entry, or skipped as a recursion) cannot leave a CPU's wakers read as interrupts for good.
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, u32);
+    __type(value, s32);
+} rlctl_kp_irq SEC(".maps");
+
+static __always_inline void irq_depth(s32 by) {
+    u32 zero = 0;
+    s32 *depth = bpf_map_lookup_elem(&rlctl_kp_irq, &zero);
+    if (!depth) return;
+    s32 next = *depth + by;
+    *depth = next < 0 ? 0 : next;   // an exit whose entry came before the probe attached
+}
+
+// preempt_count's bits for a hard interrupt, an NMI, and a softirq being served (not merely disabled).
+#define RL_KP_HARDIRQ_OR_NMI 0x00ff0000u
+#define RL_KP_SERVING_SOFTIRQ 0x00000100u
+
+/// This CPU's preempt count, or -1 when the control does not say where it is. The run queue of the CPU comes
+/// from the current task, which runs on it (the idle task's points at its CPU's root group too).
+static __always_inline s64 preempt_count(struct rl_kp_control *control) {
+    if (!control || !control->reads_preempt_count) return -1;
+    struct task_struct *current = bpf_get_current_task_btf();
+    struct rq *rq = BPF_CORE_READ(current, se.cfs_rq, rq);
+    if (!rq) return -1;
+    u32 count = 0;
+    if (bpf_probe_read_kernel(&count, sizeof count, (void *)((s64)rq + control->preempt_count_from_rq)) != 0) return -1;
+    return count;
+}
+
+/// sched_switch: this CPU is inside no interrupt handler.
+static __always_inline void outside_interrupts(void) {
+    u32 zero = 0;
+    s32 *depth = bpf_map_lookup_elem(&rlctl_kp_irq, &zero);
+    if (depth && *depth != 0) *depth = 0;
+}
+
+static __always_inline bool in_interrupt(void) {
+    u32 zero = 0;
+    struct rl_kp_control *control = bpf_map_lookup_elem(&rlctl_kp_ctl, &zero);
+    s64 count = preempt_count(control);
+    if (count >= 0) return (count & (RL_KP_HARDIRQ_OR_NMI | RL_KP_SERVING_SOFTIRQ)) != 0;
+    s32 *depth = bpf_map_lookup_elem(&rlctl_kp_irq, &zero);
+    return depth && *depth > 0;
+}
+
 // ===== the scheduler =====
 
 /// Followed thread `next` got a CPU again at `now` (`cpu`): closes its episode into one record.
@@ -477,6 +534,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(rlctl_kp_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state) {
     u64 now = bpf_ktime_get_ns();
     u32 cpu = bpf_get_smp_processor_id();
+    outside_interrupts();
     struct cpu_waiters *cw = bpf_map_lookup_elem(&rlctl_kp_cpus, &cpu);
     if (cw && cw->count > 0) {
         // prev held this CPU until now, while the followed threads in the slots waited for it.
@@ -488,53 +546,6 @@ int BPF_PROG(rlctl_kp_switch, bool preempt, struct task_struct *prev, struct tas
     struct episode *ep = bpf_task_storage_get(&rlctl_kp_eps, next, 0, 0);
     if (ep && ep->open) back(ep, next, cpu, now);
     return 0;
-}
-
-// ===== interrupt context =====
-//
-// A wake-up from an interrupt names no waker (the task it interrupted did not wake anyone). The preemption count
-// that says so is a per-CPU variable BPF can reach only through kallsyms, which this kind of kernel builds without
-// data symbols (no CONFIG_KALLSYMS_ALL); so the probe counts, per CPU, the interrupt handlers it is inside: hard
-// interrupts, soft interrupts and hrtimer callbacks (the timer interrupt's work, where sleeps and timerfds wake).
-
-struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 1);
-    __type(key, u32);
-    __type(value, s32);
-} rlctl_kp_irq SEC(".maps");
-
-static __always_inline void irq_depth(s32 by) {
-    u32 zero = 0;
-    s32 *depth = bpf_map_lookup_elem(&rlctl_kp_irq, &zero);
-    if (!depth) return;
-    s32 next = *depth + by;
-    *depth = next < 0 ? 0 : next;   // an exit whose entry came before the probe attached
-}
-
-// preempt_count's bits for a hard interrupt, an NMI, and a softirq being served (not merely disabled).
-#define RL_KP_HARDIRQ_OR_NMI 0x00ff0000u
-#define RL_KP_SERVING_SOFTIRQ 0x00000100u
-
-/// This CPU's preempt count, or -1 when the control does not say where it is. The run queue of the CPU comes
-/// from the current task, which runs on it (the idle task's points at its CPU's root group too).
-static __always_inline s64 preempt_count(struct rl_kp_control *control) {
-    if (!control || !control->reads_preempt_count) return -1;
-    struct task_struct *current = bpf_get_current_task_btf();
-    struct rq *rq = BPF_CORE_READ(current, se.cfs_rq, rq);
-    if (!rq) return -1;
-    u32 count = 0;
-    if (bpf_probe_read_kernel(&count, sizeof count, (void *)((s64)rq + control->preempt_count_from_rq)) != 0) return -1;
-    return count;
-}
-
-static __always_inline bool in_interrupt(void) {
-    u32 zero = 0;
-    struct rl_kp_control *control = bpf_map_lookup_elem(&rlctl_kp_ctl, &zero);
-    s64 count = preempt_count(control);
-    if (count >= 0) return (count & (RL_KP_HARDIRQ_OR_NMI | RL_KP_SERVING_SOFTIRQ)) != 0;
-    s32 *depth = bpf_map_lookup_elem(&rlctl_kp_irq, &zero);
-    return depth && *depth > 0;
 }
 
 SEC("tp_btf/irq_handler_entry")
