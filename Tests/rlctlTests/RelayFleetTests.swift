@@ -92,7 +92,9 @@ struct RelayFleetTests {
                 #expect(abs(stallsA - stallsB) <= 1, "host \(index + 1) stalls: relay \(stallsA), local \(stallsB)")
                 #expect(a["wakeReasons"] as? [String: Int] == b["wakeReasons"] as? [String: Int])
                 let (busyA, busyB) = (Double(a["busyNanoseconds"] as? Int ?? 0), Double(b["busyNanoseconds"] as? Int ?? 1))
-                #expect(abs(busyA - busyB) / busyB < 0.001, "host \(index + 1) busy: relay \(busyA), local \(busyB)")
+                // The same iterations, each copy's times read by its own session: a thread preempted between the two
+                // reads moves one copy's busy time a little (0.15% seen once in CI on a loaded machine).
+                #expect(abs(busyA - busyB) / busyB < 0.005, "host \(index + 1) busy: relay \(busyA), local \(busyB)")
                 iterations.append(a["iterations"] as? Int ?? 0)
             }
         }
