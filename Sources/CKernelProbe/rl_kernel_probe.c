@@ -256,7 +256,39 @@ static const char *const rl_kp_tracepoints[][2] = {
     {"irq", "softirq_entry"}, {"irq", "softirq_exit"},
 };
 
-static int rl_kp_kernel_has_what_it_needs(char *why, size_t size) {
+/// Where this CPU's preempt count is, from its run queue: both are per-CPU variables of the kernel's
+/// `.data..percpu` section, so their addresses on any CPU differ by the difference of their offsets there, which
+/// the kernel's BTF gives. Found only where the preempt count is a per-CPU variable (x86-64); elsewhere the irq and
+/// softirq programs keep the interrupt depth instead.
+static void rl_kp_preempt_count_offset(const struct btf *btf, struct rl_kp_control *control) {
+    int section = lib.btf__find_by_name_kind(btf, ".data..percpu", BTF_KIND_DATASEC);
+    const struct btf_type *type = section > 0 ? lib.btf__type_by_id(btf, (__u32)section) : NULL;
+    long long run_queues = -1, preempt_count = -1;
+    const struct btf_var_secinfo *variable = type ? btf_var_secinfos(type) : NULL;
+    for (int i = 0; type && i < btf_vlen(type); i++, variable++) {
+        const struct btf_type *var = lib.btf__type_by_id(btf, variable->type);
+        const char *name = var ? lib.btf__name_by_offset(btf, var->name_off) : NULL;
+        if (!name) continue;
+        if (!strcmp(name, "runqueues")) run_queues = variable->offset;
+        else if (!strcmp(name, "__preempt_count") && variable->size == 4) preempt_count = variable->offset;
+    }
+    // The program reaches the run queue through the current task's group run queue (cfs_rq->rq).
+    int has_rq = 0;
+    int group = lib.btf__find_by_name_kind(btf, "cfs_rq", BTF_KIND_STRUCT);
+    const struct btf_type *group_type = group > 0 ? lib.btf__type_by_id(btf, (__u32)group) : NULL;
+    const struct btf_member *member = group_type ? btf_members(group_type) : NULL;
+    for (int i = 0; group_type && i < btf_vlen(group_type); i++, member++) {
+        const char *name = lib.btf__name_by_offset(btf, member->name_off);
+        if (name && !strcmp(name, "rq")) has_rq = 1;
+    }
+    if (run_queues < 0 || preempt_count < 0 || !has_rq) return;
+    control->reads_preempt_count = 1;
+    control->preempt_count_from_rq = preempt_count - run_queues;
+}
+
+/// Whether the kernel has the BTF and tracepoints the probe needs; while its BTF is loaded (once: it is megabytes),
+/// also where the preempt count is, into `percpu` (left alone where it cannot be placed).
+static int rl_kp_kernel_has_what_it_needs(char *why, size_t size, struct rl_kp_control *percpu) {
     if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
         snprintf(why, size, "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s): the kernel view needs a kernel built "
                  "with CONFIG_DEBUG_INFO_BTF", strerror(errno));
@@ -277,6 +309,7 @@ static int rl_kp_kernel_has_what_it_needs(char *why, size_t size) {
             ok = 0;
         }
     }
+    if (ok) rl_kp_preempt_count_offset(btf, percpu);
     lib.btf__free(btf);
     return ok;
 }
@@ -316,42 +349,10 @@ static void rl_kp_timer_functions(struct rl_kp_control *control) {
     if (symbols) fclose(symbols);
 }
 
-/// Where this CPU's preempt count is, from its run queue: both are per-CPU variables of the kernel's
-/// `.data..percpu` section, so their addresses on any CPU differ by the difference of their offsets there, which
-/// the kernel's BTF gives. Found only where the preempt count is a per-CPU variable (x86-64); elsewhere the irq and
-/// softirq programs keep the interrupt depth instead.
-static void rl_kp_preempt_count_offset(struct rl_kp_control *control) {
-    struct btf *btf = lib.btf__load_vmlinux_btf();
-    if (!btf) return;
-    int section = lib.btf__find_by_name_kind(btf, ".data..percpu", BTF_KIND_DATASEC);
-    const struct btf_type *type = section > 0 ? lib.btf__type_by_id(btf, (__u32)section) : NULL;
-    long long run_queues = -1, preempt_count = -1;
-    const struct btf_var_secinfo *variable = type ? btf_var_secinfos(type) : NULL;
-    for (int i = 0; type && i < btf_vlen(type); i++, variable++) {
-        const struct btf_type *var = lib.btf__type_by_id(btf, variable->type);
-        const char *name = var ? lib.btf__name_by_offset(btf, var->name_off) : NULL;
-        if (!name) continue;
-        if (!strcmp(name, "runqueues")) run_queues = variable->offset;
-        else if (!strcmp(name, "__preempt_count") && variable->size == 4) preempt_count = variable->offset;
-    }
-    // The program reaches the run queue through the current task's group run queue (cfs_rq->rq).
-    int has_rq = 0;
-    int group = lib.btf__find_by_name_kind(btf, "cfs_rq", BTF_KIND_STRUCT);
-    const struct btf_type *group_type = group > 0 ? lib.btf__type_by_id(btf, (__u32)group) : NULL;
-    const struct btf_member *member = group_type ? btf_members(group_type) : NULL;
-    for (int i = 0; group_type && i < btf_vlen(group_type); i++, member++) {
-        const char *name = lib.btf__name_by_offset(btf, member->name_off);
-        if (name && !strcmp(name, "rq")) has_rq = 1;
-    }
-    lib.btf__free(btf);
-    if (run_queues < 0 || preempt_count < 0 || !has_rq) return;
-    control->reads_preempt_count = 1;
-    control->preempt_count_from_rq = preempt_count - run_queues;
-}
-
-/// The programs that end an interrupt in the depth count.
+/// The programs that end an interrupt in the depth count (a context switch sets it back to zero).
 static int rl_kp_ends_interrupt(const char *name) {
-    return name && (!strcmp(name, "rlctl_kp_irq_out") || !strcmp(name, "rlctl_kp_sirq_out") || !strcmp(name, "rlctl_kp_tdone"));
+    return name && (!strcmp(name, "rlctl_kp_irq_out") || !strcmp(name, "rlctl_kp_sirq_out") ||
+                    !strcmp(name, "rlctl_kp_tdone") || !strcmp(name, "rlctl_kp_irq_reset"));
 }
 
 /// The programs that only keep the interrupt depth: not attached where the preempt count says it.
@@ -376,7 +377,8 @@ static void rl_kp_why_errno(char *why, size_t size, const char *what, int error)
 
 static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int reads_preempt_count, char *why,
                                  size_t size) {
-    if (!rl_kp_have_libbpf(why, size) || !rl_kp_privileged(why, size) || !rl_kp_kernel_has_what_it_needs(why, size))
+    struct rl_kp_control percpu = { 0 };
+    if (!rl_kp_have_libbpf(why, size) || !rl_kp_privileged(why, size) || !rl_kp_kernel_has_what_it_needs(why, size, &percpu))
         return NULL;
     size_t object_size = 0;
     void *bytes = rl_kp_find_object(&object_size, why, size);
@@ -424,7 +426,10 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
     probe->lost_fd = rl_kp_map_fd(probe, "rlctl_kp_lost");
     struct rl_kp_control control = { .follow_children = follow_children ? 1 : 0 };
     rl_kp_timer_functions(&control);
-    if (reads_preempt_count) rl_kp_preempt_count_offset(&control);
+    if (reads_preempt_count) {
+        control.reads_preempt_count = percpu.reads_preempt_count;
+        control.preempt_count_from_rq = percpu.preempt_count_from_rq;
+    }
     uint32_t zero = 0;
     probe->per_cpu = calloc((size_t)probe->cpus, sizeof *probe->per_cpu);
     probe->reported = calloc(4 * (size_t)probe->cpus, sizeof *probe->reported);

@@ -348,8 +348,9 @@ static __always_inline u64 end_wait(s32 tid, s32 cpu, struct rl_kp_record *rec) 
 // variable BPF can reach only through kallsyms, which this kind of kernel builds without data symbols (no
 // CONFIG_KALLSYMS_ALL); so the probe counts, per CPU, the interrupt handlers it is inside: hard interrupts, soft
 // interrupts and hrtimer callbacks (the timer interrupt's work, where sleeps and timerfds wake). A context switch
-// never happens inside one, so sched_switch sets the count back to zero: an exit that reached no program (attached
-// after its entry, or skipped as a recursion) cannot leave a CPU's wakers read as interrupts for good.
+// never happens inside one, so a program of its own on sched_switch sets the count back to zero (attached with the
+// depth programs only, off the switch path where the preempt count is read): an exit that reached no program
+// (attached after its entry, or skipped as a recursion) cannot leave a CPU's wakers read as interrupts for good.
 
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -380,13 +381,6 @@ static __always_inline s64 preempt_count(struct rl_kp_control *control) {
     u32 count = 0;
     if (bpf_probe_read_kernel(&count, sizeof count, (void *)((s64)rq + control->preempt_count_from_rq)) != 0) return -1;
     return count;
-}
-
-/// sched_switch: this CPU is inside no interrupt handler.
-static __always_inline void outside_interrupts(void) {
-    u32 zero = 0;
-    s32 *depth = bpf_map_lookup_elem(&rlctl_kp_irq, &zero);
-    if (depth && *depth != 0) *depth = 0;
 }
 
 static __always_inline bool in_interrupt(void) {
@@ -534,7 +528,6 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(rlctl_kp_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state) {
     u64 now = bpf_ktime_get_ns();
     u32 cpu = bpf_get_smp_processor_id();
-    outside_interrupts();
     struct cpu_waiters *cw = bpf_map_lookup_elem(&rlctl_kp_cpus, &cpu);
     if (cw && cw->count > 0) {
         // prev held this CPU until now, while the followed threads in the slots waited for it.
@@ -562,6 +555,15 @@ int BPF_PROG(rlctl_kp_sirq_out) { irq_depth(-1); return 0; }
 
 SEC("tp_btf/hrtimer_expire_exit")
 int BPF_PROG(rlctl_kp_tdone) { irq_depth(-1); return 0; }
+
+/// A context switch: this CPU is inside no interrupt handler.
+SEC("tp_btf/sched_switch")
+int BPF_PROG(rlctl_kp_irq_reset) {
+    u32 zero = 0;
+    s32 *depth = bpf_map_lookup_elem(&rlctl_kp_irq, &zero);
+    if (depth && *depth != 0) *depth = 0;
+    return 0;
+}
 
 /// The waker, in its own context (sched_wakeup may run later on the woken task's CPU, from an IPI).
 SEC("tp_btf/sched_waking")
