@@ -41,8 +41,8 @@ struct SustainedRound {
     /// Times the loop went to sleep per 1,000 blocks run (each sleep costs the producer an eventfd write to
     /// wake it again); nil where the peer does not tell.
     var sleepsPerThousand: Double?
-    /// The producer's context switches during the window.
-    var producerSwitches: (voluntary: Int, involuntary: Int)
+    /// The producer's use of its CPU during the window (its context switches are printed).
+    var producer: ThreadUsage
 }
 
 enum ThroughputBenchmark {
@@ -84,28 +84,19 @@ enum ThroughputBenchmark {
 
     // ===== (a) sustained =====
 
-    /// The driver thread is the producer.
     /// Each round's figure on the progress line: the medians hide a round that went another way.
     static func reported(_ round: SustainedRound) -> SustainedRound {
         let sleeps = round.sleepsPerThousand.map { ", \(formatCount($0)) sleeps/1k" } ?? ""
         progress("    = \(formatCount(round.blocksPerSecond)) blocks/s\(sleeps); producer: "
-                 + "\(round.producerSwitches.voluntary) voluntary and \(round.producerSwitches.involuntary) involuntary context switches")
+                 + "\(round.producer.voluntarySwitches) voluntary and \(round.producer.involuntarySwitches) involuntary context switches")
         return round
     }
 
-    /// The calling thread's context switches so far: a producer that sleeps on the queue's lock, or is preempted,
-    /// shows here.
-    static func threadSwitches() -> (voluntary: Int, involuntary: Int) {
-        var usage = rusage()
-        // RUSAGE_THREAD (1): Glibc imports it under a GNU-only name Swift does not see.
-        getrusage(__rusage_who_t(1), &usage)
-        return (usage.ru_nvcsw, usage.ru_nivcsw)
-    }
-
+    /// The driver thread is the producer.
     static func produce(into target: any BlockTarget, _ configuration: ThroughputConfiguration) -> SustainedRound {
         let batch = 64
         let sleepsBefore = target.sleeps
-        let switchesBefore = threadSwitches()
+        let usageBefore = ThreadUsage.now()
         Executed.count.store(0, ordering: .relaxed)
         var submitted = 0
         var throttled: UInt64 = 0
@@ -126,7 +117,7 @@ enum ThroughputBenchmark {
             now = nowNanoseconds()
         }
         let executed = Executed.count.load(ordering: .relaxed)
-        let switchesAfter = threadSwitches()
+        let producer = ThreadUsage.now() - usageBefore
         var sleeps: Double?
         if let before = sleepsBefore, let after = target.sleeps { sleeps = Double(after - before) }
         let elapsed = Double(now - start)
@@ -134,8 +125,7 @@ enum ThroughputBenchmark {
         while Executed.count.load(ordering: .relaxed) < submitted { sched_yield() }
         return SustainedRound(blocksPerSecond: Double(executed) * 1e9 / elapsed, throttledShare: Double(throttled) / elapsed,
                               sleepsPerThousand: sleeps.map { $0 * 1_000 / Double(executed) },
-                              producerSwitches: (switchesAfter.voluntary - switchesBefore.voluntary,
-                                                 switchesAfter.involuntary - switchesBefore.involuntary))
+                              producer: producer)
     }
 
     // ===== (c) sustained beside a busy loop =====
