@@ -41,17 +41,18 @@ int rl_kp_unavailable(char *why, size_t size) {
     return -1;
 }
 
-rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, char *why, size_t size) {
+rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, int waits, char *why, size_t size) {
     snprintf(why, size, "%s", rl_kp_not_built);
     return NULL;
 }
 
 int rl_kp_follow(rl_kp *probe, int32_t tgid) { return -38; }
 int rl_kp_skip(rl_kp *probe, int32_t tid) { return -38; }
-int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, void *context) { return -38; }
+int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, rl_kp_wait_fn wait_fn, void *context) { return -38; }
 
 void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *rebuilt, uint64_t *misreads,
-                       uint64_t *first_ns) {
+                       uint64_t *waits_dropped, uint64_t *first_ns) {
+    *waits_dropped = 0;
     *dropped = 0;
     *untracked = 0;
     *rebuilt = 0;
@@ -73,6 +74,7 @@ void rl_kp_close(rl_kp *probe) {}
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -85,6 +87,7 @@ int rl_kp_built(void) { return 1; }
 #define RL_KP_LIBBPF_FUNCTIONS(X) \
     X(bpf_object__open_mem) X(bpf_object__load) X(bpf_object__close) X(bpf_object__find_map_by_name) \
     X(bpf_object__next_program) X(bpf_program__attach) X(bpf_program__name) X(bpf_program__section_name) \
+    X(bpf_program__set_autoload) \
     X(bpf_link__destroy) X(bpf_map__fd) X(bpf_map__set_max_entries) X(bpf_map_update_elem) \
     X(bpf_map_lookup_elem) X(ring_buffer__new) X(ring_buffer__consume) X(ring_buffer__free) \
     X(libbpf_set_print) X(libbpf_num_possible_cpus) X(btf__load_vmlinux_btf) X(btf__find_by_name_kind) \
@@ -318,20 +321,49 @@ static int rl_kp_kernel_has_what_it_needs(char *why, size_t size, struct rl_kp_c
 
 struct rl_kp {
     struct bpf_object *object;
-    struct bpf_link *links[32];
+    struct bpf_link *links[48];
     int link_count;
     struct ring_buffer *ring;
     int follow_fd, skip_fd, control_fd, lost_fd;
     int cpus;
     struct rl_kp_losses *per_cpu;       // a lookup's buffer
-    uint64_t *reported;                 // per CPU: dropped, untracked, rebuilt and misreads already reported
+    uint64_t *reported;                 // per CPU: dropped, untracked, rebuilt, misreads and waits dropped already reported
+    int mounted_tracefs;                // 1: this probe mounted tracefs (for the syscall tracepoints), and unmounts it
     rl_kp_record_fn fn;
+    rl_kp_wait_fn wait_fn;
     void *context;
 };
 
 static int rl_kp_on_record(void *context, void *data, size_t size) {
     rl_kp *probe = context;
-    if (size >= sizeof(struct rl_kp_record) && probe->fn) probe->fn(probe->context, data);
+    uint32_t kind = size >= sizeof kind ? *(const uint32_t *)data : 0;
+    if (kind == RL_KP_WAIT) {
+        if (size >= sizeof(struct rl_kp_wait) && probe->wait_fn) probe->wait_fn(probe->context, data);
+    } else if (size >= sizeof(struct rl_kp_record) && probe->fn) {
+        probe->fn(probe->context, data);
+    }
+    return 0;
+}
+
+/// The wait calls' programs (rlctl_kp_w_*): loaded and attached only when waits are asked for.
+static int rl_kp_follows_waits(const char *name) { return name && !strncmp(name, "rlctl_kp_w_", 11); }
+
+/// The syscall tracepoints are classic ones, found through tracefs: mounted where the kernel puts it when it is
+/// not (as `mount -t tracefs nodev /sys/kernel/tracing` would), and unmounted by rl_kp_close.
+static int rl_kp_reach_syscall_tracepoints(rl_kp *probe, char *why, size_t size) {
+    static const char *const places[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
+    char path[256];
+    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
+        snprintf(path, sizeof path, "%s/events/syscalls/sys_enter_epoll_wait", places[i]);
+        if (access(path, F_OK) == 0) return 1;
+    }
+    snprintf(path, sizeof path, "%s/events", places[0]);
+    if (access(path, F_OK) != 0 && mount("nodev", places[0], "tracefs", 0, NULL) == 0) probe->mounted_tracefs = 1;
+    snprintf(path, sizeof path, "%s/events/syscalls/sys_enter_epoll_wait", places[0]);
+    if (access(path, F_OK) == 0) return 1;
+    snprintf(why, size, "the kernel's syscall tracepoints (syscalls:sys_enter_epoll_wait…) are not there: tracefs %s, "
+             "or a kernel built without CONFIG_FTRACE_SYSCALLS", probe->mounted_tracefs ? "is mounted"
+             : "cannot be mounted at /sys/kernel/tracing (mount -t tracefs nodev /sys/kernel/tracing)");
     return 0;
 }
 
@@ -375,8 +407,8 @@ static void rl_kp_why_errno(char *why, size_t size, const char *what, int error)
         snprintf(why, size, "%s: %s", what, strerror(error));
 }
 
-static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int reads_preempt_count, char *why,
-                                 size_t size) {
+static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int reads_preempt_count, int waits,
+                                 char *why, size_t size) {
     struct rl_kp_control percpu = { 0 };
     if (!rl_kp_have_libbpf(why, size) || !rl_kp_privileged(why, size) || !rl_kp_kernel_has_what_it_needs(why, size, &percpu))
         return NULL;
@@ -402,6 +434,14 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
         free(probe);
         return NULL;
     }
+    if (waits && !rl_kp_reach_syscall_tracepoints(probe, why, size)) {
+        lib.libbpf_set_print(previous);
+        rl_kp_close(probe);
+        return NULL;
+    }
+    for (struct bpf_program *program = lib.bpf_object__next_program(probe->object, NULL); program;
+         program = lib.bpf_object__next_program(probe->object, program))
+        if (!waits && rl_kp_follows_waits(lib.bpf_program__name(program))) lib.bpf_program__set_autoload(program, 0);
     probe->cpus = lib.libbpf_num_possible_cpus();
     struct bpf_map *cpus = lib.bpf_object__find_map_by_name(probe->object, "rlctl_kp_cpus");
     struct bpf_map *ring = lib.bpf_object__find_map_by_name(probe->object, "rlctl_kp_ring");
@@ -432,7 +472,7 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
     }
     uint32_t zero = 0;
     probe->per_cpu = calloc((size_t)probe->cpus, sizeof *probe->per_cpu);
-    probe->reported = calloc(4 * (size_t)probe->cpus, sizeof *probe->reported);
+    probe->reported = calloc(5 * (size_t)probe->cpus, sizeof *probe->reported);
     if (probe->follow_fd < 0 || probe->skip_fd < 0 || probe->control_fd < 0 || probe->lost_fd < 0 ||
         !probe->per_cpu || !probe->reported || lib.bpf_map_update_elem(probe->control_fd, &zero, &control, BPF_ANY) != 0) {
         lib.libbpf_set_print(previous);
@@ -450,7 +490,8 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
         if (rl_kp_ends_interrupt(name) != (pass == 0)) continue;
         // Attached or not, each was loaded: a kernel the offsets do not fit still loads them all.
         if (control.reads_preempt_count && rl_kp_counts_interrupts(name)) continue;
-        struct bpf_link *link = probe->link_count < 32 ? lib.bpf_program__attach(program) : NULL;
+        if (!waits && rl_kp_follows_waits(name)) continue;
+        struct bpf_link *link = probe->link_count < 48 ? lib.bpf_program__attach(program) : NULL;
         if (!link) {
             error = errno;
             lib.libbpf_set_print(previous);
@@ -474,17 +515,17 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
     return probe;
 }
 
-rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, char *why, size_t size) {
+rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, int waits, char *why, size_t size) {
     why[0] = 0;
     // libbpf's print function is process-wide: one load at a time keeps each load's log its own.
     pthread_mutex_lock(&rl_kp_load_lock);
-    rl_kp *probe = rl_kp_open_locked(ring_bytes, follow_children, reads_preempt_count, why, size);
+    rl_kp *probe = rl_kp_open_locked(ring_bytes, follow_children, reads_preempt_count, waits, why, size);
     pthread_mutex_unlock(&rl_kp_load_lock);
     return probe;
 }
 
 int rl_kp_unavailable(char *why, size_t size) {
-    rl_kp *probe = rl_kp_open(64 * 1024, 0, 1, why, size);
+    rl_kp *probe = rl_kp_open(64 * 1024, 0, 1, 0, why, size);
     if (!probe) return -1;
     rl_kp_close(probe);
     why[0] = 0;
@@ -503,27 +544,32 @@ int rl_kp_skip(rl_kp *probe, int32_t tid) {
     return lib.bpf_map_update_elem(probe->skip_fd, &key, &one, BPF_ANY) == 0 ? 0 : -errno;
 }
 
-int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, void *context) {
+int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, rl_kp_wait_fn wait_fn, void *context) {
     probe->fn = fn;
+    probe->wait_fn = wait_fn;
     probe->context = context;
     int count = lib.ring_buffer__consume(probe->ring);
     probe->fn = NULL;
+    probe->wait_fn = NULL;
     probe->context = NULL;
     return count;
 }
 
 void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *rebuilt, uint64_t *misreads,
-                       uint64_t *first_ns) {
+                       uint64_t *waits_dropped, uint64_t *first_ns) {
     *dropped = 0;
     *untracked = 0;
     *rebuilt = 0;
     *misreads = 0;
+    *waits_dropped = 0;
     *first_ns = 0;
     uint32_t zero = 0;
     if (lib.bpf_map_lookup_elem(probe->lost_fd, &zero, probe->per_cpu) != 0) return;
     for (int cpu = 0; cpu < probe->cpus; cpu++) {
         struct rl_kp_losses *losses = &probe->per_cpu[cpu];
-        uint64_t *reported = &probe->reported[4 * cpu];   // dropped, untracked, rebuilt, misreads: they only grow
+        uint64_t *reported = &probe->reported[5 * cpu];   // dropped, untracked, rebuilt, misreads, waits dropped: they only grow
+        *waits_dropped += losses->waits_dropped - reported[4];
+        reported[4] = losses->waits_dropped;
         *rebuilt += losses->rebuilt - reported[2];
         reported[2] = losses->rebuilt;
         *misreads += losses->misreads - reported[3];
@@ -549,6 +595,7 @@ void rl_kp_close(rl_kp *probe) {
     if (probe->ring) lib.ring_buffer__free(probe->ring);
     for (int i = 0; i < probe->link_count; i++) lib.bpf_link__destroy(probe->links[i]);
     if (probe->object) lib.bpf_object__close(probe->object);
+    if (probe->mounted_tracefs) umount2("/sys/kernel/tracing", MNT_DETACH);
     free(probe->per_cpu);
     free(probe->reported);
     free(probe);

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -104,4 +105,12 @@ void rl_child_abandon(rl_gated_child *child) {
     if (child->gate_fd >= 0) close(child->gate_fd);
     if (child->error_fd >= 0) close(child->error_fd);
     child->gate_fd = child->error_fd = -1;
+}
+
+int rl_process_exit_descriptor(int pid) {
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+    long descriptor = syscall(SYS_pidfd_open, pid, 0);
+    return descriptor >= 0 ? (int)descriptor : -errno;
 }

@@ -157,3 +157,47 @@ extension KernelEventGroup {
         self.init(timestamp: time, mentions: mentions, events: events)
     }
 }
+
+/// One wait call of a followed thread (epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6), seen
+/// by the kernel's syscall tracepoints as the thread made it: what `rlctl record --any`'s interposer sees from
+/// inside the program, for a program nothing was loaded into (one already running, one that makes raw system
+/// calls: Go).
+public struct KernelWait: Sendable, Equatable {
+    public var threadID: Int32
+    public var processID: Int32
+    /// The call as the schema's wait_batch holds it; `begin` is `UInt64.max` for a wait already in progress when the recording
+    /// began (its start and arguments are unknown: target -1, set size 0, timeout -1).
+    public var wait: TraceEvent.WaitBatch.Wait
+    /// The thread's waits just before this one that the kernel recorder lost (its ring buffer was full).
+    public var lostBefore: UInt32
+    /// The thread's name (comm) when the call returned, as the kernel's 16 bytes.
+    var comm: (UInt64, UInt64)
+
+    public var threadName: String { commandString(comm) }
+
+    /// Whether the wait was already in progress when the recording began.
+    public var beganBeforeRecording: Bool { wait.beganBeforeRecording }
+
+    public init(threadID: Int32, processID: Int32, threadName: String, wait: TraceEvent.WaitBatch.Wait, lostBefore: UInt32 = 0) {
+        self.threadID = threadID
+        self.processID = processID
+        self.wait = wait
+        self.lostBefore = lostBefore
+        comm = KernelTaskName(threadID: threadID, processID: processID, command: threadName).comm
+    }
+
+    init?(_ r: rl_kp_wait) {
+        guard r.call <= UInt32(UInt8.max), let call = WaitCall(rawValue: UInt8(r.call)) else { return nil }
+        threadID = r.tid
+        processID = r.pid
+        wait = .init(call: call, target: r.target, setSize: r.set_size, timeout: r.timeout_ns, begin: r.begin_ns,
+                     end: r.end_ns, ready: r.ready, error: r.error)
+        lostBefore = r.lost_before
+        comm = unsafeBitCast(r.comm, to: (UInt64, UInt64).self)
+    }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.threadID == b.threadID && a.processID == b.processID && a.wait == b.wait && a.lostBefore == b.lostBefore
+            && a.comm == b.comm
+    }
+}

@@ -81,6 +81,11 @@ public final class KernelRecorder: Sendable {
         public var interruptMisreads: UInt64 = 0
         /// All the times off the CPU lost (what the kernel_lost events add up to).
         public var lost: UInt64 { ringFull + untracked }
+        /// Wait calls received (with a wait sink).
+        public var waits: UInt64 = 0
+        /// Wait calls dropped because the ring buffer was full: each is counted again by its thread's next wait
+        /// (``KernelWait/lostBefore``), so that its loop knows where its chain broke.
+        public var waitsLost: UInt64 = 0
 
         public init(records: UInt64 = 0, ringFull: UInt64 = 0, untracked: UInt64 = 0) {
             self.records = records
@@ -91,6 +96,7 @@ public final class KernelRecorder: Sendable {
 
     private let state: Locked<State>
     private let sink: @Sendable ([TraceEvent]) -> Void
+    private let waitSink: (@Sendable ([KernelWaitThreads.ThreadEvents]) -> Void)?
     private let consumerDone = DispatchSemaphore(value: 0)
     private let pollInterval: Duration
 
@@ -101,13 +107,18 @@ public final class KernelRecorder: Sendable {
         var stopping = false
         var finalStatistics: Statistics?
         var consumerThread: Int32 = 0
+        var waitThreads = KernelWaitThreads()
     }
 
-    /// Loads the probe and attaches it; follows nothing until `follow(process:)`.
-    public init(options: Options = Options(), sink: @escaping @Sendable ([TraceEvent]) -> Void) throws(KernelRecorderError) {
+    /// Loads the probe and attaches it; follows nothing until `follow(process:)`. With `waits`, the followed threads'
+    /// wait calls are recorded too, from the kernel's syscall tracepoints, and handed to it as each thread's
+    /// `wait_thread` and `wait_batch` events, in the thread's order (``KernelWaitThreads``); every process's system
+    /// calls then take the kernel's slower entry path until `stop()`.
+    public init(options: Options = Options(), sink: @escaping @Sendable ([TraceEvent]) -> Void,
+                waits waitSink: (@Sendable ([KernelWaitThreads.ThreadEvents]) -> Void)? = nil) throws(KernelRecorderError) {
         var why = [CChar](repeating: 0, count: 1024)
         guard let probe = rl_kp_open(options.ringBytes, options.followChildren ? 1 : 0, options.readsPreemptCount ? 1 : 0,
-                                     &why, why.count) else {
+                                     waitSink == nil ? 0 : 1, &why, why.count) else {
             throw KernelRecorderError(text(why))
         }
         for tid in options.excludedThreads {
@@ -121,6 +132,7 @@ public final class KernelRecorder: Sendable {
         let windowNanoseconds = UInt64(window.seconds) * 1_000_000_000 + UInt64(window.attoseconds / 1_000_000_000)
         state = Locked(State(probe: probe, ordering: KernelEventOrdering(reorderWindow: windowNanoseconds)))
         self.sink = sink
+        self.waitSink = waitSink
         pollInterval = options.pollInterval
         let started = DispatchSemaphore(value: 0)
         // The thread holds the recorder only while it polls, so that dropping the recorder stops it (deinit).
@@ -180,7 +192,7 @@ public final class KernelRecorder: Sendable {
         // for: it is not polling.)
         if state.withLock({ $0.consumerThread }) != rl_kp_thread_id() { consumerDone.wait() }
         let last = state.withLock { state in poll(&state, final: true) }
-        if !last.isEmpty { sink(last) }
+        hand(last)
         return state.withLock { state in
             rl_kp_close(state.probe)
             state.probe = nil
@@ -216,10 +228,10 @@ public final class KernelRecorder: Sendable {
             while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
             guard let strong = weakRecorder.recorder else { break }
             let (stopping, batch) = strong.state.withLock { state in
-                state.stopping ? (true, []) : (false, strong.poll(&state, final: false))
+                state.stopping ? (true, Polled()) : (false, strong.poll(&state, final: false))
             }
             if stopping { break }
-            if !batch.isEmpty { strong.sink(batch) }
+            strong.hand(batch)
         }
         done.signal()
     }
@@ -227,22 +239,43 @@ public final class KernelRecorder: Sendable {
     private final class Collected {
         var groups: [KernelEventGroup] = []
         var records: UInt64 = 0
+        var waits: [KernelWait] = []
     }
 
-    /// Reads the ring buffer and the loss counters; the events that can be handed out now.
-    private func poll(_ state: inout State, final: Bool) -> [TraceEvent] {
-        guard let probe = state.probe else { return [] }
+    /// What one poll hands out: the kernel events in time order, and the wait calls in each thread's order.
+    private struct Polled {
+        var events: [TraceEvent] = []
+        var waits: [KernelWaitThreads.ThreadEvents] = []
+    }
+
+    private func hand(_ polled: Polled) {
+        // Waits first: a kernel event about a wait's thread never needs the wait, and the reverse order would let a
+        // reader that follows both see an episode before the wait it belongs to only at the end of a poll.
+        if !polled.waits.isEmpty { waitSink?(polled.waits) }
+        if !polled.events.isEmpty { sink(polled.events) }
+    }
+
+    /// Reads the ring buffer and the loss counters; the events that can be handed out now, and the waits read.
+    private func poll(_ state: inout State, final: Bool) -> Polled {
+        guard let probe = state.probe else { return Polled() }
         let collected = Collected()
         _ = rl_kp_consume(probe, { context, record in
             guard let context, let record else { return }
             let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
             if Int(record.pointee.kind) == RL_KP_EPISODE { collected.records += 1 }
             if let group = KernelEventGroup(record: record.pointee) { collected.groups.append(group) }
+        }, { context, wait in
+            guard let context, let wait else { return }
+            let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
+            if let wait = KernelWait(wait.pointee) { collected.waits.append(wait) }
         }, Unmanaged.passUnretained(collected).toOpaque())
         state.statistics.records += collected.records
+        state.statistics.waits += UInt64(collected.waits.count)
         for group in collected.groups { state.ordering.add(group) }
-        var dropped: UInt64 = 0, untracked: UInt64 = 0, rebuilt: UInt64 = 0, misreads: UInt64 = 0, first: UInt64 = 0
-        rl_kp_take_losses(probe, &dropped, &untracked, &rebuilt, &misreads, &first)
+        var dropped: UInt64 = 0, untracked: UInt64 = 0, rebuilt: UInt64 = 0, misreads: UInt64 = 0, waitsDropped: UInt64 = 0
+        var first: UInt64 = 0
+        rl_kp_take_losses(probe, &dropped, &untracked, &rebuilt, &misreads, &waitsDropped, &first)
+        state.statistics.waitsLost += waitsDropped
         state.statistics.rebuilt += rebuilt
         state.statistics.interruptMisreads += misreads
         let now = Self.monotonicNow()
@@ -254,7 +287,8 @@ public final class KernelRecorder: Sendable {
                            payload: .kernelLost(records: dropped + untracked, from: first == 0 ? now : first)),
             ]))
         }
-        return state.ordering.release(now: now, final: final)
+        return Polled(events: state.ordering.release(now: now, final: final),
+                      waits: collected.waits.isEmpty ? [] : state.waitThreads.events(for: collected.waits))
     }
 
     static func monotonicNow() -> UInt64 {

@@ -195,11 +195,18 @@ public struct TraceEvent: Sendable, Equatable {
         /// The `wait_begin` and `wait_end` events the waits stand for, at their own times on their own thread, as
         /// the embedded recorder writes them (a wait that had not returned: its begin alone). They are earlier
         /// than the batch and than events of other threads read before it: for exports, not for a time-ordered
-        /// stream.
+        /// stream. A wait in progress when the recording began: its end alone.
         public func events(processID: Int32) -> [TraceEvent] {
             var events: [TraceEvent] = []
             events.reserveCapacity(waits.count * 2)
             for wait in waits {
+                if wait.beganBeforeRecording {
+                    if let end = wait.end {
+                        events.append(TraceEvent(timestamp: end, threadID: threadID, processID: processID,
+                                                 payload: .waitEnd(ready: wait.ready, error: wait.error)))
+                    }
+                    continue
+                }
                 events.append(TraceEvent(timestamp: wait.begin, threadID: threadID, processID: processID,
                                          payload: .waitBegin(call: wait.call, target: wait.target, setSize: wait.setSize, timeout: wait.timeout)))
                 if let end = wait.end {
@@ -221,6 +228,10 @@ public struct TraceEvent: Sendable, Equatable {
             public var end: UInt64?
             public var ready: Int32
             public var error: Int32
+
+            /// Whether the wait was already in progress when the recording began (`begin` all ones: the kernel
+            /// recorder attached while the thread waited; its start and timeout are unknown).
+            public var beganBeforeRecording: Bool { begin == .max }
 
             public init(call: WaitCall, target: Int32, setSize: UInt32, timeout: Int64, begin: UInt64, end: UInt64?, ready: Int32, error: Int32) {
                 self.call = call

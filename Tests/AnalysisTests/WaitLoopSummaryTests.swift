@@ -348,6 +348,26 @@ import TraceModel
         #expect(l.busyNanoseconds == 4 * Self.ms, "2 ms before each batch's second wait, nothing across the loss")
     }
 
+    /// A wait already in progress when `rlctl record --pid` attached (begin all ones: its start is unknown) is no sleep of
+    /// its loop, but its end starts the loop's chain: the first iteration's busy time counts from there, and the
+    /// summary says the loop was waiting at the start.
+    @Test func aWaitInProgressAtTheAttachStartsTheChainAndIsMarked() throws {
+        var w = Waits()
+        w.named(20, pid: 4242, process: "go-server", name: "go-server")
+        func wait(_ from: UInt64, _ to: UInt64, timeout: Int64 = 5_000_000) -> TraceEvent.WaitBatch.Wait {
+            .init(call: .epollPwait, target: 4, setSize: 128, timeout: timeout, begin: from * Self.us, end: to * Self.us, ready: 1, error: 0)
+        }
+        var inProgress = wait(0, 3_000, timeout: -1)
+        inProgress.begin = .max
+        w.add(12_000, 20, .waitBatch(.init(threadID: 20, waits: [inProgress, wait(4_000, 8_000), wait(8_500, 12_000)])))
+        let l = try #require(try w.summarize().waits?.loops.first)
+        #expect(l.waitingAtStart == true)
+        #expect(l.waits == 2 && l.iterations == 2 && l.chainBreaks == 0)
+        #expect(l.busyNanoseconds == 1_500 * Self.us, "1 ms after the wait in progress ended, 0.5 ms after the next")
+        #expect(l.sleepNanoseconds == 7_500 * Self.us, "the wait in progress is not a sleep of known length")
+        #expect(SummaryReport.text(try w.summarize()).contains("already waiting when the recording began"))
+    }
+
     @Test func theTextReportHasASectionPerLoopAndSaysWhatIsNotAvailableOnce() throws {
         var w = Self.nodeLoop()
         w.named(21, pid: 4242, process: "node", name: "libuv-worker")
@@ -385,7 +405,7 @@ import TraceModel
               stalls (> threshold): 0 iterations busier than 16.0ms
 
             all wait loops: 2 loop(s), 8 iterations, utilization mean 30.8%, max 49.1% (node (pid 4242) thread node, epoll fd 5), 2 stalls; worst: 30.0ms at +20.6ms in node (pid 4242) thread node, epoll fd 5, 20.0ms at +70.0ms in node (pid 4242) thread node, epoll fd 5
-              not available: callout-level figures for wait loops (which callout ran or stalled, timers, sources, wake-up latency: the interposer sees only the wait calls)
+              not available: callout-level figures for wait loops (which callout ran or stalled, timers, sources, wake-up latency: from outside the program only its wait calls show)
             """, "\(text)")
         #expect(text.components(separatedBy: "not available").count == 2, "said once")
     }

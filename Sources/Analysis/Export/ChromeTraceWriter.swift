@@ -218,7 +218,7 @@ struct ChromeTraceWriter {
                      ready: ready, error: error)
         case .waitBatch(let batch):
             track(thread: batch.threadID)
-            for wait in batch.waits {
+            for wait in batch.waits where !wait.beganBeforeRecording {
                 guard let end = wait.end else {
                     // Still waiting when the recording ended: drawn as the embedded trace's open wait is.
                     waits[batch.threadID] = (wait.call, wait.target, wait.timeout, wait.begin)

@@ -61,6 +61,7 @@ extension SummaryReport {
             if l.chainBreaks > 0 {
                 out.append("  iteration chain broken \(l.chainBreaks)× at lost or missing events: no busy or sleep counted across those gaps")
             }
+            if l.waitingAtStart == true { out.append("  already waiting when the recording began (that wait is not counted; the first iteration starts at its end)") }
             if l.waitingAtEnd { out.append("  still waiting when the trace ended (that wait is not counted)") }
             out += kernelLines(l.kernel, indent: "  ")
         }

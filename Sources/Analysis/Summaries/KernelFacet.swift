@@ -206,7 +206,7 @@ extension TraceSummary.NotAvailable {
     public static let kernelFoundation = ["late wake-ups and on-CPU per callout (a Foundation loop's trace has no callouts or fire dates)"]
     public static let kernelNIO = ["late wake-ups (NIO reports no task's due time; the probe's lateness is not split)",
                                    "an exact busy split: NIO counts its selector's own work between the wait and the tick as sleep, so time preempted there is in the split but not in the busy time (measured: the split about 8-10% over it beside a hog)"]
-    public static let kernelWait = ["on-CPU per callout (the interposer sees only the wait calls)"]
+    public static let kernelWait = ["on-CPU per callout (from outside the program only its wait calls show)"]
 }
 
 /// Names for what the kernel view records.

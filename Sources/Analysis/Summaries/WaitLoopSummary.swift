@@ -3,7 +3,7 @@ import TraceModel
 extension TraceSummary.NotAvailable {
     /// Any program's loops (`rlctl record --any`) are seen through their wait calls alone: said once per report.
     public static let wait = [
-        "callout-level figures for wait loops (which callout ran or stalled, timers, sources, wake-up latency: the interposer sees only the wait calls)",
+        "callout-level figures for wait loops (which callout ran or stalled, timers, sources, wake-up latency: from outside the program only its wait calls show)",
     ]
 }
 
@@ -73,6 +73,9 @@ extension TraceSummary {
         public var chainBreaks: UInt64
         /// Whether the thread was inside a wait of this loop when the trace ended.
         public var waitingAtEnd: Bool
+        /// true when the thread was inside a wait of this loop when the recording began (`rlctl record --pid`
+        /// attached to it then): that wait is not counted, and the first iteration runs from its end.
+        public var waitingAtStart: Bool? = nil
         public var lostEventsAffecting: UInt64
         public var lossWindowsAffecting: UInt64
         /// The kernel's side of its busy time and wake-ups: nil when the trace has no kernel view of its thread.

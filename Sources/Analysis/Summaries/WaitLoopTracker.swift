@@ -44,6 +44,8 @@ struct WaitLoopTracker {
     private(set) var stalls: UInt64 = 0
     private var worstStalls: [TraceSummary.WaitStall] = []
     fileprivate(set) var chainBreaks: UInt64 = 0
+    /// Whether the recording began while the thread was inside a wait of this loop.
+    fileprivate(set) var waitingAtStart = false
     /// The kernel's side of its iterations and wake-ups (nothing without a kernel view).
     private(set) var kernel: KernelFacetRecorder
 
@@ -191,7 +193,7 @@ struct WaitLoopTracker {
             busyPerIteration: busyPerIteration.summary, sleep: sleeps.summary, wakeCauses: causes,
             lateness: lateness.summary, lateWakeUps: lateWakeUps, readyPerWakeUp: readyPerWakeUp.summary,
             stalls: self.stalls, worstStalls: stalls, chainBreaks: chainBreaks, waitingAtEnd: waitingAtEnd,
-            lostEventsAffecting: 0, lossWindowsAffecting: 0,
+            waitingAtStart: waitingAtStart ? true : nil, lostEventsAffecting: 0, lossWindowsAffecting: 0,
             kernel: kernel.facet(utilization: span > 0 ? Double(busy) / Double(span) : 0, first: firstTimestamp, last: lastTimestamp,
                                  notAvailable: TraceSummary.NotAvailable.kernelWait))
     }
@@ -317,35 +319,51 @@ struct WaitTracking {
         guard let index = thread(batch.threadID) else { return }
         applyLosses(index, threadID: batch.threadID, at: ts)
         for wait in batch.waits {
+            if wait.beganBeforeRecording {
+                // In progress when the recording began (the kernel recorder's): its start is unknown, so it is no
+                // sleep of the loop; its end starts the loop's chain.
+                if let end = wait.end { joined(index, batch.threadID, call: wait.call, target: wait.target, at: end) }
+                continue
+            }
             begin(index, batch.threadID, call: wait.call, target: wait.target, timeout: wait.timeout, at: wait.begin)
             if let end = wait.end { self.end(index, ready: wait.ready, error: wait.error, at: end) }
         }
+    }
+
+    /// A wait that began before the recording and ended at `ts`: the loop is marked, and its first iteration
+    /// starts there.
+    private mutating func joined(_ index: Int, _ threadID: Int32, call: WaitCall, target: Int32, at ts: UInt64) {
+        timeline?.start(at: ts)
+        if threads[index].open != nil { breakChain(index) }
+        guard let loop = loop(index, threadID, epoll: call.isEpoll, target: target) else { return }
+        loops[loop].waitingAtStart = true
+        loops[loop].lastEnd = (ts, threads[index].epoch)
+    }
+
+    /// The thread's loop on (family, target), made on its first wait; nil past ``TraceSummarizer/Limits/waitLoops``.
+    private mutating func loop(_ index: Int, _ threadID: Int32, epoll: Bool, target: Int32) -> Int? {
+        let loopTarget = epoll ? target : -1
+        for candidate in threads[index].loopIndexes where loops[candidate].epoll == epoll && loops[candidate].target == loopTarget {
+            return candidate
+        }
+        guard loops.count < TraceSummarizer.Limits.waitLoops else {
+            leftOut += 1
+            return nil
+        }
+        var tracker = WaitLoopTracker(threadID: threadID, epoll: epoll, target: loopTarget, options: options, kernel: kernel)
+        tracker.timeline = timeline
+        loops.append(tracker)
+        threads[index].loopIndexes.append(loops.count - 1)
+        return loops.count - 1
     }
 
     private mutating func begin(_ index: Int, _ threadID: Int32, call: WaitCall, target: Int32, timeout: Int64, at ts: UInt64) {
         timeline?.start(at: ts)
         // A wait still open: its end was lost, and what happened since is unknown.
         if threads[index].open != nil { breakChain(index) }
-        let epoll = call.isEpoll
-        let loopTarget = epoll ? target : -1
-        var loop: Int? = nil
-        for candidate in threads[index].loopIndexes where loops[candidate].epoll == epoll && loops[candidate].target == loopTarget {
-            loop = candidate
-            break
-        }
-        if loop == nil {
-            guard loops.count < TraceSummarizer.Limits.waitLoops else {
-                leftOut += 1
-                return
-            }
-            var tracker = WaitLoopTracker(threadID: threadID, epoll: epoll, target: loopTarget, options: options, kernel: kernel)
-            tracker.timeline = timeline
-            loops.append(tracker)
-            loop = loops.count - 1
-            threads[index].loopIndexes.append(loop!)
-        }
-        let busyBefore = loops[loop!].busyBefore(ts, epoch: threads[index].epoch)
-        threads[index].open = (loop!, call, timeout, ts, busyBefore)
+        guard let loop = loop(index, threadID, epoll: call.isEpoll, target: target) else { return }
+        let busyBefore = loops[loop].busyBefore(ts, epoch: threads[index].epoch)
+        threads[index].open = (loop, call, timeout, ts, busyBefore)
     }
 
     mutating func end(_ threadID: Int32, ready: Int32, error: Int32, at ts: UInt64) {

@@ -67,6 +67,9 @@ struct task_struct {
 struct pt_regs {
     unsigned long ax;
     unsigned long orig_ax;
+    unsigned long di;   // a system call's first three arguments (x86-64), kept there for its whole length
+    unsigned long si;
+    unsigned long dx;
 } __attribute__((preserve_access_index));
 
 struct timerqueue_node {
@@ -711,3 +714,184 @@ int BPF_PROG(rlctl_kp_tcanc, struct hrtimer *timer) {
     if (bpf_map_lookup_elem(&rlctl_kp_armed, &key)) bpf_map_delete_elem(&rlctl_kp_armed, &key);
     return 0;
 }
+
+// ===== wait calls (`rlctl record --pid`): the syscall tracepoints of the wait calls =====
+//
+// Attached only when user space asks for waits (rl_kp_open's `waits`): enabling any syscall tracepoint sends every
+// process's system calls through the kernel's slower entry path, which a recording of a RunLoopCore program has no
+// reason to pay. One program per call and direction, so that only the wait calls run one, and only a followed
+// thread's go further than the follow map. A wait's begin lives in the thread's own storage until it returns;
+// then one record carries the whole call, the fields of the schema's wait_begin and wait_end.
+
+/// A classic tracepoint's record of syscalls:sys_enter_<call> and sys_exit_<call> (tracefs's format files):
+/// the common fields, the call's number, then its six arguments or its result.
+struct syscall_enter {
+    u64 common;
+    s32 nr;
+    s32 padding;
+    u64 args[6];
+};
+
+struct syscall_exit {
+    u64 common;
+    s32 nr;
+    s32 padding;
+    s64 ret;
+};
+
+/// A followed thread's wait in progress, and its waits lost since its last record.
+struct open_wait {
+    u64 begin_ns;
+    s64 timeout_ns;
+    s32 target;
+    u32 set_size;
+    u32 call;
+    u32 open;
+    u32 lost;
+    u32 padding;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, int);
+    __type(value, struct open_wait);
+} rlctl_kp_wts SEC(".maps");
+
+/// The caller's thread, when the probe follows it (its process is followed, the thread is not one left out).
+static __always_inline bool followed_caller(void) {
+    u64 id = bpf_get_current_pid_tgid();
+    s32 tid = (s32)id;
+    return followed_tgid(id >> 32) && !bpf_map_lookup_elem(&rlctl_kp_skip, &tid);
+}
+
+struct kernel_timespec {
+    s64 sec;
+    s64 nsec;
+};
+
+/// A timeout given in milliseconds (negative: none).
+static __always_inline s64 milliseconds(u64 argument) {
+    s32 ms = (s32)argument;
+    return ms < 0 ? -1 : (s64)ms * 1000000;
+}
+
+/// A timeout given as a user pointer to a timespec (`micro`: a select timeval, whose second field is µs): NULL is
+/// none; one that cannot be read (not resident) is none too, the rare case the interposer would have seen.
+static __always_inline s64 pointed(u64 argument, bool micro) {
+    if (argument == 0) return -1;
+    struct kernel_timespec value = {};
+    if (bpf_probe_read_user(&value, sizeof value, (void *)argument) != 0 || value.sec < 0 || value.nsec < 0) return -1;
+    return value.sec * 1000000000 + (micro ? value.nsec * 1000 : value.nsec);
+}
+
+static __always_inline int wait_enter(struct syscall_enter *ctx, u32 call) {
+    if (!followed_caller()) return 0;
+    struct open_wait *w = bpf_task_storage_get(&rlctl_kp_wts, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!w) return 0;   // (no memory: its return reads as a wait begun before the recording)
+    w->call = call;
+    w->open = 1;
+    switch (call) {
+    case RL_KP_EPOLL_WAIT:
+    case RL_KP_EPOLL_PWAIT:
+        w->target = (s32)ctx->args[0];
+        w->set_size = (u32)ctx->args[2];
+        w->timeout_ns = milliseconds(ctx->args[3]);
+        break;
+    case RL_KP_EPOLL_PWAIT2:
+        w->target = (s32)ctx->args[0];
+        w->set_size = (u32)ctx->args[2];
+        w->timeout_ns = pointed(ctx->args[3], 0);
+        break;
+    case RL_KP_POLL:
+        w->target = -1;
+        w->set_size = (u32)ctx->args[1];
+        w->timeout_ns = milliseconds(ctx->args[2]);
+        break;
+    case RL_KP_PPOLL:
+        w->target = -1;
+        w->set_size = (u32)ctx->args[1];
+        w->timeout_ns = pointed(ctx->args[2], 0);
+        break;
+    default:   // select (a timeval) and pselect6 (a timespec): the descriptor count first, the timeout fifth
+        w->target = -1;
+        w->set_size = (u32)ctx->args[0];
+        w->timeout_ns = pointed(ctx->args[4], call == RL_KP_SELECT);
+        break;
+    }
+    // Last: the call's own work starts after the program.
+    w->begin_ns = bpf_ktime_get_ns();
+    return 0;
+}
+
+#define ERESTARTSYS 512
+#define ERESTART_RESTARTBLOCK 516
+#define EINTR 4
+
+static __always_inline int wait_exit(struct syscall_exit *ctx, u32 call) {
+    u64 now = bpf_ktime_get_ns();
+    if (!followed_caller()) return 0;
+    struct open_wait *w = bpf_task_storage_get(&rlctl_kp_wts, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    bool known = w && w->open && w->call == call;
+    if (w) w->open = 0;
+    struct rl_kp_wait *rec = bpf_ringbuf_reserve(&rlctl_kp_ring, sizeof *rec, 0);
+    if (!rec) {
+        if (w) w->lost++;
+        u32 zero = 0;
+        struct rl_kp_losses *losses = bpf_map_lookup_elem(&rlctl_kp_lost, &zero);
+        if (losses) losses->waits_dropped++;
+        return 0;
+    }
+    u64 id = bpf_get_current_pid_tgid();
+    rec->kind = RL_KP_WAIT;
+    rec->tid = (s32)id;
+    rec->pid = id >> 32;
+    rec->call = call;
+    if (known) {
+        rec->target = w->target;
+        rec->set_size = w->set_size;
+        rec->timeout_ns = w->timeout_ns;
+        rec->begin_ns = w->begin_ns;
+    } else {
+        // Begun before the probe followed the thread: when and for how long are unknown, but which descriptor it
+        // waits on is still in the registers the call was made with, so its loop is the right one.
+        struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+        bool epoll = call <= RL_KP_EPOLL_PWAIT2;
+        rec->target = epoll && regs ? (s32)BPF_CORE_READ(regs, di) : -1;
+        rec->set_size = !regs ? 0 : epoll ? (u32)BPF_CORE_READ(regs, dx)
+                      : (call == RL_KP_POLL || call == RL_KP_PPOLL) ? (u32)BPF_CORE_READ(regs, si) : (u32)BPF_CORE_READ(regs, di);
+        rec->timeout_ns = -1;
+        rec->begin_ns = ~0ULL;
+    }
+    rec->end_ns = now;
+    s64 ret = ctx->ret;
+    if (ret >= 0) {
+        rec->ready = (s32)ret;
+        rec->error = 0;
+    } else {
+        // A signal interrupted it: the kernel restarts or fails it with EINTR, which is what the program sees.
+        s64 error = -ret;
+        rec->ready = -1;
+        rec->error = (error >= ERESTARTSYS && error <= ERESTART_RESTARTBLOCK) ? EINTR : (s32)error;
+    }
+    rec->lost_before = w ? w->lost : 0;
+    rec->padding = 0;
+    if (w) w->lost = 0;
+    bpf_get_current_comm(rec->comm, sizeof rec->comm);
+    bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+    return 0;
+}
+
+#define RL_KP_WAIT_CALL(name, call)                                                                              \
+    SEC("tracepoint/syscalls/sys_enter_" #name)                                                                   \
+    int rlctl_kp_w_in_##name(struct syscall_enter *ctx) { return wait_enter(ctx, call); }                         \
+    SEC("tracepoint/syscalls/sys_exit_" #name)                                                                    \
+    int rlctl_kp_w_out_##name(struct syscall_exit *ctx) { return wait_exit(ctx, call); }
+
+RL_KP_WAIT_CALL(epoll_wait, RL_KP_EPOLL_WAIT)
+RL_KP_WAIT_CALL(epoll_pwait, RL_KP_EPOLL_PWAIT)
+RL_KP_WAIT_CALL(epoll_pwait2, RL_KP_EPOLL_PWAIT2)
+RL_KP_WAIT_CALL(poll, RL_KP_POLL)
+RL_KP_WAIT_CALL(ppoll, RL_KP_PPOLL)
+RL_KP_WAIT_CALL(select, RL_KP_SELECT)
+RL_KP_WAIT_CALL(pselect6, RL_KP_PSELECT)

@@ -25,9 +25,10 @@ int rl_kp_unavailable(char *why, size_t size);
 /// Loads the probe with a ring buffer of `ring_bytes` (a power of two, at least a page), attaches it, and
 /// follows the children of followed processes when `follow_children`. With `reads_preempt_count`, a wake-up's
 /// interrupt context is read from the CPU's preempt count where the kernel's BTF places it, and the irq and softirq
-/// programs are not attached; without it (or where it cannot be placed) they keep the depth. NULL with the reason
-/// in `why` on failure.
-rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, char *why, size_t size);
+/// programs are not attached; without it (or where it cannot be placed) they keep the depth. With `waits`, the
+/// followed threads' wait calls are recorded too, from the syscall tracepoints (rl_kp_wait records; every process's
+/// system calls take the kernel's slower path while they are attached). NULL with the reason in `why` on failure.
+rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, int waits, char *why, size_t size);
 
 /// Follows process `tgid` (every thread of it); 0 or -errno.
 int rl_kp_follow(rl_kp *probe, int32_t tgid);
@@ -36,16 +37,19 @@ int rl_kp_follow(rl_kp *probe, int32_t tgid);
 int rl_kp_skip(rl_kp *probe, int32_t tid);
 
 typedef void (*rl_kp_record_fn)(void *context, const struct rl_kp_record *record);
+typedef void (*rl_kp_wait_fn)(void *context, const struct rl_kp_wait *wait);
 
-/// Hands every record the ring buffer holds to `fn`, without waiting; returns how many, or -errno.
-int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, void *context);
+/// Hands every record the ring buffer holds to `fn` (a wait call's to `wait_fn`), without waiting; returns how
+/// many, or -errno.
+int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, rl_kp_wait_fn wait_fn, void *context);
 
 /// The records lost since the last call (no room in the ring buffer; a thread whose state could not be kept) and
 /// the time of the first of them (0 when none), and the records rebuilt from the scheduler's counters (their
 /// switch-in reached no program; not lost), and the hard interrupts whose preempt count read as none (the
-/// offsets taken from the kernel's BTF do not fit it: a waker in an interrupt may be named as the task it stopped).
+/// offsets taken from the kernel's BTF do not fit it: a waker in an interrupt may be named as the task it stopped),
+/// and the wait records the ring buffer had no room for (each thread's next record counts its own).
 void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *rebuilt, uint64_t *misreads,
-                       uint64_t *first_ns);
+                       uint64_t *waits_dropped, uint64_t *first_ns);
 
 /// Detaches every program and frees every map: nothing of the probe stays in the kernel. NULL is fine.
 void rl_kp_close(rl_kp *probe);

@@ -21,7 +21,7 @@ typedef int64_t rl_kp_s64;
 typedef uint64_t rl_kp_u64;
 #endif
 
-#define RL_KP_ABI 2
+#define RL_KP_ABI 3
 #define RL_KP_COMM_SIZE 16
 /// Culprits kept per wait (the longest-holding tasks, by tid); the rest of the time goes to others_ns.
 #define RL_KP_CULPRITS 4
@@ -29,7 +29,11 @@ typedef uint64_t rl_kp_u64;
 #define RL_KP_WAITER_SLOTS 4
 
 /// Record kinds.
-enum { RL_KP_EPISODE = 1, RL_KP_FORK = 2 };
+enum { RL_KP_EPISODE = 1, RL_KP_FORK = 2, RL_KP_WAIT = 3 };
+
+/// The wait calls, the values of the schema's wait_call enumeration (runloop_events.def).
+enum { RL_KP_EPOLL_WAIT = 0, RL_KP_EPOLL_PWAIT = 1, RL_KP_EPOLL_PWAIT2 = 2, RL_KP_POLL = 3, RL_KP_PPOLL = 4,
+       RL_KP_SELECT = 5, RL_KP_PSELECT = 6 };
 
 /// Off-CPU reasons, the values of the schema's off_cpu_reason enumeration (runloop_events.def).
 enum { RL_KP_PREEMPTED = 0, RL_KP_THROTTLED = 1, RL_KP_SLEEPING = 2, RL_KP_DISK_SLEEP = 3, RL_KP_OTHER = 4 };
@@ -74,6 +78,27 @@ struct rl_kp_record {
     char comm[RL_KP_COMM_SIZE];
 };
 
+/// One wait call of a followed thread (kind RL_KP_WAIT), from the syscall tracepoints, sent when it returned: the
+/// fields of the schema's wait_begin and wait_end. begin_ns is all ones (UINT64_MAX) for a wait that was already in progress when the
+/// probe began to follow the thread (its start and arguments are unknown: call is known, the rest is 0/-1).
+/// lost_before counts this thread's waits before this one whose records found no room in the ring buffer.
+struct rl_kp_wait {
+    rl_kp_u32 kind;
+    rl_kp_s32 tid;
+    rl_kp_s32 pid;
+    rl_kp_u32 call;          // RL_KP_EPOLL_WAIT…
+    rl_kp_s32 target;        // the epoll descriptor; -1 for poll, ppoll, select, pselect6
+    rl_kp_u32 set_size;      // maxevents, or the descriptor count
+    rl_kp_s64 timeout_ns;    // -1: none (wait until ready)
+    rl_kp_u64 begin_ns;
+    rl_kp_u64 end_ns;
+    rl_kp_s32 ready;         // the call's result, -1 when it failed
+    rl_kp_s32 error;         // its errno when it failed (a restart after a signal reads as EINTR), else 0
+    rl_kp_u32 lost_before;
+    rl_kp_u32 padding;
+    char comm[RL_KP_COMM_SIZE];
+};
+
 /// The one entry of the control map, written by user space before the programs attach (and epoch as it reads).
 struct rl_kp_control {
     rl_kp_u64 hrtimer_wakeup;   // kernel addresses of the hrtimer callbacks of sleeps/wait timeouts and timerfds
@@ -95,6 +120,7 @@ struct rl_kp_losses {
     rl_kp_u64 epoch;
     rl_kp_u64 rebuilt;        // times off the CPU whose switch-in reached no program, rebuilt from the scheduler's counters
     rl_kp_u64 misreads;       // hrtimer callbacks (hard interrupt context) whose preempt count read as no interrupt
+    rl_kp_u64 waits_dropped;  // wait records the ring buffer had no room for (each also counted in its thread's next)
 };
 
 #endif

@@ -31,6 +31,10 @@ int rl_child_release(rl_gated_child *child);
 /// Closes the gate without releasing the child: it exits with status 127 without running the program.
 void rl_child_abandon(rl_gated_child *child);
 
+/// A descriptor that becomes readable when process `pid` has ended (pidfd_open: immune to the pid's reuse), or
+/// -errno.
+int rl_process_exit_descriptor(int pid);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,3 @@
-import Foundation
 import Glibc
 import TraceModel
 
@@ -11,204 +10,63 @@ import TraceModel
 /// moment it describes (`TraceEvent.timestamp`), non-decreasing across calls to ``write(_:)``. One producer thread
 /// at a time.
 public final class KernelTraceWriter: @unchecked Sendable {
-    public let folder: String
-    private let lock = NSLock()
-    private let uuid: [UInt8]
-    private let streamName: String
-    private let streamTID: Int32
-    private var descriptor: Int32 = -1
-    private var packet: [UInt8] = []
-    private var packetBegin: UInt64 = 0
-    private var packetEnd: UInt64 = 0
-    private var sequence: UInt64 = 0
-    private var events: UInt64 = 0
-    private var bytesWritten: UInt64 = 0
-    private var lastTimestamp: UInt64 = 0
-    private var failure: String?
-    private var finished = false
+    private let trace: OwnTraceWriter
+    private let streamTID = getpid()
+    public var folder: String { trace.folder }
 
-    /// A packet is written once it holds this much, or once it is this old at the end of a ``write(_:)``: a killed rlctl
-    /// loses at most that much of the view.
-    static let packetCapacity = 64 * 1024
-    static let packetAge: Duration = .milliseconds(100)
-    private var packetOpened = ContinuousClock.now
-
-    /// Creates `folder` (which must not hold a trace yet) with the trace's metadata and its stream.
+    /// Creates `folder` (which must not hold a trace yet) with the trace's metadata.
     public init(folder: String) throws {
-        self.folder = folder
-        let bytes = TraceSchema.newUUID()
-        uuid = bytes
-        streamTID = getpid()
-        streamName = "stream-\(streamTID)"
-        let fileManager = FileManager.default
-        if fileManager.fileExists(atPath: folder + "/metadata") {
-            throw RecorderError("\(folder) already holds a trace; choose another folder or delete it")
+        trace = try OwnTraceWriter(folder: folder, part: TraceSchema.kernelViewPart, payloads: "kernel events") { payload in
+            switch payload {
+            case .kernelBegin, .kernelTask, .kernelTimer, .kernelRunQueue, .kernelOffCPU, .kernelLost: return true
+            default: return false
+            }
         }
-        do { try fileManager.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
-            throw RecorderError("cannot make the kernel view's folder \(folder): \(error.localizedDescription)")
-        }
-        let metadata = TraceSchema.metadata(uuid: bytes, clockOffsetNanoseconds: TraceSchema.currentClockOffsetNanoseconds(), hostname: ProcessInfo.processInfo.hostName,
-                                            part: TraceSchema.kernelViewPart)
-        do { try metadata.write(toFile: folder + "/metadata", atomically: true, encoding: .utf8) } catch {
-            throw RecorderError("cannot write \(folder)/metadata: \(error.localizedDescription)")
-        }
-        descriptor = open(folder + "/" + streamName, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw RecorderError("cannot create \(folder)/\(streamName): \(String(cString: strerror(errno)))")
-        }
-        packet.reserveCapacity(Self.packetCapacity + 4096)
     }
 
-    deinit { if descriptor >= 0 { close(descriptor) } }
-
-    /// Appends kernel events (`TraceEvent.PayloadkernelBegin` … `TraceEvent.PayloadkernelLost`); an event
-    /// stamped earlier than the last one written is written at the last one's time (a stream's times never go back;
-    /// its fields keep the exact moments).
+    /// Appends kernel events (`kernelBegin` … `kernelLost`); one stamped earlier than the last one written is written
+    /// at the last one's time.
     /// - Throws: ``RecorderError`` for another kind of event, and when the stream cannot be written (the kernel view
     ///   is then incomplete, and its folder says why: the write-failure marker).
     public func write(_ batch: [TraceEvent]) throws {
-        lock.lock()
-        defer { lock.unlock() }
-        if let failure { throw RecorderError(failure) }
-        guard !finished else { throw RecorderError("the kernel view in \(folder) is already finished") }
-        for event in batch {
-            let (id, fields) = try Self.fields(of: event.payload)
-            if packet.isEmpty { startPacket(at: max(event.timestamp, lastTimestamp)) }
-            let timestamp = max(event.timestamp, lastTimestamp)
-            lastTimestamp = timestamp
-            packetEnd = timestamp
-            packet.append(id.rawValue)
-            append(timestamp)
-            encode(fields, as: id.description)
-            events += 1
-            if packet.count >= Self.packetCapacity { try flushPacket() }
-        }
-        if !packet.isEmpty, ContinuousClock.now - packetOpened >= Self.packetAge { try flushPacket() }
+        try trace.write(batch, stream: streamTID)
     }
 
     /// Writes what is left and the end file; after it, the folder is a complete trace. The records the kernel
     /// recorder dropped are its `kernel_lost` events, which the analysis counts as lost: this trace itself loses
-    /// nothing, so its own accounting (packets' `events_discarded`, the end file's `events_lost`) says 0 and a loss
-    /// is never counted twice.
+    /// nothing, so its own accounting says 0 and a loss is never counted twice.
     public func finish() throws {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !finished else { return }
-        finished = true
-        if failure == nil, !packet.isEmpty { try? flushPacket() }
-        if failure == nil, fsync(descriptor) != 0 { fail("fsync", errno) }
-        close(descriptor)
-        descriptor = -1
-        if let failure { throw RecorderError(failure) }
-        var accounting = TraceAccounting(eventsRecorded: events, eventsLost: 0)
-        accounting.streams[streamName] = .init(events: events, bytes: bytesWritten)
-        do { try accounting.text.write(toFile: folder + "/" + TraceSchema.endFileName, atomically: true, encoding: .utf8) } catch {
-            throw RecorderError("the kernel view in \(folder) is incomplete: cannot write its end file: \(error.localizedDescription)")
-        }
+        try trace.finish()
     }
+}
 
-    // ===== packets (layout: TraceSchema) =====
+/// Writes the wait calls the kernel recorder saw (`rlctl record --pid`) as the trace itself, in the shape the wait
+/// interposer's embedded recording has: one stream per thread, each with the thread's `wait_thread` (again when it
+/// is renamed) and its waits as `wait_batch` events, one per batch of the recorder. So the trace is summarized exactly
+/// as a `--any` recording, and the kernel view beside it (`rlctl-kernel/`) is merged with it as with any trace.
+public final class WaitTraceWriter: @unchecked Sendable {
+    private let trace: OwnTraceWriter
+    public var folder: String { trace.folder }
 
-    private func startPacket(at timestamp: UInt64) {
-        packetOpened = .now
-        packetBegin = timestamp
-        packetEnd = timestamp
-        packet.removeAll(keepingCapacity: true)
-        packet.append(contentsOf: [UInt8](repeating: 0, count: TraceSchema.packetHeaderSize))
-    }
-
-    private func flushPacket() throws {
-        let size = UInt64(packet.count) * 8
-        var header: [UInt8] = []
-        header.reserveCapacity(TraceSchema.packetHeaderSize)
-        func put<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { header.append(contentsOf: $0) } }
-        put(TraceSchema.magic)
-        header.append(contentsOf: uuid)
-        put(packetBegin); put(packetEnd); put(size); put(size); put(sequence); put(UInt64(0)); put(streamTID)
-        packet.replaceSubrange(0..<TraceSchema.packetHeaderSize, with: header)
-        var offset = 0
-        while offset < packet.count {
-            let written = packet.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                fail("write", errno)
-                throw RecorderError(failure!)
-            }
-            offset += written
-        }
-        bytesWritten += UInt64(packet.count)
-        sequence += 1
-        packet.removeAll(keepingCapacity: true)
-    }
-
-    private func fail(_ what: String, _ code: Int32) {
-        guard failure == nil else { return }
-        failure = "the kernel view in \(folder) is incomplete: \(what): \(String(cString: strerror(code)))"
-        // Empty, so that it can be made on a full disk: readers then say why the kernel view ends early.
-        close(open(folder + "/" + TraceSchema.writeFailureMarker(errno: code), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644))
-    }
-
-    // ===== fields, in the schema's order and types =====
-
-    private enum Value {
-        case integer(UInt64)
-        case text(String)
-        case integers([UInt64])
-    }
-
-    private static func fields(of payload: TraceEvent.Payload) throws -> (TraceSchema.EventID, [Value]) {
-        func signed(_ value: Int32) -> Value { .integer(UInt64(bitPattern: Int64(value))) }
-        switch payload {
-        case .kernelBegin(let pid, let command):
-            return (.kernelBegin, [signed(pid), .text(command)])
-        case .kernelTask(let tid, let pid, let command):
-            return (.kernelTask, [signed(tid), signed(pid), .text(command)])
-        case .kernelTimer(let tid, let due, let latest, let fired):
-            return (.kernelTimer, [signed(tid), .integer(due), .integer(latest), .integer(fired)])
-        case .kernelRunQueue(let queue):
-            return (.kernelRunQueue, [signed(queue.threadID), signed(queue.cpu), .integer(queue.others),
-                                      .integer(UInt64(queue.culprits.count)),
-                                      .integers(queue.culprits.map { UInt64(bitPattern: Int64($0.threadID)) }),
-                                      .integers(queue.culprits.map(\.nanoseconds))])
-        case .kernelOffCPU(let off):
-            return (.kernelOffCPU, [signed(off.threadID), .integer(UInt64(off.reason.rawValue)), signed(off.syscall), .integer(off.left),
-                                    .integer(off.woken), .integer(off.back), signed(off.cpu), signed(off.wakerThreadID),
-                                    .integer(off.throttled)])
-        case .kernelLost(let records, let from):
-            return (.kernelLost, [.integer(records), .integer(from)])
-        default:
-            throw RecorderError("the kernel view holds kernel events only, not \(payload.eventName)")
-        }
-    }
-
-    private func encode(_ values: [Value], as description: TraceSchema.EventDescription) {
-        precondition(values.count == description.fields.count, "\(description.name): \(values.count) values for \(description.fields.count) fields")
-        for (value, field) in zip(values, description.fields) {
-            switch (value, field.type) {
-            case (.text(let text), .string):
-                packet.append(contentsOf: text.utf8.prefix(TraceSchema.maxStringBytes).filter { $0 != 0 })
-                packet.append(0)
-            case (.integer(let integer), let type):
-                append(integer, as: type)
-            case (.integers(let elements), .array(let element)):
-                append(UInt32(elements.count))
-                for item in elements { append(item, as: element) }
-            default:
-                preconditionFailure("\(description.name).\(field.name): a value of the wrong kind for \(field.type)")
+    /// Creates `folder` (which must not hold a trace yet) with the trace's metadata.
+    public init(folder: String) throws {
+        trace = try OwnTraceWriter(folder: folder, part: nil, payloads: "wait_thread and wait_batch events") { payload in
+            switch payload {
+            case .waitThread, .waitBatch: return true
+            default: return false
             }
         }
     }
 
-    private func append(_ value: UInt64, as type: TraceSchema.FieldType) {
-        switch type {
-        case .u8, .enumeration: packet.append(UInt8(truncatingIfNeeded: value))
-        case .u32, .s32: append(UInt32(truncatingIfNeeded: value))
-        case .u64, .s64: append(value)
-        case .string, .array: preconditionFailure("not an integer type: \(type)")
-        }
+    /// Appends thread `tid`'s events (its `wait_thread`, then `wait_batch` events of its waits, stamped with the
+    /// last wait's end), after `lostBefore` of its waits that were lost: a loss window on its stream, so the analysis
+    /// breaks its chain of waits there.
+    public func write(_ events: [TraceEvent], thread tid: Int32, lostBefore: UInt64 = 0) throws {
+        // Each lost wait stands for its wait_begin and wait_end, as the interposer's embedded recorder counts them.
+        try trace.write(events, stream: tid, lostBefore: lostBefore * 2)
     }
 
-    private func append<T: FixedWidthInteger>(_ value: T) {
-        withUnsafeBytes(of: value.littleEndian) { packet.append(contentsOf: $0) }
+    public func finish() throws {
+        try trace.finish()
     }
 }

@@ -140,6 +140,12 @@ struct Record: ParsableCommand {
     @Flag(help: "Record the programs it starts too (their children, and what those exec), e.g. through a wrapper script that does not exec.")
     var followChildren = false
 
+    @Option(name: .customLong("pid"), help: ArgumentHelp("Attach to this running process instead of starting one (again for several): its threads' wait calls and scheduling, from the kernel (root; nothing is loaded into it, Go included).", valueName: "pid"))
+    var pids: [Int32] = []
+
+    @Option(help: "With --pid: stop after this long, e.g. 10s (default: at Ctrl-C, or when the processes end).", transform: durationArgument)
+    var duration: DurationValue?
+
     @Option(help: "Stream to the LTTng relay daemon at this URL (net://HOST[:CONTROL_PORT[:DATA_PORT]]) instead of writing a local trace.")
     var relayd: String?
 
@@ -158,7 +164,12 @@ struct Record: ParsableCommand {
         // are the program's.
         if let first = command.first, first == "--help" || first == "-h" { throw CleanExit.helpRequest(Self.self) }
         if command.first == "--" { command.removeFirst() }
-        guard !command.isEmpty else { throw ValidationError("give the program to record after --, e.g. rlctl record -- ./my-app") }
+        if !pids.isEmpty {
+            try validateAttach()
+            return
+        }
+        if duration != nil { throw ValidationError("--duration goes with --pid (a program started by rlctl is recorded until it ends)") }
+        guard !command.isEmpty else { throw ValidationError("give the program to record after --, e.g. rlctl record -- ./my-app, or attach to a running one with --pid PID") }
         if let numSubbuf, numSubbuf < 2 { throw ValidationError("--num-subbuf must be at least 2 (got \(numSubbuf))") }
         try snapshots.check()
         if snapshots.snapshotOnStall != nil {
@@ -184,9 +195,21 @@ struct Record: ParsableCommand {
         }
     }
 
+    /// --pid: what goes with attaching to running processes.
+    private func validateAttach() throws {
+        if !command.isEmpty { throw ValidationError("--pid attaches to a running process: give no program after -- (or drop --pid to start one)") }
+        if let duration, duration.nanoseconds <= 0 { throw ValidationError("--duration must be longer than 0 (got \(duration))") }
+        if kernelView.kernel == .off { throw ValidationError("--pid records through the kernel view: not with --kernel off") }
+        if tracer != .auto { throw ValidationError("--pid records through the kernel, not a tracer in the program: not with --tracer") }
+        if relayd != nil { throw ValidationError("--pid writes a local trace: not with --relayd") }
+        if snapshots.snapshotOnStall != nil { throw ValidationError("--snapshot-on-stall goes with loops that report their stalls: not with --pid") }
+        if subbufSize != nil || numSubbuf != nil { throw ValidationError("--subbuf-size and --num-subbuf set up LTTng's buffers: not with --pid") }
+    }
+
     func run() throws {
         quietOption.apply()
         try requireWritableOutputs(report, self.summary)
+        if !pids.isEmpty { return try recordAttached() }
         if let threshold = snapshots.snapshotOnStall { return try recordSnapshots(threshold: threshold) }
         if let relayd { return try recordToRelay(relayd) }
         Interruptions.shared.prepare("the program")

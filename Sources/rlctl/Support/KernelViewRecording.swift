@@ -39,6 +39,8 @@ extension KernelChoice {
 final class KernelViewRecording: @unchecked Sendable {
     private let recorder: KernelRecorder
     private let writer: KernelTraceWriter
+    /// With `rlctl record --pid`: the trace of the followed threads' wait calls, written from the kernel's side.
+    private let waitWriter: WaitTraceWriter?
     private let lock = NSLock()
     private var stopped: Outcome?
     private var cleanup: ExitCleanups.Token?
@@ -49,6 +51,9 @@ final class KernelViewRecording: @unchecked Sendable {
         var lost: UInt64
         /// Of the records, those rebuilt from the scheduler's counters (KernelRecorder.Statistics.rebuilt).
         var rebuilt: UInt64 = 0
+        /// Wait calls recorded, and lost (with `record --pid`).
+        var waits: UInt64 = 0
+        var waitsLost: UInt64 = 0
         /// Why `kernel/` is incomplete (a write failure), nil when it is whole.
         var problem: String?
     }
@@ -59,7 +64,7 @@ final class KernelViewRecording: @unchecked Sendable {
                       followChildren: Bool) throws -> KernelViewRecording? {
         guard options.kernel != .off, unavailable == nil else { return nil }
         do {
-            return try KernelViewRecording(traceFolder: traceFolder, following: process, followChildren: followChildren)
+            return try KernelViewRecording(traceFolder: traceFolder, following: [process], followChildren: followChildren)
         } catch {
             // Available a moment ago, refused now (another recording's maps, memory): with auto the recording goes
             // on without it, and the summary says why.
@@ -69,18 +74,35 @@ final class KernelViewRecording: @unchecked Sendable {
         }
     }
 
-    private init(traceFolder: String, following process: Int32, followChildren: Bool) throws {
+    /// `rlctl record --pid`: follows the running `processes` (and, with `followChildren`, the processes they start
+    /// from now on), their wait calls written as the trace in `traceFolder` and the rest as its kernel view.
+    static func attach(to processes: [Int32], followChildren: Bool, traceFolder: String) throws -> KernelViewRecording {
+        try KernelViewRecording(traceFolder: traceFolder, following: processes, followChildren: followChildren, recordsWaits: true)
+    }
+
+    private init(traceFolder: String, following processes: [Int32], followChildren: Bool, recordsWaits: Bool = false) throws {
         let writer = try KernelTraceWriter(folder: traceFolder + "/" + TraceSchema.kernelViewFolder)
         self.writer = writer
+        let waitWriter = recordsWaits ? try WaitTraceWriter(folder: traceFolder) : nil
+        self.waitWriter = waitWriter
         var options = KernelRecorder.Options()
         options.followChildren = followChildren
         let failure = WriteFailure()
-        recorder = try KernelRecorder(options: options) { events in
+        var waitSink: (@Sendable ([KernelWaitThreads.ThreadEvents]) -> Void)?
+        if let waitWriter {
+            waitSink = { parts in
+                guard !failure.happened else { return }
+                do {
+                    for part in parts { try waitWriter.write(part.events, thread: part.threadID, lostBefore: part.lostBefore) }
+                } catch { failure.record("\(error)") }
+            }
+        }
+        recorder = try KernelRecorder(options: options, sink: { events in
             guard !failure.happened else { return }
             do { try writer.write(events) } catch { failure.record("\(error)") }
-        }
+        }, waits: waitSink)
         self.failure = failure
-        try recorder.follow(process: process)
+        for process in processes { try recorder.follow(process: process) }
         cleanup = ExitCleanups.shared.add { [weak self] in _ = self?.stop() }
     }
 
@@ -96,11 +118,15 @@ final class KernelViewRecording: @unchecked Sendable {
         if problem == nil {
             do { try writer.finish() } catch { problem = "\(error)" }
         }
+        if problem == nil, let waitWriter {
+            do { try waitWriter.finish() } catch { problem = "\(error)" }
+        }
         if problem == nil, statistics.interruptMisreads > 0 {
             problem = "this kernel's preempt count did not read as an interrupt in \(statistics.interruptMisreads) "
                 + "timer interrupts, so a thread woken from an interrupt may name the task it stopped as its waker"
         }
-        let outcome = Outcome(records: statistics.records, lost: statistics.lost, rebuilt: statistics.rebuilt, problem: problem)
+        let outcome = Outcome(records: statistics.records, lost: statistics.lost, rebuilt: statistics.rebuilt,
+                              waits: statistics.waits, waitsLost: statistics.waitsLost, problem: problem)
         stopped = outcome
         if let cleanup { ExitCleanups.shared.remove(cleanup) }
         return outcome
@@ -126,3 +152,4 @@ extension KernelViewOptions {
         if let rebuilt = outcome?.rebuilt, rebuilt > 0 { summary.noteKernelRecordsRebuilt(rebuilt) }
     }
 }
+

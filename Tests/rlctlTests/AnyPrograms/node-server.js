@@ -1,6 +1,8 @@
 // An HTTP server on Node's own loop, for `rlctl record --any`'s tests and the README: every BURN_EVERY ms a
 // timer burns BURN ms of CPU on the loop (a stall rlctl must find), and GET /burn?ms=N burns N ms when asked. It runs for SECONDS, then writes what
 // Node's own meter says, performance.eventLoopUtilization() over the loop's whole life, to REPORT (JSON) and exits.
+// SIGUSR2 marks a window (first: its start, second: its end), whose own utilization is reported too: what a test
+// compares with `rlctl record --pid`, attached for that window only.
 // The burns stop half an interval before the end: a burn in the iteration that exits would never be followed by
 // a wait, so nobody (rlctl or anyone else watching the waits) could say how long that iteration was.
 //
@@ -29,6 +31,12 @@ const server = http.createServer((request, response) => {
     response.end('hello\n');
 });
 
+let windowStart = null, windowUtilization = null;
+process.on('SIGUSR2', () => {
+    if (windowStart === null) windowStart = performance.eventLoopUtilization();
+    else if (windowUtilization === null) windowUtilization = performance.eventLoopUtilization(windowStart).utilization;
+});
+
 let burns = 0;
 const burner = setInterval(() => {
     const until = performance.now() + Number(burnMs);
@@ -45,7 +53,7 @@ setTimeout(() => clearInterval(burner), Number(seconds) * 1000 - Number(burnEver
 setTimeout(() => {
     const elu = performance.eventLoopUtilization();
     fs.writeFileSync(report, JSON.stringify({
-        utilization: elu.utilization, active_ms: elu.active, idle_ms: elu.idle, burns, requestedBurns, requests, pid: process.pid,
+        utilization: elu.utilization, window_utilization: windowUtilization, active_ms: elu.active, idle_ms: elu.idle, burns, requestedBurns, requests, pid: process.pid,
     }) + '\n');
     server.close();
     process.exit(0);

@@ -1,0 +1,86 @@
+import Foundation
+import TraceModel
+
+/// Turns the kernel recorder's wait calls into the events a wait interposer's recording holds, thread by thread:
+/// each thread's `wait_thread` before its first wait and again whenever its name changed (names follow renames,
+/// as the interposer's do), then its waits as one `wait_batch` per call, stamped with the last wait's end.
+public struct KernelWaitThreads: Sendable {
+    /// A process's parent and name, as `wait_thread` carries them.
+    public struct Process: Sendable, Equatable {
+        public var parent: Int32
+        public var name: String
+
+        public init(parent: Int32, name: String) {
+            self.parent = parent
+            self.name = name
+        }
+    }
+
+    /// One thread's part of a batch: its events, and how many of its waits were lost just before them.
+    public struct ThreadEvents: Sendable, Equatable {
+        public var threadID: Int32
+        public var lostBefore: UInt64
+        public var events: [TraceEvent]
+    }
+
+    private var named: [Int32: String] = [:]
+    private var processes: [Int32: Process] = [:]
+    private let lookUp: @Sendable (Int32) -> Process?
+
+    /// `lookUp` finds a process's parent and name (from /proc by default) the first time one of its threads waits.
+    public init(lookUp: @escaping @Sendable (Int32) -> Process? = KernelWaitThreads.procProcess) {
+        self.lookUp = lookUp
+    }
+
+    /// Thread by thread, each thread's waits in their order; a thread whose waits were lost in between has a part
+    /// for the waits before the loss and one for those after it.
+    public mutating func events(for waits: [KernelWait]) -> [ThreadEvents] {
+        var parts: [ThreadEvents] = []
+        var current: [Int32: Int] = [:]
+        var pending: [Int32: (pid: Int32, waits: [TraceEvent.WaitBatch.Wait])] = [:]
+        func flush(_ tid: Int32) {
+            guard let held = pending.removeValue(forKey: tid), let last = held.waits.last, let part = current[tid] else { return }
+            parts[part].events.append(TraceEvent(timestamp: last.end ?? last.begin, threadID: tid, processID: held.pid,
+                                                 payload: .waitBatch(.init(threadID: tid, waits: held.waits))))
+        }
+        for wait in waits {
+            let tid = wait.threadID
+            if wait.lostBefore > 0 || current[tid] == nil {
+                flush(tid)
+                parts.append(ThreadEvents(threadID: tid, lostBefore: UInt64(wait.lostBefore), events: []))
+                current[tid] = parts.count - 1
+            }
+            let name = wait.threadName
+            if named[tid] != name {
+                flush(tid)
+                named[tid] = name
+                let process = self.process(wait.processID, fallback: tid == wait.processID ? name : nil)
+                let at = wait.beganBeforeRecording ? (wait.wait.end ?? 0) : wait.wait.begin
+                parts[current[tid]!].events.append(TraceEvent(timestamp: at, threadID: tid, processID: wait.processID,
+                                                              payload: .waitThread(pid: wait.processID, ppid: process.parent,
+                                                                                   thread: name, process: process.name)))
+            }
+            pending[tid, default: (wait.processID, [])].waits.append(wait.wait)
+        }
+        for tid in current.keys { flush(tid) }
+        return parts
+    }
+
+    private mutating func process(_ pid: Int32, fallback: String?) -> Process {
+        if let known = processes[pid] { return known }
+        let found = lookUp(pid) ?? Process(parent: 0, name: fallback ?? "pid \(pid)")
+        processes[pid] = found
+        return found
+    }
+
+    /// A process's parent and name from /proc/PID/stat (`pid (comm) state ppid …`; the name may hold spaces and
+    /// parentheses, so it runs to the last `)`); nil once the process is gone.
+    @Sendable public static func procProcess(_ pid: Int32) -> Process? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { return nil }
+        let name = String(stat[stat.index(after: open)..<close])
+        let rest = stat[stat.index(after: close)...].split(separator: " ")
+        guard rest.count >= 2, let parent = Int32(rest[1]) else { return nil }
+        return Process(parent: parent, name: name)
+    }
+}

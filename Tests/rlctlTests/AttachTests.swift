@@ -1,0 +1,155 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+
+/// `rlctl record --pid`: programs already running, attached from the kernel's side (syscall and scheduler
+/// tracepoints), never stopped, ptraced or injected into. They need root and BPF; in CI (as root) a kernel view
+/// that cannot be taken fails them.
+@Suite(.serialized, .enabled(if: kernelViewRequirement.shouldRun, kernelViewRequirement.skipComment))
+struct AttachTests {
+    static let node = AnyProgramTests.node
+    static let python = AnyProgramTests.python
+
+    /// A started program, ended (SIGKILL) when the test ends however it ends.
+    final class Program {
+        let process: RunningProcess
+        init(_ executable: String, _ arguments: [String]) throws {
+            process = try RunningProcess(executable, arguments, ProcessOptions(timeout: .seconds(120)))
+        }
+        deinit { if process.isRunning { process.send(SIGKILL) } }
+    }
+
+    /// Waits until the attached rlctl said it is attached (or ended); its stderr so far.
+    static func waitUntilAttached(_ rlctl: RunningProcess) throws {
+        let attached = eventually(timeout: .seconds(60)) { rlctl.outputSoFar.stderr.contains("rlctl: attached to ") || !rlctl.isRunning }
+        try #require(attached && rlctl.isRunning, "rlctl did not attach: \(rlctl.outputSoFar.stderr)")
+    }
+
+    /// The kernel's BPF programs of rlctl's probe that are loaded now (rlctl_kp_*).
+    static func probePrograms() -> [String] {
+        guard let bpftool = TestEnvironment.executable("bpftool"),
+              let shown = try? runProcess(bpftool, ["prog", "show"]) else { return [] }
+        return shown.stdout.split(separator: "\n").filter { $0.contains("rlctl_kp") }.map(String.init)
+    }
+
+    /// A Node server under wrk, attached for a window: its loop's utilization agrees with Node's own
+    /// performance.eventLoopUtilization() over the same window (marked by SIGUSR2 when rlctl said it attached and
+    /// detached), and every burn in the window is a stall with the loop's thread. Nothing of the probe stays loaded.
+    @Test(.enabled(if: node.shouldRun, node.skipComment))
+    func anAttachedNodeServerAgreesWithItsOwnMeterOverTheWindow() throws {
+        guard Self.node.requireMet() else { return }
+        let report = temporaryPath("node-attach.json"), trace = temporaryPath("node-attach.rltrace")
+        let port = AnyProgramTests.freePort()
+        let node = try Program(TestEnvironment.executable("node")!,
+                               ["\(AnyProgramTests.programs)/node-server.js", "\(port)", "9", "250", "60", report])
+        try #require(AnyProgramTests.waitForPort(port), "node did not listen on \(port)")
+        let wrk = try RunningProcess(TestEnvironment.executable("wrk")!, ["-t1", "-c8", "-d7s", "http://127.0.0.1:\(port)/"])
+        usleep(300_000)
+        let rlctl = try CLI.start(["record", "--pid", "\(node.process.pid)", "--duration", "4s", "--output", trace,
+                                   "--format", "json", "--stall", "30ms"])
+        try Self.waitUntilAttached(rlctl)
+        node.process.send(SIGUSR2)
+        let detached = eventually(timeout: .seconds(60)) { rlctl.outputSoFar.stderr.contains("rlctl: detached") || !rlctl.isRunning }
+        node.process.send(SIGUSR2)
+        #expect(detached)
+        let recorded = rlctl.wait()
+        try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+        #expect(Self.probePrograms().isEmpty, "rlctl's BPF programs still loaded: \(Self.probePrograms())")
+        _ = wrk.wait()
+        let ended = node.process.wait()
+        try #require(ended.status == 0, "node: \(ended.stderr)")
+
+        let own = try AnyProgramTests.json(report)
+        let pid = Int(node.process.pid)
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(recorded.stdout.utf8)) as? [String: Any])
+        let waits = try #require(summary["waits"] as? [String: Any], "no waits: \(recorded.stdout.prefix(400))")
+        let loop = try AnyProgramTests.waitLoop(in: waits, pid: pid, threadID: pid)
+        let ours = try #require(loop["utilization"] as? Double), nodes = try #require(own["window_utilization"] as? Double)
+        #expect(abs(ours - nodes) <= 0.02, "rlctl --pid: \(ours), Node's eventLoopUtilization over the window: \(nodes)")
+        // 4 s of 60 ms burns every 250 ms: at least 14 whole ones, each a stall of its own.
+        let stalls = try #require(loop["stalls"] as? Int)
+        #expect(stalls >= 14, "\(stalls) stalls over 30 ms in 4 s of 60 ms burns every 250 ms")
+        let worst = try #require((loop["worstStalls"] as? [[String: Any]])?.first?["busyNanoseconds"] as? Int)
+        #expect(worst >= 60_000_000)
+        #expect(loop["kernel"] != nil, "the kernel's side of the loop is missing")
+    }
+
+    /// A thread inside a wait when rlctl attaches: the loop says so, and that wait is no sleep of known length.
+    /// The program ending ends the recording, with its summary.
+    @Test(.enabled(if: python.shouldRun, python.skipComment))
+    func aWaitInProgressAtTheAttachIsMarkedAndTheProgramsEndEndsTheRecording() throws {
+        guard Self.python.requireMet() else { return }
+        // Waits of 400 ms, then 1 ms of work, for 3 s: rlctl attaches in the middle of a wait.
+        let script = """
+            import selectors, time, os
+            sel = selectors.DefaultSelector(); r, w = os.pipe(); sel.register(r, selectors.EVENT_READ)
+            end = time.monotonic() + 3
+            while time.monotonic() < end:
+                sel.select(timeout=0.4)
+                t = time.perf_counter()
+                while time.perf_counter() - t < 0.001: pass
+            """
+        let program = try Program(TestEnvironment.executable("python3")!, ["-c", script])
+        usleep(200_000)
+        let recorded = try CLI.run(["record", "--pid", "\(program.process.pid)", "--format", "json"])
+        try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+        #expect(recorded.stderr.contains("detached (when the processes ended)"), "\(recorded.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(recorded.stdout.utf8)) as? [String: Any])
+        let loop = try AnyProgramTests.busiestLoop(in: summary)
+        #expect(loop["waitingAtStart"] as? Bool == true, "\(loop)")
+        #expect(loop["family"] as? String == "epoll")
+        let sleep = try #require(loop["sleepNanoseconds"] as? Int), waits = try #require(loop["waits"] as? Int)
+        #expect(waits >= 4 && sleep >= (waits - 1) * 390_000_000 && sleep <= waits * 420_000_000, "\(waits) waits, \(sleep) ns asleep")
+    }
+
+    /// What cannot be attached to is a one-line error before anything is loaded, with status 2.
+    @Test func whatCannotBeAttachedToIsAOneLineError() throws {
+        func attach(_ arguments: [String]) throws -> ProcessOutput { try CLI.run(["record"] + arguments) }
+        func expectError(_ result: ProcessOutput, _ words: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(result.status == 2 && result.stdout.isEmpty, "\(result.stdout)", sourceLocation: sourceLocation)
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && lines.first?.contains(words) == true, "\(result.stderr)", sourceLocation: sourceLocation)
+        }
+        // A pid no process has (the highest possible one, never given out here).
+        let maximum = (try? String(contentsOfFile: "/proc/sys/kernel/pid_max", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "4194304"
+        expectError(try attach(["--pid", maximum]), "no such process")
+        expectError(try attach(["--pid", "2"]), "kernel thread")   // kthreadd
+        expectError(try attach(["--pid", "-5"]), "positive")
+        // rlctl itself: the shell's pid becomes rlctl's through exec.
+        let own = try runProcess("/bin/sh", ["-c", "exec \"$0\" record --pid $$", CLI.binary])
+        expectError(own, "this rlctl itself")
+        expectError(try attach(["--pid", "1", "--", "sleep", "1"]), "give no program")
+        expectError(try attach(["--pid", "1", "--kernel", "off"]), "not with --kernel off")
+        expectError(try attach(["--duration", "1s", "--", "true"]), "--duration goes with --pid")
+        #expect(Self.probePrograms().isEmpty)
+    }
+
+    /// Not root: one line saying the kernel view needs it, before anything is attached.
+    @Test func withoutPrivilegeTheAttachIsRefusedInOneLine() throws {
+        guard let setpriv = TestEnvironment.executable("setpriv") else {
+            Issue.record("setpriv (util-linux) is missing")
+            return
+        }
+        let result = try RunningProcess(setpriv, ["--reuid=65534", "--regid=65534", "--clear-groups", CLI.binary, "record", "--pid", "1"],
+                                        ProcessOptions(environment: ["TMPDIR": "/tmp"], timeout: .seconds(60))).wait()
+        #expect(result.status == 2 && result.stdout.isEmpty)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("--pid attaches through the kernel view") && lines[0].contains("root"), "\(result.stderr)")
+    }
+
+    /// rlctl killed by SIGKILL while attached leaves nothing loaded in the kernel, and the program runs on.
+    @Test(.enabled(if: python.shouldRun, python.skipComment))
+    func aKilledRlctlLeavesNothingAttached() throws {
+        guard Self.python.requireMet() else { return }
+        let program = try Program(TestEnvironment.executable("python3")!,
+                                  ["-c", "import select, time\nwhile True: select.select([], [], [], 0.005)"])
+        let rlctl = try CLI.start(["record", "--pid", "\(program.process.pid)"])
+        try Self.waitUntilAttached(rlctl)
+        #expect(!Self.probePrograms().isEmpty, "the probe is not loaded while attached")
+        rlctl.send(SIGKILL)
+        _ = rlctl.wait()
+        #expect(eventually(timeout: .seconds(10)) { Self.probePrograms().isEmpty }, "left loaded: \(Self.probePrograms())")
+        #expect(program.process.isRunning, "the attached program did not survive")
+    }
+}
