@@ -74,7 +74,6 @@ void rl_kp_close(rl_kp *probe) {}
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -256,7 +255,7 @@ static const char *const rl_kp_tracepoints[][2] = {
     {"sched", "sched_migrate_task"}, {"sched", "sched_process_fork"}, {"sched", "sched_process_exit"},
     {"timer", "hrtimer_start"}, {"timer", "hrtimer_expire_entry"}, {"timer", "hrtimer_expire_exit"},
     {"timer", "hrtimer_cancel"}, {"irq", "irq_handler_entry"}, {"irq", "irq_handler_exit"},
-    {"irq", "softirq_entry"}, {"irq", "softirq_exit"},
+    {"irq", "softirq_entry"}, {"irq", "softirq_exit"}, {"raw_syscalls", "sys_enter"}, {"raw_syscalls", "sys_exit"},
 };
 
 /// Where this CPU's preempt count is, from its run queue: both are per-CPU variables of the kernel's
@@ -328,7 +327,6 @@ struct rl_kp {
     int cpus;
     struct rl_kp_losses *per_cpu;       // a lookup's buffer
     uint64_t *reported;                 // per CPU: dropped, untracked, rebuilt, misreads and waits dropped already reported
-    int mounted_tracefs;                // 1: this probe mounted tracefs (for the syscall tracepoints), and unmounts it
     rl_kp_record_fn fn;
     rl_kp_wait_fn wait_fn;
     void *context;
@@ -347,25 +345,6 @@ static int rl_kp_on_record(void *context, void *data, size_t size) {
 
 /// The wait calls' programs (rlctl_kp_w_*): loaded and attached only when waits are asked for.
 static int rl_kp_follows_waits(const char *name) { return name && !strncmp(name, "rlctl_kp_w_", 11); }
-
-/// The syscall tracepoints are classic ones, found through tracefs: mounted where the kernel puts it when it is
-/// not (as `mount -t tracefs nodev /sys/kernel/tracing` would), and unmounted by rl_kp_close.
-static int rl_kp_reach_syscall_tracepoints(rl_kp *probe, char *why, size_t size) {
-    static const char *const places[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
-    char path[256];
-    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
-        snprintf(path, sizeof path, "%s/events/syscalls/sys_enter_epoll_wait", places[i]);
-        if (access(path, F_OK) == 0) return 1;
-    }
-    snprintf(path, sizeof path, "%s/events", places[0]);
-    if (access(path, F_OK) != 0 && mount("nodev", places[0], "tracefs", 0, NULL) == 0) probe->mounted_tracefs = 1;
-    snprintf(path, sizeof path, "%s/events/syscalls/sys_enter_epoll_wait", places[0]);
-    if (access(path, F_OK) == 0) return 1;
-    snprintf(why, size, "the kernel's syscall tracepoints (syscalls:sys_enter_epoll_wait…) are not there: tracefs %s, "
-             "or a kernel built without CONFIG_FTRACE_SYSCALLS", probe->mounted_tracefs ? "is mounted"
-             : "cannot be mounted at /sys/kernel/tracing (mount -t tracefs nodev /sys/kernel/tracing)");
-    return 0;
-}
 
 /// The kernel addresses of the two hrtimer callbacks that wake a thread, from /proc/kallsyms (0 when hidden).
 static void rl_kp_timer_functions(struct rl_kp_control *control) {
@@ -432,11 +411,6 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
         lib.libbpf_set_print(previous);
         snprintf(why, size, "cannot open the kernel probe %s: %s", rl_kp_path, strerror(error));
         free(probe);
-        return NULL;
-    }
-    if (waits && !rl_kp_reach_syscall_tracepoints(probe, why, size)) {
-        lib.libbpf_set_print(previous);
-        rl_kp_close(probe);
         return NULL;
     }
     for (struct bpf_program *program = lib.bpf_object__next_program(probe->object, NULL); program;
@@ -595,7 +569,6 @@ void rl_kp_close(rl_kp *probe) {
     if (probe->ring) lib.ring_buffer__free(probe->ring);
     for (int i = 0; i < probe->link_count; i++) lib.bpf_link__destroy(probe->links[i]);
     if (probe->object) lib.bpf_object__close(probe->object);
-    if (probe->mounted_tracefs) umount2("/sys/kernel/tracing", MNT_DETACH);
     free(probe->per_cpu);
     free(probe->reported);
     free(probe);
