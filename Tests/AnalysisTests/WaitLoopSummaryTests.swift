@@ -368,11 +368,70 @@ import TraceModel
         #expect(SummaryReport.text(try w.summarize()).contains("already waiting when the recording began"))
     }
 
+    /// Two threads of one process taking turns at one epoll descriptor (Go's netpoller, tokio's workers): one wait
+    /// set, listed as one loop with its threads as well as thread by thread. With the kernel view, the time a thread
+    /// was blocked outside the wait (parked on a futex while the other held the loop) is parked, not busy, and is no
+    /// stall; the other thread's 28 ms on the CPU is one.
+    @Test(arguments: [true, false])
+    func threadsTakingTurnsAtOneEpollSetAreOneLoopAndParkedTimeIsNotBusy(kernelView: Bool) throws {
+        var w = Waits()
+        if kernelView { w.add(0, 0, .kernelBegin(pid: 4242, command: "server")) }
+        w.named(20, pid: 4242, process: "server", name: "server")
+        w.named(21, pid: 4242, process: "server", name: "worker")
+        w.wait(20, timeout: -1, from: 0, to: 10_000, ready: 1)
+        w.wait(21, timeout: -1, from: 1_000, to: 12_000, ready: 1)
+        if kernelView {
+            // Thread 20 parks on a futex (202) from 11 to 19 ms while thread 21 runs the loop.
+            w.add(19_000, 0, .kernelOffCPU(.init(threadID: 20, reason: .sleeping, syscall: 202, left: 11_000 * Self.us, woken: 19_000 * Self.us,
+                                                 back: 19_000 * Self.us, cpu: 0, wakerThreadID: 21, throttled: 0)))
+        }
+        w.wait(20, timeout: -1, from: 20_000, to: 30_000, ready: 1)
+        w.wait(21, timeout: -1, from: 40_000, to: 50_000, ready: 1)   // 28 ms of work on the CPU before it
+        w.wait(20, timeout: -1, from: 31_000, to: 52_000, ready: 1)
+        let waits = try #require(try w.summarize().waits)
+        let set = try #require(waits.sets?.first)
+        #expect(waits.sets?.count == 1)
+        #expect(set.pid == 4242 && set.target == 5 && set.threads == [20, 21] && set.threadNames == ["server", "worker"])
+        #expect(set.iterations == 3 && set.stalls == 1 && set.worstStalls.first?.threadID == 21 && set.worstStalls.first?.busyNanoseconds == 28 * Self.ms)
+        let server = try #require(waits.loops.first { $0.threadID == 20 })
+        #expect(server.sharedWith == [21])
+        if kernelView {
+            #expect(server.parkedNanoseconds == 8 * Self.ms && server.parkedSeparated == true)
+            #expect(server.busyNanoseconds == 3 * Self.ms, "10 → 20 ms less 8 ms parked, then 30 → 31 ms")
+            #expect(server.stalls == 0)
+            #expect(set.parkedNanoseconds == 8 * Self.ms && set.parkedSeparated)
+            #expect(set.busyNanoseconds == 31 * Self.ms)
+        } else {
+            // Without the kernel view the parked time cannot be told apart: it is busy, and the summary says so.
+            #expect(server.parkedNanoseconds == 0 && server.parkedSeparated == false)
+            #expect(server.busyNanoseconds == 11 * Self.ms)
+            #expect(!set.parkedSeparated)
+        }
+        let text = SummaryReport.text(try w.summarize())
+        #expect(text.contains("wait set: server (pid 4242), epoll fd 5 — one loop, waited on by 2 threads: server (tid 20), worker (tid 21)"))
+        #expect(text.contains("shares its wait set with thread 21 (the wait set above)"))
+        #expect(text.contains("could not be told from busy time") == !kernelView)
+    }
+
+    /// The same descriptor number in two processes is two sets of their own: nothing is shared across processes.
+    @Test func theSameDescriptorInTwoProcessesIsNotOneSet() throws {
+        var w = Waits()
+        w.named(20, pid: 4242, process: "a", name: "a")
+        w.named(30, pid: 4343, process: "b", name: "b")
+        for start in stride(from: UInt64(0), to: 100_000, by: 10_000) {
+            w.wait(20, timeout: -1, from: start, to: start + 8_000, ready: 1)
+            w.wait(30, timeout: -1, from: start + 1_000, to: start + 9_000, ready: 1)
+        }
+        let waits = try #require(try w.summarize().waits)
+        #expect(waits.sets == nil)
+        #expect(waits.loops.allSatisfy { $0.sharedWith == nil && $0.parkedNanoseconds == nil })
+    }
+
     @Test func theTextReportHasASectionPerLoopAndSaysWhatIsNotAvailableOnce() throws {
         var w = Self.nodeLoop()
         w.named(21, pid: 4242, process: "node", name: "libuv-worker")
-        w.wait(21, timeout: -1, from: 1_000, to: 5_000, ready: 1)
-        w.wait(21, timeout: -1, from: 6_000, to: 9_000, ready: 1)
+        w.wait(21, fd: 6, timeout: -1, from: 1_000, to: 5_000, ready: 1)
+        w.wait(21, fd: 6, timeout: -1, from: 6_000, to: 9_000, ready: 1)
         let s = try w.summarize()
         let text = SummaryReport.text(s)
         #expect(text == """
@@ -394,7 +453,7 @@ import TraceModel
               ready events per wake-up: p50 1  p99 3  max 3  mean 2.00  (n=2)
               stalls (> threshold): 2 iterations busier than 16.0ms; worst: 30.0ms at +20.6ms, 20.0ms at +70.0ms
 
-            wait loop: node (pid 4242) thread libuv-worker (tid 21), epoll fd 5 — epoll_pwait 2
+            wait loop: node (pid 4242) thread libuv-worker (tid 21), epoll fd 6 — epoll_pwait 2
               iterations 1 (125/s), busy 1.00ms, asleep 7.00ms, utilization 12.5%
               busy per iteration (wait end → next wait): n=1  min 1.00ms  p50 1.00ms  p90 1.00ms  p99 1.00ms  p99.9 1.00ms  max 1.00ms
                   ≤ 1.05ms ██████████████████████████████ 1

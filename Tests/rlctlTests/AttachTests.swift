@@ -26,11 +26,12 @@ struct AttachTests {
         try #require(attached && rlctl.isRunning, "rlctl did not attach: \(rlctl.outputSoFar.stderr)")
     }
 
-    /// The kernel's BPF programs of rlctl's probe that are loaded now (rlctl_kp_*).
+    /// The probe's wait-call programs loaded now (rlctl_kp_w_*): only `record --pid` loads them, so other tests
+    /// running beside these (whose rlctl takes the kernel view too) do not count.
     static func probePrograms() -> [String] {
         guard let bpftool = TestEnvironment.executable("bpftool"),
               let shown = try? runProcess(bpftool, ["prog", "show"]) else { return [] }
-        return shown.stdout.split(separator: "\n").filter { $0.contains("rlctl_kp") }.map(String.init)
+        return shown.stdout.split(separator: "\n").filter { $0.contains("rlctl_kp_w_") }.map(String.init)
     }
 
     /// A Node server under wrk, attached for a window: its loop's utilization agrees with Node's own

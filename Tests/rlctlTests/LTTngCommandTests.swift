@@ -191,8 +191,8 @@ struct LTTngCommandTests {
     }
 
     @Test func recordBadInputs() throws {
-        try expectUsageError(["record"], "give the program to record after --, e.g. rlctl record -- ./my-app")
-        try expectUsageError(["record", "--"], "give the program to record after --, e.g. rlctl record -- ./my-app")
+        try expectUsageError(["record"], "give the program to record after --, e.g. rlctl record -- ./my-app, or attach to a running one with --pid PID")
+        try expectUsageError(["record", "--"], "give the program to record after --, e.g. rlctl record -- ./my-app, or attach to a running one with --pid PID")
         try expectUsageError(["record", "--", "/nonexistent/program"], "/nonexistent/program: no such program (not a file, and not found in PATH)")
         try expectUsageError(["record", "--num-subbuf", "1", "--", "/bin/true"], "--num-subbuf must be at least 2 (got 1)")
         let existing = NSTemporaryDirectory()

@@ -46,6 +46,14 @@ extension SummaryReport {
     static func waitText(_ w: TraceSummary.WaitSummary, health: TraceSummary.Health, stallThreshold: UInt64,
                          lateThreshold: UInt64) -> [String] {
         var out: [String] = []
+        for set in w.sets ?? [] {
+            out.append("")
+            out.append("wait set: \(set.name) — one loop, waited on by \(set.threads.count) threads: "
+                       + zip(set.threads, set.threadNames).map { "\($1) (tid \($0))" }.joined(separator: ", "))
+            out.append("  iterations \(set.iterations), busy \(formatNanoseconds(set.busyNanoseconds)) (\(threeDigits(set.busyThreads)) threads busy at once on average), asleep \(formatNanoseconds(set.sleepNanoseconds)), parked \(formatNanoseconds(set.parkedNanoseconds)) (blocked outside the wait while another thread held the loop: not busy)"
+                       + (set.parkedSeparated ? "" : "; without the kernel view some parked time could not be told from busy time, and counts as busy"))
+            out.append("  stalls (> threshold): \(set.stalls) iterations busier than \(formatNanoseconds(stallThreshold))" + waitStalls(set.worstStalls, health: health, named: true))
+        }
         for l in w.loops {
             out.append("")
             let mark = lossMark(affected: l.affectedByLoss, lostEvents: l.lostEventsAffecting)
@@ -60,6 +68,10 @@ extension SummaryReport {
             out.append("  stalls (> threshold): \(l.stalls) iterations busier than \(formatNanoseconds(stallThreshold))" + waitStalls(l.worstStalls, health: health, named: false))
             if l.chainBreaks > 0 {
                 out.append("  iteration chain broken \(l.chainBreaks)× at lost or missing events: no busy or sleep counted across those gaps")
+            }
+            if let others = l.sharedWith, !others.isEmpty {
+                out.append("  shares its wait set with thread\(others.count == 1 ? "" : "s") \(others.map(String.init).joined(separator: ", ")) (the wait set above): parked \(formatNanoseconds(l.parkedNanoseconds ?? 0)) outside the wait, not busy"
+                           + (l.parkedSeparated == false ? " (some of it not told apart without the kernel view: counted as busy)" : ""))
             }
             if l.waitingAtStart == true { out.append("  already waiting when the recording began (that wait is not counted; the first iteration starts at its end)") }
             if l.waitingAtEnd { out.append("  still waiting when the trace ended (that wait is not counted)") }

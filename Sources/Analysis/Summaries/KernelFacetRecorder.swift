@@ -59,6 +59,8 @@ struct KernelFacetRecorder {
     /// (a slowest callout, a stall): naming and ranking culprits for every callout would cost more than the rest.
     struct Measured {
         let onCPU: UInt64
+        /// Blocked time taken out of the iteration's busy time (`parksWhenBlocked`).
+        var parked: UInt64 = 0
         fileprivate let window: KernelWindow
     }
 
@@ -67,10 +69,20 @@ struct KernelFacetRecorder {
 
     /// An iteration from `from` to `to` that was busy `busyTime` (its sleeps left out), measured.
     /// `outermost`: its time is the loop's (a nested run's iterations are inside an outer one's).
-    mutating func iteration(from: UInt64, to: UInt64, busy busyTime: UInt64, outermost: Bool) -> Measured? {
+    /// `parksWhenBlocked`: the thread shares its wait set with others (a Go or tokio runtime's threads), so the time it
+    /// was blocked outside the wait (parked on a futex, sleeping) is time another thread held the loop, not busy time:
+    /// it is taken out (``Measured/parked``), and the busy time measured is what is left.
+    mutating func iteration(from: UInt64, to: UInt64, busy wholeBusy: UInt64, outermost: Bool, parksWhenBlocked: Bool = false) -> Measured? {
         guard var window = window(from: from, to: to) else { return nil }
         // Its sleeps (its own, and those of runs nested in it) are not busy time: the loop left them out already.
         window.asleep = 0
+        var busyTime = wholeBusy, parked: UInt64 = 0
+        if parksWhenBlocked {
+            parked = min(window.blocked, busyTime)
+            busyTime -= parked
+            window.blocked = 0
+            window.blockedIn = [:]
+        }
         let off = window.workOffCPU
         let onCPU = busyTime >= off ? busyTime - off : 0
         onCPUPerIteration.record(onCPU)
@@ -79,7 +91,7 @@ struct KernelFacetRecorder {
             busyCovered += busyTime
             onCPUCovered += onCPU
         }
-        return Measured(onCPU: onCPU, window: window)
+        return Measured(onCPU: onCPU, parked: parked, window: window)
     }
 
     /// A callout from `from` to `to`, measured (on-CPU = wall − every time off the CPU inside it).

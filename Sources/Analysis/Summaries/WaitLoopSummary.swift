@@ -18,6 +18,9 @@ extension TraceSummary {
         public var rareWaiters: [RareWaiter]
         /// Across every loop (rare waiters left out).
         public var overall: WaitTotals
+        /// Wait sets several threads of a process waited on in turn (Go's netpoller, tokio's multi-threaded runtime),
+        /// each as one loop with its threads (who are in ``loops`` too, one by one); nil when there is none.
+        public var sets: [WaitSetSummary]? = nil
         /// Wait ends whose begin is not in the trace (a flight-recorder ring overwrote it, or it was lost): left out.
         public var unmatchedEnds: UInt64
         /// What the wait calls cannot show, for every wait loop (said once in a report).
@@ -76,6 +79,15 @@ extension TraceSummary {
         /// true when the thread was inside a wait of this loop when the recording began (`rlctl record --pid`
         /// attached to it then): that wait is not counted, and the first iteration runs from its end.
         public var waitingAtStart: Bool? = nil
+        /// For a thread whose wait set other threads of its process wait on too (``WaitSummary/sets``): the time it
+        /// was blocked outside the wait (parked on a futex, sleeping) while they held the loop, which is not busy time
+        /// (busy + sleep + parked = its span); nil for a set of its own.
+        public var parkedNanoseconds: UInt64? = nil
+        /// false when some parked time could not be told apart from busy time (no kernel view of those iterations):
+        /// busy includes it then.
+        public var parkedSeparated: Bool? = nil
+        /// The other threads of its wait set (filled by the summary).
+        public var sharedWith: [Int32]? = nil
         public var lostEventsAffecting: UInt64
         public var lossWindowsAffecting: UInt64
         /// The kernel's side of its busy time and wake-ups: nil when the trace has no kernel view of its thread.
@@ -105,6 +117,35 @@ extension TraceSummary {
 
         public static let epollFamily = "epoll"
         public static let pollFamily = "poll/select"
+    }
+
+    /// An epoll descriptor that several threads of one process waited on, in turn or at once: one loop with several
+    /// threads. Its figures add up its threads' (iterations, busy, sleep, parked time, stalls); `busyThreads` is how
+    /// many of them were busy at once on average over its span (busy ÷ span), the share of one CPU it kept busy.
+    public struct WaitSetSummary: Codable, Sendable, Equatable {
+        public var pid: Int32
+        public var process: String?
+        public var target: Int32
+        public var threads: [Int32]
+        public var threadNames: [String]
+        public var waits: UInt64
+        public var iterations: UInt64
+        /// First wait's begin to last wait's end, across its threads.
+        public var spanNanoseconds: UInt64
+        public var busyNanoseconds: UInt64
+        public var sleepNanoseconds: UInt64
+        public var parkedNanoseconds: UInt64
+        public var busyThreads: Double
+        /// false when some of its threads' parked time could not be told from busy time (no kernel view).
+        public var parkedSeparated: Bool
+        public var stalls: UInt64
+        /// Worst first, from every thread.
+        public var worstStalls: [WaitStall]
+
+        /// `gosrv (pid 4242), epoll fd 5`.
+        public var name: String {
+            "\(process ?? "pid \(pid)") (pid \(pid)), " + WaitLoopSummary.targetName(family: WaitLoopSummary.epollFamily, target: target)
+        }
     }
 
     /// What ended each wait call of a loop. The four causes count blocking waits (timeout ≠ 0); non-blocking

@@ -46,6 +46,13 @@ struct WaitLoopTracker {
     fileprivate(set) var chainBreaks: UInt64 = 0
     /// Whether the recording began while the thread was inside a wait of this loop.
     fileprivate(set) var waitingAtStart = false
+    /// The process whose threads share this loop's wait set (an epoll descriptor several of its threads wait on
+    /// in turn: Go's netpoller, tokio's workers), set once a second thread waited on it.
+    fileprivate(set) var sharedBy: Int32?
+    /// Time blocked outside the wait while the set was shared: another thread held the loop (not busy time).
+    private(set) var parked: UInt64 = 0
+    /// Whether some of that time could not be told apart (no kernel view of the iteration): busy includes it then.
+    private(set) var parkedUnseparated = false
     /// The kernel's side of its iterations and wake-ups (nothing without a kernel view).
     private(set) var kernel: KernelFacetRecorder
 
@@ -149,11 +156,16 @@ struct WaitLoopTracker {
 
     /// Ends an iteration that began at `from`, whose work (`iterationBusy`) ran until `windowEnd`; `counted` is the
     /// part of it not yet in the loop's busy total (a check's own time is added as it ends).
-    private mutating func endIteration(from: UInt64, windowEnd: UInt64, iterationBusy: UInt64, counted: UInt64) {
+    private mutating func endIteration(from: UInt64, windowEnd: UInt64, iterationBusy wholeBusy: UInt64, counted: UInt64) {
         iterations += 1
-        busy += counted
+        let shared = sharedBy != nil
+        let measured = kernel.iteration(from: from, to: windowEnd, busy: wholeBusy, outermost: true, parksWhenBlocked: shared)
+        if shared && measured == nil { parkedUnseparated = true }
+        let parkedHere = measured?.parked ?? 0
+        let iterationBusy = wholeBusy - parkedHere
+        parked += parkedHere
+        busy += counted - min(parkedHere, counted)
         busyPerIteration.record(iterationBusy)
-        let measured = kernel.iteration(from: from, to: windowEnd, busy: iterationBusy, outermost: true)
         if iterationBusy > options.stallThreshold {
             let split = measured.map { kernel.split($0) }
             stalls += 1
@@ -175,7 +187,7 @@ struct WaitLoopTracker {
             ended.endIteration(from: held.from, windowEnd: held.end, iterationBusy: held.busy + held.check, counted: held.busy)
             return ended.summary(identity: identity, waitingAtEnd: waitingAtEnd)
         }
-        let span = busy + slept
+        let span = busy + slept + parked
         var callCounts: [String: UInt64] = [:]
         for call in WaitCall.allCases where calls[Int(call.rawValue)] > 0 { callCounts[call.description] = calls[Int(call.rawValue)] }
         // Names come with the summary: a thread's wait_thread may come after its loop's first stall (a ring).
@@ -193,7 +205,9 @@ struct WaitLoopTracker {
             busyPerIteration: busyPerIteration.summary, sleep: sleeps.summary, wakeCauses: causes,
             lateness: lateness.summary, lateWakeUps: lateWakeUps, readyPerWakeUp: readyPerWakeUp.summary,
             stalls: self.stalls, worstStalls: stalls, chainBreaks: chainBreaks, waitingAtEnd: waitingAtEnd,
-            waitingAtStart: waitingAtStart ? true : nil, lostEventsAffecting: 0, lossWindowsAffecting: 0,
+            waitingAtStart: waitingAtStart ? true : nil,
+            parkedNanoseconds: sharedBy == nil ? nil : parked, parkedSeparated: sharedBy == nil ? nil : !parkedUnseparated,
+            lostEventsAffecting: 0, lossWindowsAffecting: 0,
             kernel: kernel.facet(utilization: span > 0 ? Double(busy) / Double(span) : 0, first: firstTimestamp, last: lastTimestamp,
                                  notAvailable: TraceSummary.NotAvailable.kernelWait))
     }
@@ -238,6 +252,12 @@ struct WaitTracking {
     private var unmatchedEnds: UInt64 = 0
     /// Loss windows the reader reported so far, per thread (embedded traces) and for per-CPU streams (LTTng).
     private var threadLosses: [Int32: [(from: UInt64, to: UInt64)]] = [:]
+    /// Epoll wait sets by process and descriptor: the loops (indexes into `loops`) of the threads that waited on each.
+    private var sets: [SetKey: [Int]] = [:]
+    private struct SetKey: Hashable {
+        var pid: Int32
+        var target: Int32
+    }
     private var sharedLosses: [(from: UInt64, to: UInt64)] = []
 
     init(options: TraceSummarizer.Options, kernel: KernelViews) {
@@ -353,8 +373,17 @@ struct WaitTracking {
         var tracker = WaitLoopTracker(threadID: threadID, epoll: epoll, target: loopTarget, options: options, kernel: kernel)
         tracker.timeline = timeline
         loops.append(tracker)
-        threads[index].loopIndexes.append(loops.count - 1)
-        return loops.count - 1
+        let made = loops.count - 1
+        threads[index].loopIndexes.append(made)
+        // An epoll descriptor belongs to its process: another thread of it waiting on the same one shares the set.
+        if epoll, let pid = threads[index].identity?.pid {
+            let key = SetKey(pid: pid, target: loopTarget)
+            sets[key, default: []].append(made)
+            if let members = sets[key], members.count >= 2 {
+                for member in members { loops[member].sharedBy = pid }
+            }
+        }
+        return made
     }
 
     private mutating func begin(_ index: Int, _ threadID: Int32, call: WaitCall, target: Int32, timeout: Int64, at ts: UInt64) {
@@ -390,12 +419,17 @@ struct WaitTracking {
         var loopSummaries: [TraceSummary.WaitLoopSummary] = []
         var rare: [TraceSummary.RareWaiter] = []
         var members: [WaitLoopTracker] = []
+        var setMembers: [Int: TraceSummary.WaitLoopSummary] = [:]
         let traceSeconds = Double(traceSpan) / 1e9
         for state in threads {
             for index in state.loopIndexes {
                 let tracker = loops[index]
                 let waitingAtEnd = state.open?.loop == index
                 var summary = tracker.summary(identity: state.identity, waitingAtEnd: waitingAtEnd)
+                if let pid = tracker.sharedBy, let others = sets[SetKey(pid: pid, target: tracker.target)] {
+                    summary.sharedWith = others.map { loops[$0].threadID }.filter { $0 != tracker.threadID }.sorted()
+                    setMembers[index] = summary
+                }
                 if tracker.waits < TraceSummary.WaitSummary.rareWaitLimit && Double(tracker.waits) < traceSeconds
                     || tracker.waits == 0 {
                     rare.append(TraceSummary.RareWaiter(threadID: summary.threadID, pid: summary.pid, process: summary.process,
@@ -415,9 +449,36 @@ struct WaitTracking {
         let order = loopSummaries.indices.sorted {
             (loopSummaries[$0].utilization, loopSummaries[$0].iterations, -$0) > (loopSummaries[$1].utilization, loopSummaries[$1].iterations, -$1)
         }
-        return TraceSummary.WaitSummary(loops: order.map { loopSummaries[$0] }, rareWaiters: rare,
-                                        overall: totals(members, loopSummaries), unmatchedEnds: unmatchedEnds,
-                                        notAvailable: TraceSummary.NotAvailable.wait)
+        var summary = TraceSummary.WaitSummary(loops: order.map { loopSummaries[$0] }, rareWaiters: rare,
+                                               overall: totals(members, loopSummaries), unmatchedEnds: unmatchedEnds,
+                                               notAvailable: TraceSummary.NotAvailable.wait)
+        summary.sets = waitSets(setMembers)
+        return summary
+    }
+
+    /// Each shared set as one loop: its threads' figures added up (rare waiters among them included: a thread that
+    /// polled the set twice still took a turn at it).
+    private func waitSets(_ members: [Int: TraceSummary.WaitLoopSummary]) -> [TraceSummary.WaitSetSummary]? {
+        var result: [TraceSummary.WaitSetSummary] = []
+        for (key, indexes) in sets where indexes.count >= 2 {
+            let loops = indexes.compactMap { members[$0] }.sorted { $0.threadID < $1.threadID }
+            guard !loops.isEmpty else { continue }
+            let trackers = indexes.map { self.loops[$0] }
+            let begin = trackers.map(\.firstTimestamp).min() ?? 0, end = trackers.map(\.lastTimestamp).max() ?? 0
+            let span = end > begin ? end - begin : 0
+            let busy = loops.reduce(0) { $0 + $1.busyNanoseconds }
+            let stalls = loops.flatMap(\.worstStalls).sorted { $0.busyNanoseconds > $1.busyNanoseconds }
+            result.append(TraceSummary.WaitSetSummary(
+                pid: key.pid, process: loops.compactMap(\.process).first, target: key.target, threads: loops.map(\.threadID),
+                threadNames: loops.map { $0.thread ?? String($0.threadID) }, waits: loops.reduce(0) { $0 + $1.waits },
+                iterations: loops.reduce(0) { $0 + $1.iterations }, spanNanoseconds: span, busyNanoseconds: busy,
+                sleepNanoseconds: loops.reduce(0) { $0 + $1.sleepNanoseconds },
+                parkedNanoseconds: loops.reduce(0) { $0 + ($1.parkedNanoseconds ?? 0) },
+                busyThreads: span > 0 ? Double(busy) / Double(span) : 0,
+                parkedSeparated: loops.allSatisfy { $0.parkedSeparated != false },
+                stalls: loops.reduce(0) { $0 + $1.stalls }, worstStalls: Array(stalls.prefix(options.stallsKeptPerLoop))))
+        }
+        return result.isEmpty ? nil : result.sorted { ($0.pid, $0.target) < ($1.pid, $1.target) }
     }
 
     private func totals(_ trackers: [WaitLoopTracker], _ summaries: [TraceSummary.WaitLoopSummary]) -> TraceSummary.WaitTotals {
