@@ -1,5 +1,5 @@
 // A Go HTTP server for the attach benchmark and tests (Go's runtime waits with raw epoll_pwait calls, which no
-// interposer sees): every EVERY-th request burns 40 ms of CPU in its handler (0: never).
+// interposer sees): every EVERY-th request burns 40 ms of CPU in its handler (0: never), and GET /burn always does.
 //
 //	go-server PORT EVERY
 package main
@@ -21,7 +21,7 @@ func main() {
 	every, _ := strconv.ParseInt(os.Args[2], 10, 64)
 	var requests int64
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if every > 0 && atomic.AddInt64(&requests, 1)%every == 0 {
+		if r.URL.Path == "/burn" || every > 0 && atomic.AddInt64(&requests, 1)%every == 0 {
 			for start := time.Now(); time.Since(start) < 40*time.Millisecond; {
 			}
 		}

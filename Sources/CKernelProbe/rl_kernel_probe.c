@@ -48,6 +48,8 @@ rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_co
 
 int rl_kp_follow(rl_kp *probe, int32_t tgid) { return -38; }
 int rl_kp_skip(rl_kp *probe, int32_t tid) { return -38; }
+int rl_kp_seed(rl_kp *probe, int32_t tid, uint64_t left_ns, uint8_t reason, int32_t syscall, uint64_t ran_ns,
+               uint64_t arrivals, uint64_t queued_ns) { return -38; }
 int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, rl_kp_wait_fn wait_fn, void *context) { return -38; }
 
 void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *rebuilt, uint64_t *misreads,
@@ -323,7 +325,7 @@ struct rl_kp {
     struct bpf_link *links[48];
     int link_count;
     struct ring_buffer *ring;
-    int follow_fd, skip_fd, control_fd, lost_fd;
+    int follow_fd, skip_fd, control_fd, lost_fd, episodes_fd;
     int cpus;
     struct rl_kp_losses *per_cpu;       // a lookup's buffer
     uint64_t *reported;                 // per CPU: dropped, untracked, rebuilt, misreads and waits dropped already reported
@@ -438,6 +440,7 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
     probe->skip_fd = rl_kp_map_fd(probe, "rlctl_kp_skip");
     probe->control_fd = rl_kp_map_fd(probe, "rlctl_kp_ctl");
     probe->lost_fd = rl_kp_map_fd(probe, "rlctl_kp_lost");
+    probe->episodes_fd = rl_kp_map_fd(probe, "rlctl_kp_eps");
     struct rl_kp_control control = { .follow_children = follow_children ? 1 : 0 };
     rl_kp_timer_functions(&control);
     if (reads_preempt_count) {
@@ -447,7 +450,7 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
     uint32_t zero = 0;
     probe->per_cpu = calloc((size_t)probe->cpus, sizeof *probe->per_cpu);
     probe->reported = calloc(5 * (size_t)probe->cpus, sizeof *probe->reported);
-    if (probe->follow_fd < 0 || probe->skip_fd < 0 || probe->control_fd < 0 || probe->lost_fd < 0 ||
+    if (probe->follow_fd < 0 || probe->skip_fd < 0 || probe->control_fd < 0 || probe->lost_fd < 0 || probe->episodes_fd < 0 ||
         !probe->per_cpu || !probe->reported || lib.bpf_map_update_elem(probe->control_fd, &zero, &control, BPF_ANY) != 0) {
         lib.libbpf_set_print(previous);
         snprintf(why, size, "cannot set up the kernel probe's maps: %s", strerror(errno));
@@ -510,6 +513,24 @@ int rl_kp_follow(rl_kp *probe, int32_t tgid) {
     uint32_t key = (uint32_t)tgid;
     uint8_t one = 1;
     return lib.bpf_map_update_elem(probe->follow_fd, &key, &one, BPF_ANY) == 0 ? 0 : -errno;
+}
+
+int rl_kp_seed(rl_kp *probe, int32_t tid, uint64_t left_ns, uint8_t reason, int32_t system_call, uint64_t ran_ns,
+               uint64_t arrivals, uint64_t queued_ns) {
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+    // A task storage map is keyed by a pidfd from user space; a thread's own needs PIDFD_THREAD (Linux 6.9).
+    int pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+    if (pidfd < 0) return errno == EINVAL ? -ENOSYS : -errno;
+    struct rl_kp_episode episode = {
+        .left_ns = left_ns, .ran_ns = ran_ns, .arrivals = arrivals, .queued_ns = queued_ns, .syscall = system_call,
+        .wait_cpu = -1, .open = 1, .reason = reason,
+    };
+    // BPF_NOEXIST: a thread that left its CPU since the attach has a real one already.
+    int result = lib.bpf_map_update_elem(probe->episodes_fd, &pidfd, &episode, BPF_NOEXIST) == 0 ? 0 : -errno;
+    close(pidfd);
+    return result;
 }
 
 int rl_kp_skip(rl_kp *probe, int32_t tid) {

@@ -167,9 +167,31 @@ public final class KernelRecorder: Sendable {
             state.ordering.add(KernelEventGroup(timestamp: now, mentions: [], events: [
                 TraceEvent(timestamp: now, threadID: pid, processID: pid, payload: .kernelBegin(pid: pid, command: command)),
             ]))
+            // Attaching to a running process (waits recorded): its threads now. For those outside a wait, the first wait
+            // ends an iteration whose known part starts here; those asleep are off their CPU from here on, as far as
+            // the recording knows, so that when they wake (a Go thread parked on a futex) that is seen.
+            if waitSink != nil {
+                let threads = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []).compactMap { Int32($0) }
+                state.waitThreads.followed(threads: threads, at: now)
+                for tid in threads { Self.seedIfAsleep(probe, pid: pid, tid: tid, at: now) }
+            }
             return nil
         }
         if let failure { throw KernelRecorderError(failure) }
+    }
+
+    /// Seeds the probe's open time off the CPU for thread `tid` when it is asleep now (state S or D), with the system
+    /// call it sleeps in and the scheduler's counters (/proc/PID/task/TID/schedstat: run time, time queued, arrivals).
+    private static func seedIfAsleep(_ probe: OpaquePointer, pid: Int32, tid: Int32, at now: UInt64) {
+        let task = "/proc/\(pid)/task/\(tid)"
+        guard let stat = try? String(contentsOfFile: task + "/stat", encoding: .utf8), let close = stat.lastIndex(of: ")"),
+              let state = stat[stat.index(after: close)...].split(separator: " ").first, state == "S" || state == "D",
+              let schedstat = try? String(contentsOfFile: task + "/schedstat", encoding: .utf8) else { return }
+        let counters = schedstat.split(whereSeparator: \.isWhitespace).compactMap { UInt64($0) }
+        guard counters.count == 3 else { return }
+        let call = (try? String(contentsOfFile: task + "/syscall", encoding: .utf8))?.split(separator: " ").first.flatMap { Int32($0) } ?? -1
+        let reason = UInt8(state == "S" ? RL_KP_SLEEPING : RL_KP_DISK_SLEEP)
+        _ = rl_kp_seed(probe, tid, now, reason, call, counters[0], counters[2], counters[1])
     }
 
     /// Detaches the probe, hands `sink` what was left, unloads everything; the counts of the whole recording.

@@ -24,6 +24,14 @@ public struct KernelWaitThreads: Sendable {
     }
 
     private var named: [Int32: String] = [:]
+    /// The threads of each followed process when it was attached to, and when: a thread's first wait that was not
+    /// in progress then ends an iteration whose known part starts at the attach.
+    private var attached: [Int32: UInt64] = [:]
+
+    /// Process `pid` is followed from `time` on, with these threads.
+    public mutating func followed(threads: [Int32], at time: UInt64) {
+        for tid in threads { attached[tid] = time }
+    }
     private var processes: [Int32: Process] = [:]
     private let lookUp: @Sendable (Int32) -> Process?
 
@@ -55,10 +63,13 @@ public struct KernelWaitThreads: Sendable {
                 flush(tid)
                 named[tid] = name
                 let process = self.process(wait.processID, fallback: tid == wait.processID ? name : nil)
-                let at = wait.beganBeforeRecording ? (wait.wait.end ?? 0) : wait.wait.begin
+                let at = wait.beganBeforeRecording ? (wait.wait.end ?? 0) : min(attached[tid] ?? .max, wait.wait.begin)
                 parts[current[tid]!].events.append(TraceEvent(timestamp: at, threadID: tid, processID: wait.processID,
                                                               payload: .waitThread(pid: wait.processID, ppid: process.parent,
                                                                                    thread: name, process: process.name)))
+            }
+            if let since = attached.removeValue(forKey: tid), !wait.beganBeforeRecording {
+                pending[tid, default: (wait.processID, [])].waits.append(.outsideWaits(at: since, call: wait.wait.call, target: wait.wait.target))
             }
             pending[tid, default: (wait.processID, [])].waits.append(wait.wait)
         }

@@ -201,7 +201,7 @@ public struct TraceEvent: Sendable, Equatable {
             events.reserveCapacity(waits.count * 2)
             for wait in waits {
                 if wait.beganBeforeRecording {
-                    if let end = wait.end {
+                    if !wait.outsideWaitsAtRecordingStart, let end = wait.end {
                         events.append(TraceEvent(timestamp: end, threadID: threadID, processID: processID,
                                                  payload: .waitEnd(ready: wait.ready, error: wait.error)))
                     }
@@ -230,8 +230,19 @@ public struct TraceEvent: Sendable, Equatable {
             public var error: Int32
 
             /// Whether the wait was already in progress when the recording began (`begin` all ones: the kernel
-            /// recorder attached while the thread waited; its start and timeout are unknown).
+            /// recorder attached while the thread waited; its start and timeout are unknown), or is no wait at all
+            /// (``outsideWaitsAtRecordingStart``).
             public var beganBeforeRecording: Bool { begin == .max }
+
+            /// No wait: the thread was outside its waits when the recording began, at `end` (`begin` all ones,
+            /// `error` -1): its first iteration's known part starts there.
+            public var outsideWaitsAtRecordingStart: Bool { begin == .max && error == -1 }
+
+            /// The marker of a thread outside its waits when the recording began at `time`, on the loop of `call`
+            /// and `target` (the wait that ends that first iteration).
+            public static func outsideWaits(at time: UInt64, call: WaitCall, target: Int32) -> Wait {
+                Wait(call: call, target: target, setSize: 0, timeout: -1, begin: .max, end: time, ready: -1, error: -1)
+            }
 
             public init(call: WaitCall, target: Int32, setSize: UInt32, timeout: Int64, begin: UInt64, end: UInt64?, ready: Int32, error: Int32) {
                 self.call = call

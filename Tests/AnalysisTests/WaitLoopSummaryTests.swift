@@ -368,6 +368,24 @@ import TraceModel
         #expect(SummaryReport.text(try w.summarize()).contains("already waiting when the recording began"))
     }
 
+    /// A thread outside its waits when `rlctl record --pid` attached: its first iteration's busy time counts from the
+    /// attach (its earlier part is unknown), and the summary says so; a burn in it is a stall.
+    @Test func aThreadOutsideItsWaitsAtTheAttachCountsItsFirstIterationFromThere() throws {
+        var w = Waits()
+        w.named(20, pid: 4242, process: "go-server", name: "go-server")
+        func wait(_ from: UInt64, _ to: UInt64) -> TraceEvent.WaitBatch.Wait {
+            .init(call: .epollPwait, target: 4, setSize: 128, timeout: -1, begin: from * Self.us, end: to * Self.us, ready: 1, error: 0)
+        }
+        w.add(70_000, 20, .waitBatch(.init(threadID: 20, waits: [
+            .outsideWaits(at: 1_000 * Self.us, call: .epollPwait, target: 4), wait(41_000, 50_000), wait(51_000, 70_000),
+        ])))
+        let s = try w.summarize()
+        let l = try #require(s.waits?.loops.first)
+        #expect(l.busyAtStart == true && l.waitingAtStart == nil)
+        #expect(l.waits == 2 && l.iterations == 2 && l.busyNanoseconds == 41 * Self.ms && l.stalls == 1)
+        #expect(SummaryReport.text(s).contains("outside its wait when the recording began (its first iteration counts from then"))
+    }
+
     /// Two threads of one process taking turns at one epoll descriptor (Go's netpoller, tokio's workers): one wait
     /// set, listed as one loop with its threads as well as thread by thread. With the kernel view, the time a thread
     /// was blocked outside the wait (parked on a futex while the other held the loop) is parked, not busy, and is no

@@ -50,6 +50,26 @@ struct KernelWaitThreadsTests {
         #expect(parts[1].events.map(\.payload) == [.waitBatch(.init(threadID: 100, waits: [Self.wait(100, 60, 70).wait, Self.wait(100, 75, 80).wait]))])
     }
 
+    /// A thread that was outside its waits when its process was attached to: its first wait comes after a marker at
+    /// the attach, so the analysis counts that first iteration from there; a thread waiting then (its first wait
+    /// began before) or made after gets none.
+    @Test func aThreadOutsideItsWaitsAtTheAttachGetsAMarkerThere() {
+        var threads = KernelWaitThreads { _ in Self.process }
+        threads.followed(threads: [100, 101], at: 5)
+        var inProgress = Self.wait(101, 0, 12)
+        inProgress.wait.begin = .max
+        let parts = threads.events(for: [Self.wait(100, 10, 20), inProgress, Self.wait(102, 14, 16)])
+        #expect(parts[0].events.map(\.timestamp) == [5, 20], "named at the attach")
+        #expect(parts[0].events.last?.payload == .waitBatch(.init(threadID: 100, waits: [
+            .outsideWaits(at: 5, call: .epollPwait, target: 4), Self.wait(100, 10, 20).wait,
+        ])))
+        #expect(parts[1].events.last?.payload == .waitBatch(.init(threadID: 101, waits: [inProgress.wait])))
+        #expect(parts[2].events.last?.payload == .waitBatch(.init(threadID: 102, waits: [Self.wait(102, 14, 16).wait])))
+        // Once only.
+        let next = threads.events(for: [Self.wait(100, 30, 40)])
+        #expect(next[0].events.map(\.payload) == [.waitBatch(.init(threadID: 100, waits: [Self.wait(100, 30, 40).wait]))])
+    }
+
     /// A process gone before its name was read is named by its main thread's name; another thread's by its pid.
     @Test func aProcessGoneBeforeItWasLookedUpIsStillNamed() {
         var threads = KernelWaitThreads { _ in nil }

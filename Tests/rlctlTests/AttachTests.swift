@@ -9,6 +9,8 @@ import TestSupport
 @Suite(.serialized, .enabled(if: kernelViewRequirement.shouldRun, kernelViewRequirement.skipComment))
 struct AttachTests {
     static let node = AnyProgramTests.node
+    static let benchmarks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Benchmarks/attach").path
     static let python = AnyProgramTests.python
 
     /// A started program, ended (SIGKILL) when the test ends however it ends.
@@ -74,6 +76,103 @@ struct AttachTests {
         let worst = try #require((loop["worstStalls"] as? [[String: Any]])?.first?["busyNanoseconds"] as? Int)
         #expect(worst >= 60_000_000)
         #expect(loop["kernel"] != nil, "the kernel's side of the loop is missing")
+    }
+
+    static let go = AnyProgramTests.requirement(["go"])
+
+    /// One HTTP/1.0 request to the loopback port, its answer read to the end; false when it failed.
+    static func request(_ port: Int, path: String = "/") -> Bool {
+        let fd = AnyProgramTests.connectLoopback(port)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let asked = Array("GET \(path) HTTP/1.0\r\n\r\n".utf8)
+        guard write(fd, asked, asked.count) == asked.count else { return false }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var answered = 0
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { return count == 0 && answered > 0 }
+            answered += count
+        }
+    }
+
+    /// Each thread's time on a CPU so far, from the scheduler's own count (/proc/PID/task/TID/schedstat, ns).
+    static func cpuTimes(_ pid: pid_t) -> [Int32: UInt64] {
+        var times: [Int32: UInt64] = [:]
+        for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
+            guard let tid = Int32(task), let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8),
+                  let first = text.split(separator: " ").first, let ns = UInt64(first) else { continue }
+            times[tid] = ns
+        }
+        return times
+    }
+
+    /// A Go HTTP server (raw epoll_pwait system calls, a netpoller several runtime threads take turns at), asked for
+    /// requests one at a time, every third a burn of 40 ms in its handler, then plain ones again (a runtime thread's
+    /// iteration ends only at its next poll): one wait set with its threads; every burn is a stall of about 40 ms on
+    /// the thread that ran it, and no other iteration is; each thread's busy time agrees with its time on a CPU over
+    /// the same window (the scheduler's own count), the machine being otherwise idle.
+    @Test(.enabled(if: go.shouldRun, go.skipComment))
+    func anAttachedGoServerHasOneWaitSetAndEveryBurnIsAStall() throws {
+        guard Self.go.requireMet() else { return }
+        let binary = temporaryPath("go-server")
+        let built = try runProcess(TestEnvironment.executable("go")!, ["build", "-o", binary, "go-server.go"],
+                                   ProcessOptions(workingDirectory: Self.benchmarks, timeout: .seconds(300)))
+        try #require(built.status == 0, "go build: \(built.stderr)")
+        let port = AnyProgramTests.freePort()
+        let server = try Program(binary, ["\(port)", "0"])
+        try #require(AnyProgramTests.waitForPort(port), "the Go server did not listen on \(port)")
+        #expect(Self.request(port))   // the runtime's threads are started before the attach
+        let rlctl = try CLI.start(["record", "--pid", "\(server.process.pid)", "--format", "json", "--stall", "35ms"])
+        try Self.waitUntilAttached(rlctl)
+        let before = Self.cpuTimes(server.process.pid)
+        let burns = 10
+        for number in 0..<(3 * burns + 12) {
+            let burn = number % 3 == 2 && number < 3 * burns
+            #expect(Self.request(port, path: burn ? "/burn" : "/"))
+            usleep(20_000)
+        }
+        usleep(200_000)
+        let after = Self.cpuTimes(server.process.pid)
+        rlctl.send(SIGINT)
+        let recorded = rlctl.wait()
+        try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(recorded.stdout.utf8)) as? [String: Any])
+        let waits = try #require(summary["waits"] as? [String: Any])
+        let set = try #require((waits["sets"] as? [[String: Any]])?.first, "no wait set: \(recorded.stdout.prefix(600))")
+        #expect((set["threads"] as? [Int])?.count ?? 0 >= 2)
+        // Every burn is a stall of about 40 ms on the CPU. Any other stall must be one the kernel view explains by the
+        // wait for a CPU (the suite runs beside other tests on 2 cores), never one blamed on the program.
+        #expect(set["stalls"] as? Int ?? 0 >= burns, "\(burns) burns of 40 ms, stalls: \(set["stalls"] ?? "none")")
+        var burnStalls = 0
+        for stall in set["worstStalls"] as? [[String: Any]] ?? [] {
+            let busy = stall["busyNanoseconds"] as? Int ?? 0
+            let kernel = stall["kernel"] as? [String: Any] ?? [:]
+            let onCPU = kernel["onCPUNanoseconds"] as? Int ?? 0, queued = kernel["runQueueNanoseconds"] as? Int ?? 0
+            if onCPU >= 35_000_000 {
+                burnStalls += 1
+                #expect(onCPU < 45_000_000, "a burn of 40 ms was \(onCPU) ns on a CPU")
+            } else {
+                #expect(onCPU + queued + 2_000_000 >= busy && queued > busy / 2, "a stall that was no burn, not explained by the wait for a CPU: \(stall)")
+            }
+        }
+        #expect(burnStalls == burns, "\(burns) burns of 40 ms, \(burnStalls) stalls of them: \(set["worstStalls"] ?? "none"); \(waits)")
+        // Each thread that ran a burn (40 ms on a CPU or more: below that, a few ms of the attach's own moment, before the
+        // test reads the counts, weigh more than 5%): busy (between its waits, parked time left out) against its CPU time.
+        var compared = 0
+        for loop in try AnyProgramTests.waitLoops(waits) {
+            guard let tid = loop["threadID"] as? Int, let busy = loop["busyNanoseconds"] as? Int,
+                  let start = before[Int32(tid)], let end = after[Int32(tid)], end - start >= 40_000_000 else { continue }
+            // On 2 cores the test and rlctl run beside the server: the time a thread waited for a CPU (which the kernel
+            // view measured) is busy and not CPU time.
+            let split = (loop["kernel"] as? [String: Any])?["busy"] as? [String: Any]
+            let queued = Double((split?["runQueueNanoseconds"] as? Int ?? 0) + (split?["throttledNanoseconds"] as? Int ?? 0))
+            let cpu = Double(end - start)
+            #expect(abs(Double(busy) - queued - cpu) <= 0.05 * cpu + 2_000_000,
+                    "thread \(tid): busy \(busy) ns (\(Int(queued)) ns of it waiting for a CPU), on a CPU \(Int(cpu)) ns: \(loop)")
+            compared += 1
+        }
+        #expect(compared >= 1, "no thread of the Go server worked 40 ms: \(before) → \(after)")
     }
 
     /// A thread inside a wait when rlctl attaches: the loop says so, and that wait is no sleep of known length.

@@ -73,6 +73,7 @@ extension SummaryReport {
                 out.append("  shares its wait set with thread\(others.count == 1 ? "" : "s") \(others.map(String.init).joined(separator: ", ")) (the wait set above): parked \(formatNanoseconds(l.parkedNanoseconds ?? 0)) outside the wait, not busy"
                            + (l.parkedSeparated == false ? " (some of it not told apart without the kernel view: counted as busy)" : ""))
             }
+            if l.busyAtStart == true { out.append("  outside its wait when the recording began (its first iteration counts from then; its earlier part is unknown)") }
             if l.waitingAtStart == true { out.append("  already waiting when the recording began (that wait is not counted; the first iteration starts at its end)") }
             if l.waitingAtEnd { out.append("  still waiting when the trace ended (that wait is not counted)") }
             out += kernelLines(l.kernel, indent: "  ")

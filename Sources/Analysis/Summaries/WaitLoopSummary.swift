@@ -79,6 +79,9 @@ extension TraceSummary {
         /// true when the thread was inside a wait of this loop when the recording began (`rlctl record --pid`
         /// attached to it then): that wait is not counted, and the first iteration runs from its end.
         public var waitingAtStart: Bool? = nil
+        /// true when the thread was outside its waits when the recording began (`rlctl record --pid`): its first
+        /// iteration counts from the attach (busy or parked since then; its earlier part is unknown).
+        public var busyAtStart: Bool? = nil
         /// For a thread whose wait set other threads of its process wait on too (``WaitSummary/sets``): the time it
         /// was blocked outside the wait (parked on a futex, sleeping) while they held the loop, which is not busy time
         /// (busy + sleep + parked = its span); nil for a set of its own.

@@ -44,8 +44,10 @@ struct WaitLoopTracker {
     private(set) var stalls: UInt64 = 0
     private var worstStalls: [TraceSummary.WaitStall] = []
     fileprivate(set) var chainBreaks: UInt64 = 0
-    /// Whether the recording began while the thread was inside a wait of this loop.
+    /// Whether the recording began while the thread was inside a wait of this loop, or outside its waits (its first
+    /// iteration then counts from the recording's start).
     fileprivate(set) var waitingAtStart = false
+    fileprivate(set) var busyAtStart = false
     /// The process whose threads share this loop's wait set (an epoll descriptor several of its threads wait on
     /// in turn: Go's netpoller, tokio's workers), set once a second thread waited on it.
     fileprivate(set) var sharedBy: Int32?
@@ -205,7 +207,7 @@ struct WaitLoopTracker {
             busyPerIteration: busyPerIteration.summary, sleep: sleeps.summary, wakeCauses: causes,
             lateness: lateness.summary, lateWakeUps: lateWakeUps, readyPerWakeUp: readyPerWakeUp.summary,
             stalls: self.stalls, worstStalls: stalls, chainBreaks: chainBreaks, waitingAtEnd: waitingAtEnd,
-            waitingAtStart: waitingAtStart ? true : nil,
+            waitingAtStart: waitingAtStart ? true : nil, busyAtStart: busyAtStart ? true : nil,
             parkedNanoseconds: sharedBy == nil ? nil : parked, parkedSeparated: sharedBy == nil ? nil : !parkedUnseparated,
             lostEventsAffecting: 0, lossWindowsAffecting: 0,
             kernel: kernel.facet(utilization: span > 0 ? Double(busy) / Double(span) : 0, first: firstTimestamp, last: lastTimestamp,
@@ -341,8 +343,11 @@ struct WaitTracking {
         for wait in batch.waits {
             if wait.beganBeforeRecording {
                 // In progress when the recording began (the kernel recorder's): its start is unknown, so it is no
-                // sleep of the loop; its end starts the loop's chain.
-                if let end = wait.end { joined(index, batch.threadID, call: wait.call, target: wait.target, at: end) }
+                // sleep of the loop; its end starts the loop's chain. Or no wait: the thread was outside its waits
+                // when the recording began, and its chain starts there.
+                if let end = wait.end {
+                    joined(index, batch.threadID, call: wait.call, target: wait.target, at: end, outside: wait.outsideWaitsAtRecordingStart)
+                }
                 continue
             }
             begin(index, batch.threadID, call: wait.call, target: wait.target, timeout: wait.timeout, at: wait.begin)
@@ -350,13 +355,13 @@ struct WaitTracking {
         }
     }
 
-    /// A wait that began before the recording and ended at `ts`: the loop is marked, and its first iteration
-    /// starts there.
-    private mutating func joined(_ index: Int, _ threadID: Int32, call: WaitCall, target: Int32, at ts: UInt64) {
+    /// A wait that began before the recording and ended at `ts` (or, `outside`, the recording's start at `ts` with
+    /// the thread outside its waits): the loop is marked, and its first iteration starts there.
+    private mutating func joined(_ index: Int, _ threadID: Int32, call: WaitCall, target: Int32, at ts: UInt64, outside: Bool) {
         timeline?.start(at: ts)
         if threads[index].open != nil { breakChain(index) }
         guard let loop = loop(index, threadID, epoll: call.isEpoll, target: target) else { return }
-        loops[loop].waitingAtStart = true
+        if outside { loops[loop].busyAtStart = true } else { loops[loop].waitingAtStart = true }
         loops[loop].lastEnd = (ts, threads[index].epoch)
     }
 

@@ -130,26 +130,10 @@ struct {
     __uint(max_entries, 4 * 1024 * 1024);
 } rlctl_kp_ring SEC(".maps");
 
-/// An open time off the CPU of a followed thread, in the thread's own storage: freed with the task, so threads
-/// that come and go leave nothing behind.
-struct episode {
-    u64 left_ns;
-    u64 woken_ns;
-    u64 others_ns;          // run-queue time before a migration
-    u64 timer_due_ns, timer_latest_ns, timer_fired_ns;
-    struct rl_kp_task waker;
-    /// The scheduler's counters when it left: its run time, its arrivals, its time queued (see rebuild).
-    u64 ran_ns;
-    u64 arrivals;
-    u64 queued_ns;
-    s32 syscall;
-    s32 wait_cpu;           // the CPU whose waiter slot holds its wait, -1 none
-    u8 open;
-    u8 reason;
-    u8 woken;
-    u8 throttled_at_wake;
-    u8 has_timer;
-};
+/// An open time off the CPU of a followed thread (struct rl_kp_episode, in the shared header: user space seeds
+/// one for a thread asleep when its process is attached to), in the thread's own storage: freed with the task, so
+/// threads that come and go leave nothing behind.
+#define episode rl_kp_episode
 
 struct {
     __uint(type, BPF_MAP_TYPE_TASK_STORAGE);

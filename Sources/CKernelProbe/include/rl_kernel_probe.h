@@ -33,6 +33,13 @@ rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_co
 /// Follows process `tgid` (every thread of it); 0 or -errno.
 int rl_kp_follow(rl_kp *probe, int32_t tgid);
 
+/// Seeds an open time off the CPU for thread `tid` of a followed process, asleep when it was attached to: left at
+/// `left_ns` (the attach) for `reason` in system call `syscall`, with the scheduler's counters then (run time,
+/// arrivals, time queued: /proc/PID/task/TID/schedstat). Its wake-up and return are then seen. 0 or -errno
+/// (-ENOSYS where a thread's pidfd cannot be had: Linux < 6.9).
+int rl_kp_seed(rl_kp *probe, int32_t tid, uint64_t left_ns, uint8_t reason, int32_t system_call, uint64_t ran_ns,
+               uint64_t arrivals, uint64_t queued_ns);
+
 /// Leaves thread `tid` out (rlctl's own threads); 0 or -errno.
 int rl_kp_skip(rl_kp *probe, int32_t tid);
 

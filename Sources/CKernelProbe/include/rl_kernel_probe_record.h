@@ -99,6 +99,29 @@ struct rl_kp_wait {
     char comm[RL_KP_COMM_SIZE];
 };
 
+/// A followed thread's open time off the CPU, in its task storage (rlctl_kp_eps). Written by the BPF programs as
+/// the thread leaves its CPU; seeded by user space (rl_kp_seed) for a thread asleep when its process is attached
+/// to, as left at the attach: then its wake-up and return are seen like any other.
+struct rl_kp_episode {
+    rl_kp_u64 left_ns;
+    rl_kp_u64 woken_ns;
+    rl_kp_u64 others_ns;          // run-queue time before a migration
+    rl_kp_u64 timer_due_ns, timer_latest_ns, timer_fired_ns;
+    struct rl_kp_task waker;
+    /// The scheduler's counters when it left: its run time, its arrivals, its time queued (see rebuild).
+    rl_kp_u64 ran_ns;
+    rl_kp_u64 arrivals;
+    rl_kp_u64 queued_ns;
+    rl_kp_s32 syscall;
+    rl_kp_s32 wait_cpu;           // the CPU whose waiter slot holds its wait, -1 none
+    rl_kp_u8 open;
+    rl_kp_u8 reason;
+    rl_kp_u8 woken;
+    rl_kp_u8 throttled_at_wake;
+    rl_kp_u8 has_timer;
+    rl_kp_u8 padding[3];
+};
+
 /// The one entry of the control map, written by user space before the programs attach (and epoch as it reads).
 struct rl_kp_control {
     rl_kp_u64 hrtimer_wakeup;   // kernel addresses of the hrtimer callbacks of sleeps/wait timeouts and timerfds
