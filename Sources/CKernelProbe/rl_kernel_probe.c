@@ -36,7 +36,7 @@ static const char rl_kp_not_built[] = "rlctl was built without libbpf: install l
 
 int rl_kp_built(void) { return 0; }
 
-int rl_kp_unavailable(char *why, size_t size) {
+int rl_kp_unavailable(int waits, char *why, size_t size) {
     snprintf(why, size, "%s", rl_kp_not_built);
     return -1;
 }
@@ -62,6 +62,7 @@ void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uin
     *first_ns = 0;
 }
 
+void rl_kp_detach(rl_kp *probe) {}
 void rl_kp_close(rl_kp *probe) {}
 
 #else
@@ -257,8 +258,11 @@ static const char *const rl_kp_tracepoints[][2] = {
     {"sched", "sched_migrate_task"}, {"sched", "sched_process_fork"}, {"sched", "sched_process_exit"},
     {"timer", "hrtimer_start"}, {"timer", "hrtimer_expire_entry"}, {"timer", "hrtimer_expire_exit"},
     {"timer", "hrtimer_cancel"}, {"irq", "irq_handler_entry"}, {"irq", "irq_handler_exit"},
-    {"irq", "softirq_entry"}, {"irq", "softirq_exit"}, {"raw_syscalls", "sys_enter"}, {"raw_syscalls", "sys_exit"},
+    {"irq", "softirq_entry"}, {"irq", "softirq_exit"},
+    // Only with waits (record --pid): the last two.
+    {"raw_syscalls", "sys_enter"}, {"raw_syscalls", "sys_exit"},
 };
+enum { RL_KP_WAIT_TRACEPOINTS = 2 };
 
 /// Where this CPU's preempt count is, from its run queue: both are per-CPU variables of the kernel's
 /// `.data..percpu` section, so their addresses on any CPU differ by the difference of their offsets there, which
@@ -292,7 +296,7 @@ static void rl_kp_preempt_count_offset(const struct btf *btf, struct rl_kp_contr
 
 /// Whether the kernel has the BTF and tracepoints the probe needs; while its BTF is loaded (once: it is megabytes),
 /// also where the preempt count is, into `percpu` (left alone where it cannot be placed).
-static int rl_kp_kernel_has_what_it_needs(char *why, size_t size, struct rl_kp_control *percpu) {
+static int rl_kp_kernel_has_what_it_needs(char *why, size_t size, struct rl_kp_control *percpu, int waits) {
     if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
         snprintf(why, size, "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s): the kernel view needs a kernel built "
                  "with CONFIG_DEBUG_INFO_BTF", strerror(errno));
@@ -304,7 +308,8 @@ static int rl_kp_kernel_has_what_it_needs(char *why, size_t size, struct rl_kp_c
         return 0;
     }
     int ok = 1;
-    for (size_t i = 0; ok && i < sizeof rl_kp_tracepoints / sizeof rl_kp_tracepoints[0]; i++) {
+    size_t needed = sizeof rl_kp_tracepoints / sizeof rl_kp_tracepoints[0] - (waits ? 0 : RL_KP_WAIT_TRACEPOINTS);
+    for (size_t i = 0; ok && i < needed; i++) {
         char name[128];
         snprintf(name, sizeof name, "btf_trace_%s", rl_kp_tracepoints[i][1]);
         if (lib.btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) < 0) {
@@ -391,7 +396,7 @@ static void rl_kp_why_errno(char *why, size_t size, const char *what, int error)
 static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int reads_preempt_count, int waits,
                                  char *why, size_t size) {
     struct rl_kp_control percpu = { 0 };
-    if (!rl_kp_have_libbpf(why, size) || !rl_kp_privileged(why, size) || !rl_kp_kernel_has_what_it_needs(why, size, &percpu))
+    if (!rl_kp_have_libbpf(why, size) || !rl_kp_privileged(why, size) || !rl_kp_kernel_has_what_it_needs(why, size, &percpu, waits))
         return NULL;
     size_t object_size = 0;
     void *bytes = rl_kp_find_object(&object_size, why, size);
@@ -441,7 +446,7 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
     probe->control_fd = rl_kp_map_fd(probe, "rlctl_kp_ctl");
     probe->lost_fd = rl_kp_map_fd(probe, "rlctl_kp_lost");
     probe->episodes_fd = rl_kp_map_fd(probe, "rlctl_kp_eps");
-    struct rl_kp_control control = { .follow_children = follow_children ? 1 : 0 };
+    struct rl_kp_control control = { .follow_children = follow_children ? 1 : 0, .records_waits = waits ? 1 : 0 };
     rl_kp_timer_functions(&control);
     if (reads_preempt_count) {
         control.reads_preempt_count = percpu.reads_preempt_count;
@@ -501,8 +506,8 @@ rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_co
     return probe;
 }
 
-int rl_kp_unavailable(char *why, size_t size) {
-    rl_kp *probe = rl_kp_open(64 * 1024, 0, 1, 0, why, size);
+int rl_kp_unavailable(int waits, char *why, size_t size) {
+    rl_kp *probe = rl_kp_open(64 * 1024, 0, 1, waits, why, size);
     if (!probe) return -1;
     rl_kp_close(probe);
     why[0] = 0;
@@ -583,6 +588,12 @@ void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uin
         control.epoch++;
         lib.bpf_map_update_elem(probe->control_fd, &zero, &control, BPF_ANY);
     }
+}
+
+void rl_kp_detach(rl_kp *probe) {
+    if (!probe) return;
+    for (int i = 0; i < probe->link_count; i++) lib.bpf_link__destroy(probe->links[i]);
+    probe->link_count = 0;
 }
 
 void rl_kp_close(rl_kp *probe) {

@@ -165,8 +165,9 @@ extension KernelEventGroup {
 public struct KernelWait: Sendable, Equatable {
     public var threadID: Int32
     public var processID: Int32
-    /// The call as the schema's wait_batch holds it; `begin` is `UInt64.max` for a wait already in progress when the recording
-    /// began (its start and arguments are unknown: target -1, set size 0, timeout -1).
+    /// The call as the schema's wait_batch holds it; `begin` is `UInt64.max` for a wait already in progress when the
+    /// recording began (its start and timeout are unknown: timeout -1; its target and set size are read from the
+    /// registers the call was made with).
     public var wait: TraceEvent.WaitBatch.Wait
     /// The thread's waits just before this one that the kernel recorder lost (its ring buffer was full).
     public var lostBefore: UInt32

@@ -5,12 +5,13 @@ import TraceModel
 
 /// Whether the kernel view can run on this machine.
 public enum KernelView {
-    /// nil when the kernel view can run here; else one line saying why not and what to do (not root, built or
-    /// installed without libbpf, no BTF, a missing tracepoint, BPF disabled, the verifier's refusal). Loads the
-    /// probe to let the kernel check it, then unloads it.
-    public static func unavailableReason() -> String? {
+    /// nil when the kernel view can run here (with `recordingWaits`, also its wait calls' programs, for
+    /// `record --pid`); else one line saying why not and what to do (not root, built or installed without libbpf, no
+    /// BTF, a missing tracepoint, BPF disabled, the verifier's refusal). Loads the probe to let the kernel check it,
+    /// then unloads it.
+    public static func unavailableReason(recordingWaits: Bool = false) -> String? {
         var why = [CChar](repeating: 0, count: 1024)
-        return rl_kp_unavailable(&why, why.count) == 0 ? nil : text(why)
+        return rl_kp_unavailable(recordingWaits ? 1 : 0, &why, why.count) == 0 ? nil : text(why)
     }
 
     /// Whether this build has the probe at all (Package.swift found libbpf-dev).
@@ -161,9 +162,10 @@ public final class KernelRecorder: Sendable {
         }
         let failure: String? = state.withLock { state in
             guard let probe = state.probe, !state.stopping else { return "the kernel recorder is stopped" }
+            // Before the follow: no event of the process can then come before the time it is followed from.
+            let now = Self.monotonicNow()
             let result = rl_kp_follow(probe, pid)
             guard result == 0 else { return "cannot follow process \(pid): \(String(cString: strerror(-result)))" }
-            let now = Self.monotonicNow()
             state.ordering.add(KernelEventGroup(timestamp: now, mentions: [], events: [
                 TraceEvent(timestamp: now, threadID: pid, processID: pid, payload: .kernelBegin(pid: pid, command: command)),
             ]))
@@ -184,9 +186,10 @@ public final class KernelRecorder: Sendable {
     /// call it sleeps in and the scheduler's counters (/proc/PID/task/TID/schedstat: run time, time queued, arrivals).
     private static func seedIfAsleep(_ probe: OpaquePointer, pid: Int32, tid: Int32, at now: UInt64) {
         let task = "/proc/\(pid)/task/\(tid)"
-        guard let stat = try? String(contentsOfFile: task + "/stat", encoding: .utf8), let close = stat.lastIndex(of: ")"),
-              let state = stat[stat.index(after: close)...].split(separator: " ").first, state == "S" || state == "D",
-              let schedstat = try? String(contentsOfFile: task + "/schedstat", encoding: .utf8) else { return }
+        // The counters first: a thread that wakes after they are read is no longer asleep when its state is.
+        guard let schedstat = try? String(contentsOfFile: task + "/schedstat", encoding: .utf8),
+              let stat = try? String(contentsOfFile: task + "/stat", encoding: .utf8), let close = stat.lastIndex(of: ")"),
+              let state = stat[stat.index(after: close)...].split(separator: " ").first, state == "S" || state == "D" else { return }
         let counters = schedstat.split(whereSeparator: \.isWhitespace).compactMap { UInt64($0) }
         guard counters.count == 3 else { return }
         let call = (try? String(contentsOfFile: task + "/syscall", encoding: .utf8))?.split(separator: " ").first.flatMap { Int32($0) } ?? -1
@@ -194,7 +197,8 @@ public final class KernelRecorder: Sendable {
         _ = rl_kp_seed(probe, tid, now, reason, call, counters[0], counters[2], counters[1])
     }
 
-    /// Detaches the probe, hands `sink` what was left, unloads everything; the counts of the whole recording.
+    /// Detaches the probe, hands `sink` (and the wait sink) what was left, unloads everything; the counts of the whole
+    /// recording.
     /// A second call returns the same counts.
     @discardableResult
     public func stop() -> Statistics {
@@ -213,7 +217,11 @@ public final class KernelRecorder: Sendable {
         // (From deinit on the consumer thread itself, which then ends at its next wake-up, there is nothing to wait
         // for: it is not polling.)
         if state.withLock({ $0.consumerThread }) != rl_kp_thread_id() { consumerDone.wait() }
-        let last = state.withLock { state in poll(&state, final: true) }
+        // Detached first, so that the last read holds every record sent, and the losses are final.
+        let last = state.withLock { state in
+            rl_kp_detach(state.probe)
+            return poll(&state, final: true)
+        }
         hand(last)
         return state.withLock { state in
             rl_kp_close(state.probe)
@@ -262,6 +270,7 @@ public final class KernelRecorder: Sendable {
         var groups: [KernelEventGroup] = []
         var records: UInt64 = 0
         var waits: [KernelWait] = []
+        var threadsMade: [(tid: Int32, at: UInt64)] = []
     }
 
     /// What one poll hands out: the kernel events in time order, and the wait calls in each thread's order.
@@ -285,7 +294,11 @@ public final class KernelRecorder: Sendable {
             guard let context, let record else { return }
             let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
             if Int(record.pointee.kind) == RL_KP_EPISODE { collected.records += 1 }
-            if let group = KernelEventGroup(record: record.pointee) { collected.groups.append(group) }
+            if Int(record.pointee.kind) == RL_KP_THREAD {
+                collected.threadsMade.append((record.pointee.tid, record.pointee.left_ns))
+            } else if let group = KernelEventGroup(record: record.pointee) {
+                collected.groups.append(group)
+            }
         }, { context, wait in
             guard let context, let wait else { return }
             let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
@@ -293,6 +306,8 @@ public final class KernelRecorder: Sendable {
         }, Unmanaged.passUnretained(collected).toOpaque())
         state.statistics.records += collected.records
         state.statistics.waits += UInt64(collected.waits.count)
+        // (A thread's making is sent before its first wait: in this read or an earlier one.)
+        for made in collected.threadsMade { state.waitThreads.began(thread: made.tid, at: made.at) }
         for group in collected.groups { state.ordering.add(group) }
         var dropped: UInt64 = 0, untracked: UInt64 = 0, rebuilt: UInt64 = 0, misreads: UInt64 = 0, waitsDropped: UInt64 = 0
         var first: UInt64 = 0

@@ -24,13 +24,19 @@ public struct KernelWaitThreads: Sendable {
     }
 
     private var named: [Int32: String] = [:]
-    /// The threads of each followed process when it was attached to, and when: a thread's first wait that was not
-    /// in progress then ends an iteration whose known part starts at the attach.
-    private var attached: [Int32: UInt64] = [:]
+    /// The threads of each followed process when it was attached to, and when; and the threads made since, and
+    /// when: a thread's first wait that was not in progress at the attach ends an iteration whose known part starts
+    /// there (or starts with the thread).
+    private var attached: [Int32: (at: UInt64, made: Bool)] = [:]
 
-    /// Process `pid` is followed from `time` on, with these threads.
+    /// A process is followed from `time` on, with these threads.
     public mutating func followed(threads: [Int32], at time: UInt64) {
-        for tid in threads { attached[tid] = time }
+        for tid in threads { attached[tid] = (time, false) }
+    }
+
+    /// Thread `tid` of a followed process was made at `time`.
+    public mutating func began(thread tid: Int32, at time: UInt64) {
+        attached[tid] = (time, true)
     }
     private var processes: [Int32: Process] = [:]
     private let lookUp: @Sendable (Int32) -> Process?
@@ -63,13 +69,17 @@ public struct KernelWaitThreads: Sendable {
                 flush(tid)
                 named[tid] = name
                 let process = self.process(wait.processID, fallback: tid == wait.processID ? name : nil)
-                let at = wait.beganBeforeRecording ? (wait.wait.end ?? 0) : min(attached[tid] ?? .max, wait.wait.begin)
+                let at = wait.beganBeforeRecording ? (wait.wait.end ?? 0) : min(attached[tid]?.at ?? .max, wait.wait.begin)
                 parts[current[tid]!].events.append(TraceEvent(timestamp: at, threadID: tid, processID: wait.processID,
                                                               payload: .waitThread(pid: wait.processID, ppid: process.parent,
                                                                                    thread: name, process: process.name)))
             }
-            if let since = attached.removeValue(forKey: tid), !wait.beganBeforeRecording {
-                pending[tid, default: (wait.processID, [])].waits.append(.outsideWaits(at: since, call: wait.wait.call, target: wait.wait.target))
+            // (Not after waits of it were lost: where its first iteration began is unknown then.)
+            if let since = attached.removeValue(forKey: tid), !wait.beganBeforeRecording, wait.lostBefore == 0 {
+                let marker: TraceEvent.WaitBatch.Wait = since.made
+                    ? .threadBegan(at: since.at, call: wait.wait.call, target: wait.wait.target)
+                    : .outsideWaits(at: since.at, call: wait.wait.call, target: wait.wait.target)
+                pending[tid, default: (wait.processID, [])].waits.append(marker)
             }
             pending[tid, default: (wait.processID, [])].waits.append(wait.wait)
         }

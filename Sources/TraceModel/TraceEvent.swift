@@ -201,7 +201,7 @@ public struct TraceEvent: Sendable, Equatable {
             events.reserveCapacity(waits.count * 2)
             for wait in waits {
                 if wait.beganBeforeRecording {
-                    if !wait.outsideWaitsAtRecordingStart, let end = wait.end {
+                    if !wait.isMarker, let end = wait.end {
                         events.append(TraceEvent(timestamp: end, threadID: threadID, processID: processID,
                                                  payload: .waitEnd(ready: wait.ready, error: wait.error)))
                     }
@@ -238,10 +238,22 @@ public struct TraceEvent: Sendable, Equatable {
             /// `error` -1): its first iteration's known part starts there.
             public var outsideWaitsAtRecordingStart: Bool { begin == .max && error == -1 }
 
+            /// No wait: the thread began at `end`, during the recording (`begin` all ones, `error` -2): its first
+            /// iteration starts there.
+            public var threadBeganDuringRecording: Bool { begin == .max && error == -2 }
+
+            /// A marker (``outsideWaitsAtRecordingStart`` or ``threadBeganDuringRecording``), not a wait.
+            public var isMarker: Bool { begin == .max && error < 0 }
+
             /// The marker of a thread outside its waits when the recording began at `time`, on the loop of `call`
             /// and `target` (the wait that ends that first iteration).
             public static func outsideWaits(at time: UInt64, call: WaitCall, target: Int32) -> Wait {
                 Wait(call: call, target: target, setSize: 0, timeout: -1, begin: .max, end: time, ready: -1, error: -1)
+            }
+
+            /// The marker of a thread that began at `time`, during the recording.
+            public static func threadBegan(at time: UInt64, call: WaitCall, target: Int32) -> Wait {
+                Wait(call: call, target: target, setSize: 0, timeout: -1, begin: .max, end: time, ready: -1, error: -2)
             }
 
             public init(call: WaitCall, target: Int32, setSize: UInt32, timeout: Int64, begin: UInt64, end: UInt64?, ready: Int32, error: Int32) {

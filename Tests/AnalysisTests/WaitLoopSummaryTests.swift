@@ -431,6 +431,30 @@ import TraceModel
         #expect(text.contains("could not be told from busy time") == !kernelView)
     }
 
+    /// A thread of a shared set that ran 30 ms after its last wait, then parked until the end (the other thread held
+    /// the loop): its last iteration, which no wait ended, is counted up to its last return to a CPU, its work a
+    /// stall, its parking not busy.
+    @Test func aParkedThreadsLastIterationIsCountedUpToItsLastReturnToACPU() throws {
+        var w = Waits()
+        w.add(0, 0, .kernelBegin(pid: 4242, command: "server"))
+        w.named(20, pid: 4242, process: "server", name: "server")
+        w.named(21, pid: 4242, process: "server", name: "worker")
+        w.wait(20, timeout: -1, from: 0, to: 10_000, ready: 1)
+        w.wait(21, timeout: -1, from: 1_000, to: 12_000, ready: 1)
+        w.wait(21, timeout: -1, from: 13_000, to: 50_000, ready: 1)
+        w.wait(20, timeout: -1, from: 11_000, to: 60_000, ready: 1)
+        // Thread 21 works from 50 to 80 ms, then parks on a futex until 100 ms, and never waits again.
+        w.add(100_000, 0, .kernelOffCPU(.init(threadID: 21, reason: .sleeping, syscall: 202, left: 80_000 * Self.us, woken: 99_000 * Self.us,
+                                              back: 100_000 * Self.us, cpu: 0, wakerThreadID: 20, throttled: 0)))
+        w.wait(20, timeout: -1, from: 61_000, to: 110_000, ready: 1)
+        let s = try w.summarize()
+        let worker = try #require(s.waits?.loops.first { $0.threadID == 21 })
+        #expect(worker.lastIterationUnended == true)
+        #expect(worker.iterations == 2 && worker.stalls == 1 && worker.worstStalls.first?.busyNanoseconds == 31 * Self.ms)
+        #expect(worker.parkedNanoseconds == 19 * Self.ms)
+        #expect(SummaryReport.text(s).contains("its last iteration had not ended (parked outside its wait until the end)"))
+    }
+
     /// The same descriptor number in two processes is two sets of their own: nothing is shared across processes.
     @Test func theSameDescriptorInTwoProcessesIsNotOneSet() throws {
         var w = Waits()

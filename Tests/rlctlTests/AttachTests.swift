@@ -58,7 +58,7 @@ struct AttachTests {
         #expect(detached)
         let recorded = rlctl.wait()
         try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
-        #expect(Self.probePrograms().isEmpty, "rlctl's BPF programs still loaded: \(Self.probePrograms())")
+        #expect(eventually(timeout: .seconds(10)) { Self.probePrograms().isEmpty }, "rlctl's BPF programs still loaded: \(Self.probePrograms())")
         _ = wrk.wait()
         let ended = node.process.wait()
         try #require(ended.status == 0, "node: \(ended.stderr)")
@@ -141,22 +141,11 @@ struct AttachTests {
         let waits = try #require(summary["waits"] as? [String: Any])
         let set = try #require((waits["sets"] as? [[String: Any]])?.first, "no wait set: \(recorded.stdout.prefix(600))")
         #expect((set["threads"] as? [Int])?.count ?? 0 >= 2)
-        // Every burn is a stall of about 40 ms on the CPU. Any other stall must be one the kernel view explains by the
-        // wait for a CPU (the suite runs beside other tests on 2 cores), never one blamed on the program.
+        // Every burn is a stall of about 40 ms (a burn runs 40 ms of wall time: on a loaded machine part of it is the
+        // wait for a CPU, which the kernel view says). Any other stall must be one that wait explains.
         #expect(set["stalls"] as? Int ?? 0 >= burns, "\(burns) burns of 40 ms, stalls: \(set["stalls"] ?? "none")")
-        var burnStalls = 0
-        for stall in set["worstStalls"] as? [[String: Any]] ?? [] {
-            let busy = stall["busyNanoseconds"] as? Int ?? 0
-            let kernel = stall["kernel"] as? [String: Any] ?? [:]
-            let onCPU = kernel["onCPUNanoseconds"] as? Int ?? 0, queued = kernel["runQueueNanoseconds"] as? Int ?? 0
-            if onCPU >= 35_000_000 {
-                burnStalls += 1
-                #expect(onCPU < 45_000_000, "a burn of 40 ms was \(onCPU) ns on a CPU")
-            } else {
-                #expect(onCPU + queued + 2_000_000 >= busy && queued > busy / 2, "a stall that was no burn, not explained by the wait for a CPU: \(stall)")
-            }
-        }
-        #expect(burnStalls == burns, "\(burns) burns of 40 ms, \(burnStalls) stalls of them: \(set["worstStalls"] ?? "none"); \(waits)")
+        let burnStalls = Self.burnStalls(set["worstStalls"] as? [[String: Any]] ?? [])
+        #expect(burnStalls == burns, "\(burns) burns of 40 ms, \(burnStalls) stalls of them: \(set["worstStalls"] ?? "none")")
         // Each thread that ran a burn (40 ms on a CPU or more: below that, a few ms of the attach's own moment, before the
         // test reads the counts, weigh more than 5%): busy (between its waits, parked time left out) against its CPU time.
         var compared = 0
@@ -168,11 +157,31 @@ struct AttachTests {
             let split = (loop["kernel"] as? [String: Any])?["busy"] as? [String: Any]
             let queued = Double((split?["runQueueNanoseconds"] as? Int ?? 0) + (split?["throttledNanoseconds"] as? Int ?? 0))
             let cpu = Double(end - start)
-            #expect(abs(Double(busy) - queued - cpu) <= 0.05 * cpu + 2_000_000,
+            #expect(abs(Double(busy) - queued - cpu) <= 0.05 * cpu + 3_000_000,
                     "thread \(tid): busy \(busy) ns (\(Int(queued)) ns of it waiting for a CPU), on a CPU \(Int(cpu)) ns: \(loop)")
             compared += 1
         }
         #expect(compared >= 1, "no thread of the Go server worked 40 ms: \(before) → \(after)")
+    }
+
+    /// How many burns of 40 ms `stalls` (a wait set's worst, with their kernel splits) hold: a stall of 39 ms or more,
+    /// whose time the CPU and the wait for it explain, holds round(busy / 40 ms) (a thread that ran two burns back to
+    /// back has one stall of 80 ms); a shorter stall must be mostly the wait for a CPU (a loaded machine), never the
+    /// program's own work.
+    static func burnStalls(_ stalls: [[String: Any]], sourceLocation: SourceLocation = #_sourceLocation) -> Int {
+        var burns = 0
+        for stall in stalls {
+            let busy = stall["busyNanoseconds"] as? Int ?? 0
+            let kernel = stall["kernel"] as? [String: Any] ?? [:]
+            let onCPU = kernel["onCPUNanoseconds"] as? Int ?? 0, queued = kernel["runQueueNanoseconds"] as? Int ?? 0
+            if busy >= 39_000_000 {
+                #expect(onCPU + queued + 2_000_000 >= busy, "a burn's stall not on a CPU or waiting for one: \(stall)", sourceLocation: sourceLocation)
+                burns += Int((Double(busy) / 40_000_000).rounded())
+            } else {
+                #expect(queued > busy / 2, "a stall that was no burn, not explained by the wait for a CPU: \(stall)", sourceLocation: sourceLocation)
+            }
+        }
+        return burns
     }
 
     /// A thread inside a wait when rlctl attaches: the loop says so, and that wait is no sleep of known length.
@@ -222,7 +231,8 @@ struct AttachTests {
         expectError(try attach(["--pid", "1", "--", "sleep", "1"]), "give no program")
         expectError(try attach(["--pid", "1", "--kernel", "off"]), "not with --kernel off")
         expectError(try attach(["--duration", "1s", "--", "true"]), "--duration goes with --pid")
-        #expect(Self.probePrograms().isEmpty)
+        // (The kernel frees a program some time after its last descriptor closes.)
+        #expect(eventually(timeout: .seconds(10)) { Self.probePrograms().isEmpty }, "left loaded: \(Self.probePrograms())")
     }
 
     /// Not root: one line saying the kernel view needs it, before anything is attached.

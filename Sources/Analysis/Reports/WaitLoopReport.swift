@@ -75,6 +75,7 @@ extension SummaryReport {
             }
             if l.busyAtStart == true { out.append("  outside its wait when the recording began (its first iteration counts from then; its earlier part is unknown)") }
             if l.waitingAtStart == true { out.append("  already waiting when the recording began (that wait is not counted; the first iteration starts at its end)") }
+            if l.lastIterationUnended == true { out.append("  its last iteration had not ended (parked outside its wait until the end): counted up to its last return to a CPU") }
             if l.waitingAtEnd { out.append("  still waiting when the trace ended (that wait is not counted)") }
             out += kernelLines(l.kernel, indent: "  ")
         }

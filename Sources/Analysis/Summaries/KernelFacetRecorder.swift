@@ -45,6 +45,12 @@ struct KernelFacetRecorder {
         return window
     }
 
+    /// The last moment the thread's whole time is known (it got a CPU back then), nil without a kernel view of it.
+    mutating func lastKnown() -> UInt64? {
+        guard let view = threadView(), view.lastBack > 0 else { return nil }
+        return view.lastBack
+    }
+
     /// One of the loop's waits, [from, to] as the loop measured it: its episodes are sleep from now on. Returns
     /// the episode that woke it, after recording its run-queue delay.
     mutating func wait(from: UInt64, to: UInt64, blockedOnly: Bool = false) -> KernelEpisode? {
@@ -57,6 +63,9 @@ struct KernelFacetRecorder {
 
     /// What a window measured: its time on the CPU, and the rest, kept as gathered until a summary needs its split
     /// (a slowest callout, a stall): naming and ranking culprits for every callout would cost more than the rest.
+    /// The system calls a runtime's thread parks or sleeps in while another thread of its wait set holds the loop.
+    static let parkingCalls = ["futex", "futex_waitv", "nanosleep", "clock_nanosleep"]
+
     struct Measured {
         let onCPU: UInt64
         /// Blocked time taken out of the iteration's busy time (`parksWhenBlocked`).
@@ -70,18 +79,22 @@ struct KernelFacetRecorder {
     /// An iteration from `from` to `to` that was busy `busyTime` (its sleeps left out), measured.
     /// `outermost`: its time is the loop's (a nested run's iterations are inside an outer one's).
     /// `parksWhenBlocked`: the thread shares its wait set with others (a Go or tokio runtime's threads), so the time it
-    /// was blocked outside the wait (parked on a futex, sleeping) is time another thread held the loop, not busy time:
-    /// it is taken out (``Measured/parked``), and the busy time measured is what is left.
+    /// was blocked outside the wait parked (on a futex, or asleep: ``parkingCalls``) is time another thread held the
+    /// loop, not busy time: it is taken out (``Measured/parked``), and the busy time measured is what is left. Time
+    /// blocked in anything else (a read, a page fault, disk I/O) stays busy: that is the loop's thread held up.
     mutating func iteration(from: UInt64, to: UInt64, busy wholeBusy: UInt64, outermost: Bool, parksWhenBlocked: Bool = false) -> Measured? {
         guard var window = window(from: from, to: to) else { return nil }
         // Its sleeps (its own, and those of runs nested in it) are not busy time: the loop left them out already.
         window.asleep = 0
         var busyTime = wholeBusy, parked: UInt64 = 0
         if parksWhenBlocked {
-            parked = min(window.blocked, busyTime)
+            for call in Self.parkingCalls {
+                guard let time = window.blockedIn.removeValue(forKey: call) else { continue }
+                let part = min(time, busyTime - parked)
+                parked += part
+                window.blocked -= min(time, window.blocked)
+            }
             busyTime -= parked
-            window.blocked = 0
-            window.blockedIn = [:]
         }
         let off = window.workOffCPU
         let onCPU = busyTime >= off ? busyTime - off : 0

@@ -19,6 +19,8 @@ final class KernelThreadView {
     private var head = 0
     /// The end of the newest episode dropped: a window that begins before it may have lost some.
     private(set) var droppedUpTo: UInt64 = 0
+    /// The last time the thread got a CPU back: what it did up to then is known.
+    private(set) var lastBack: UInt64 = 0
     /// Each thread keeps this many of its latest episodes: windows are a stall or a callout long, far less (a
     /// window older than the oldest kept is marked incomplete). With ``KernelViews/threadLimit`` it bounds memory
     /// whatever a damaged trace holds.
@@ -42,6 +44,7 @@ final class KernelThreadView {
         if let queue = pendingRunQueue, queue.at == offCPU.back { episode.runQueue = queue.queue }
         pendingTimer = nil
         pendingRunQueue = nil
+        if offCPU.back > lastBack { lastBack = offCPU.back }
         episodes.append(episode)
         if episodes.count - head > Self.capacity {
             droppedUpTo = episodes[head].offCPU.back

@@ -82,6 +82,9 @@ extension TraceSummary {
         /// true when the thread was outside its waits when the recording began (`rlctl record --pid`): its first
         /// iteration counts from the attach (busy or parked since then; its earlier part is unknown).
         public var busyAtStart: Bool? = nil
+        /// true when its last iteration had not ended at the end (a thread of a shared set, parked outside its wait
+        /// while another held the loop): counted up to the thread's last return to a CPU, which the kernel view saw.
+        public var lastIterationUnended: Bool? = nil
         /// For a thread whose wait set other threads of its process wait on too (``WaitSummary/sets``): the time it
         /// was blocked outside the wait (parked on a futex, sleeping) while they held the loop, which is not busy time
         /// (busy + sleep + parked = its span); nil for a set of its own.

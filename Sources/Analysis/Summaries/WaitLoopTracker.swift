@@ -48,6 +48,8 @@ struct WaitLoopTracker {
     /// iteration then counts from the recording's start).
     fileprivate(set) var waitingAtStart = false
     fileprivate(set) var busyAtStart = false
+    /// Whether the last iteration is one no wait ended (``summary(identity:waitingAtEnd:)``).
+    private var trailingIteration = false
     /// The process whose threads share this loop's wait set (an epoll descriptor several of its threads wait on
     /// in turn: Go's netpoller, tokio's workers), set once a second thread waited on it.
     fileprivate(set) var sharedBy: Int32?
@@ -75,6 +77,11 @@ struct WaitLoopTracker {
         self.epoll = epoll
         self.target = target
         self.options = options
+    }
+
+    /// The loop's span starts at `ts` at the latest (its first iteration began there, before its first wait).
+    fileprivate mutating func started(at ts: UInt64) {
+        if ts < firstTimestamp { firstTimestamp = ts }
     }
 
     /// Busy time before a wait that begins at `begin` on a thread at chain epoch `epoch`: nil when the chain is
@@ -189,6 +196,18 @@ struct WaitLoopTracker {
             ended.endIteration(from: held.from, windowEnd: held.end, iterationBusy: held.busy + held.check, counted: held.busy)
             return ended.summary(identity: identity, waitingAtEnd: waitingAtEnd)
         }
+        // A thread of a shared set whose last iteration no wait ended (parked until the end while another thread held
+        // the loop): with the kernel view, it is known up to the thread's last return to a CPU, and ends there.
+        if sharedBy != nil, !waitingAtEnd, let last = lastEnd {
+            var ended = self
+            ended.lastEnd = nil
+            if let known = ended.kernel.lastKnown(), known > last.at {
+                ended.trailingIteration = true
+                ended.endIteration(from: last.at, windowEnd: known, iterationBusy: known - last.at, counted: known - last.at)
+                if known > ended.lastTimestamp { ended.lastTimestamp = known }
+            }
+            return ended.summary(identity: identity, waitingAtEnd: waitingAtEnd)
+        }
         let span = busy + slept + parked
         var callCounts: [String: UInt64] = [:]
         for call in WaitCall.allCases where calls[Int(call.rawValue)] > 0 { callCounts[call.description] = calls[Int(call.rawValue)] }
@@ -208,6 +227,7 @@ struct WaitLoopTracker {
             lateness: lateness.summary, lateWakeUps: lateWakeUps, readyPerWakeUp: readyPerWakeUp.summary,
             stalls: self.stalls, worstStalls: stalls, chainBreaks: chainBreaks, waitingAtEnd: waitingAtEnd,
             waitingAtStart: waitingAtStart ? true : nil, busyAtStart: busyAtStart ? true : nil,
+            lastIterationUnended: trailingIteration ? true : nil,
             parkedNanoseconds: sharedBy == nil ? nil : parked, parkedSeparated: sharedBy == nil ? nil : !parkedUnseparated,
             lostEventsAffecting: 0, lossWindowsAffecting: 0,
             kernel: kernel.facet(utilization: span > 0 ? Double(busy) / Double(span) : 0, first: firstTimestamp, last: lastTimestamp,
@@ -346,7 +366,7 @@ struct WaitTracking {
                 // sleep of the loop; its end starts the loop's chain. Or no wait: the thread was outside its waits
                 // when the recording began, and its chain starts there.
                 if let end = wait.end {
-                    joined(index, batch.threadID, call: wait.call, target: wait.target, at: end, outside: wait.outsideWaitsAtRecordingStart)
+                    joined(index, batch.threadID, call: wait.call, target: wait.target, at: end, marker: wait.isMarker ? wait.error : nil)
                 }
                 continue
             }
@@ -355,13 +375,19 @@ struct WaitTracking {
         }
     }
 
-    /// A wait that began before the recording and ended at `ts` (or, `outside`, the recording's start at `ts` with
-    /// the thread outside its waits): the loop is marked, and its first iteration starts there.
-    private mutating func joined(_ index: Int, _ threadID: Int32, call: WaitCall, target: Int32, at ts: UInt64, outside: Bool) {
+    /// A wait that began before the recording and ended at `ts`, or a marker (`marker`: its error): the recording's
+    /// start at `ts` with the thread outside its waits (-1), or the thread's beginning (-2). The loop is marked (but
+    /// for a thread's beginning), and its first iteration starts there.
+    private mutating func joined(_ index: Int, _ threadID: Int32, call: WaitCall, target: Int32, at ts: UInt64, marker: Int32?) {
         timeline?.start(at: ts)
         if threads[index].open != nil { breakChain(index) }
         guard let loop = loop(index, threadID, epoll: call.isEpoll, target: target) else { return }
-        if outside { loops[loop].busyAtStart = true } else { loops[loop].waitingAtStart = true }
+        switch marker {
+        case nil: loops[loop].waitingAtStart = true
+        case -1: loops[loop].busyAtStart = true
+        default: break
+        }
+        loops[loop].started(at: ts)
         loops[loop].lastEnd = (ts, threads[index].epoch)
     }
 

@@ -610,30 +610,41 @@ int BPF_PROG(rlctl_kp_migr, struct task_struct *p, int dest_cpu) {
     return 0;
 }
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(rlctl_kp_fork, struct task_struct *parent, struct task_struct *child) {
-    u32 zero = 0;
-    struct rl_kp_control *control = bpf_map_lookup_elem(&rlctl_kp_ctl, &zero);
-    if (!control || !control->follow_children) return 0;
-    u32 child_pid = BPF_CORE_READ(child, pid);
-    u32 child_tgid = BPF_CORE_READ(child, tgid);
-    // A new thread of a followed process is followed already; a new process of a followed one is added.
-    if (child_pid != child_tgid || !followed_tgid(BPF_CORE_READ(parent, tgid))) return 0;
-    u8 one = 1;
-    bpf_map_update_elem(&rlctl_kp_follow, &child_tgid, &one, BPF_NOEXIST);
+/// Sends a record of kind `kind` (RL_KP_FORK, RL_KP_THREAD) for `child`, made now.
+static __always_inline void announce(u32 kind, struct task_struct *child, u32 child_pid, u32 child_tgid) {
     struct rl_kp_record *rec = bpf_ringbuf_reserve(&rlctl_kp_ring, sizeof *rec, 0);
     u64 now = bpf_ktime_get_ns();
     if (!rec) {
         count_loss(1, now);
-        return 0;
+        return;
     }
     __builtin_memset(rec, 0, sizeof *rec);
-    rec->kind = RL_KP_FORK;
+    rec->kind = kind;
     rec->tid = child_pid;
     rec->pid = child_tgid;
     rec->left_ns = now;
     bpf_probe_read_kernel_str(rec->comm, sizeof rec->comm, &child->comm);
     bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(rlctl_kp_fork, struct task_struct *parent, struct task_struct *child) {
+    u32 zero = 0;
+    struct rl_kp_control *control = bpf_map_lookup_elem(&rlctl_kp_ctl, &zero);
+    if (!control || !(control->follow_children || control->records_waits)) return 0;
+    u32 child_pid = BPF_CORE_READ(child, pid);
+    u32 child_tgid = BPF_CORE_READ(child, tgid);
+    if (child_pid != child_tgid) {
+        // A new thread of a followed process (followed already), announced when waits are recorded: its first wait
+        // ends an iteration that began when it did.
+        if (control->records_waits && followed_tgid(child_tgid)) announce(RL_KP_THREAD, child, child_pid, child_tgid);
+        return 0;
+    }
+    // A new process of a followed one is added.
+    if (!control->follow_children || !followed_tgid(BPF_CORE_READ(parent, tgid))) return 0;
+    u8 one = 1;
+    bpf_map_update_elem(&rlctl_kp_follow, &child_tgid, &one, BPF_NOEXIST);
+    announce(RL_KP_FORK, child, child_pid, child_tgid);
     return 0;
 }
 
@@ -774,6 +785,7 @@ static __always_inline s64 pointed(u64 argument, bool micro) {
     if (argument == 0) return -1;
     struct kernel_timespec value = {};
     if (bpf_probe_read_user(&value, sizeof value, (void *)argument) != 0 || value.sec < 0 || value.nsec < 0) return -1;
+    if (value.sec > 1000000000) value.sec = 1000000000;   // (about 31 years: no overflow)
     return value.sec * 1000000000 + (micro ? value.nsec * 1000 : value.nsec);
 }
 
@@ -824,7 +836,16 @@ int BPF_PROG(rlctl_kp_w_out, struct pt_regs *regs, long ret) {
     if (call < 0) return 0;
     u64 now = bpf_ktime_get_ns();
     struct open_wait *w = caller_wait();
-    if (!w) return 0;   // (not followed; or no memory, the rare case where a wait goes unrecorded and uncounted)
+    if (!w) {
+        // Not followed; or followed, with no memory for its state: that wait is lost, and counted.
+        u64 id = bpf_get_current_pid_tgid();
+        if (followed_tgid(id >> 32)) {
+            u32 zero = 0;
+            struct rl_kp_losses *losses = bpf_map_lookup_elem(&rlctl_kp_lost, &zero);
+            if (losses) losses->waits_dropped++;
+        }
+        return 0;
+    }
     bool known = w->open && w->call == (u32)call;
     w->open = 0;
     struct rl_kp_wait *rec = bpf_ringbuf_reserve(&rlctl_kp_ring, sizeof *rec, 0);
@@ -861,7 +882,9 @@ int BPF_PROG(rlctl_kp_w_out, struct pt_regs *regs, long ret) {
         rec->ready = (s32)ret;
         rec->error = 0;
     } else {
-        // A signal interrupted it: the kernel restarts or fails it with EINTR, which is what the program sees.
+        // A signal interrupted it. The kernel fails it with EINTR when the signal has a handler, and otherwise
+        // restarts it (a signal ignored, SIGSTOP and SIGCONT): then the one call shows as two waits, the first
+        // interrupted, and a poll or select restarted through restart_syscall not at all after the first.
         long error = -ret;
         rec->ready = -1;
         rec->error = (error >= ERESTARTSYS && error <= ERESTART_RESTARTBLOCK) ? EINTR : (s32)error;

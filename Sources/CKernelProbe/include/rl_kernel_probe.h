@@ -18,9 +18,9 @@ typedef struct rl_kp rl_kp;
 /// 1 when this build has the probe (Package.swift found libbpf-dev), else 0.
 int rl_kp_built(void);
 
-/// Why the probe cannot run here, in one line, into `why` (returns 0 and leaves it empty when it can run). Loads
-/// the program to let the verifier check it, then unloads it.
-int rl_kp_unavailable(char *why, size_t size);
+/// Why the probe cannot run here, in one line, into `why` (returns 0 and leaves it empty when it can run); `waits`:
+/// with its wait calls' programs too. Loads the program to let the verifier check it, then unloads it.
+int rl_kp_unavailable(int waits, char *why, size_t size);
 
 /// Loads the probe with a ring buffer of `ring_bytes` (a power of two, at least a page), attaches it, and
 /// follows the children of followed processes when `follow_children`. With `reads_preempt_count`, a wake-up's
@@ -57,6 +57,10 @@ int rl_kp_consume(rl_kp *probe, rl_kp_record_fn fn, rl_kp_wait_fn wait_fn, void 
 /// and the wait records the ring buffer had no room for (each thread's next record counts its own).
 void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uint64_t *rebuilt, uint64_t *misreads,
                        uint64_t *waits_dropped, uint64_t *first_ns);
+
+/// Detaches every program, so that nothing more is recorded, and keeps the maps and the ring buffer for a last
+/// rl_kp_consume and rl_kp_take_losses. NULL is fine.
+void rl_kp_detach(rl_kp *probe);
 
 /// Detaches every program and frees every map: nothing of the probe stays in the kernel. NULL is fine.
 void rl_kp_close(rl_kp *probe);

@@ -29,7 +29,7 @@ typedef uint64_t rl_kp_u64;
 #define RL_KP_WAITER_SLOTS 4
 
 /// Record kinds.
-enum { RL_KP_EPISODE = 1, RL_KP_FORK = 2, RL_KP_WAIT = 3 };
+enum { RL_KP_EPISODE = 1, RL_KP_FORK = 2, RL_KP_WAIT = 3, RL_KP_THREAD = 4 };
 
 /// The wait calls, the values of the schema's wait_call enumeration (runloop_events.def).
 enum { RL_KP_EPOLL_WAIT = 0, RL_KP_EPOLL_PWAIT = 1, RL_KP_EPOLL_PWAIT2 = 2, RL_KP_POLL = 3, RL_KP_PPOLL = 4,
@@ -52,7 +52,8 @@ struct rl_kp_culprit {
 
 /// One time a followed thread was off its CPU (kind RL_KP_EPISODE), sent when it got a CPU again; or a process
 /// the probe started to follow because a followed one forked it (kind RL_KP_FORK: tid and pid are the child's,
-/// comm its command, left_ns the time, nothing else is set).
+/// comm its command, left_ns the time, nothing else is set); or, when waits are recorded, a thread a followed
+/// process made (kind RL_KP_THREAD, the same fields).
 struct rl_kp_record {
     rl_kp_u32 kind;
     rl_kp_s32 tid;
@@ -80,7 +81,8 @@ struct rl_kp_record {
 
 /// One wait call of a followed thread (kind RL_KP_WAIT), from the syscall tracepoints, sent when it returned: the
 /// fields of the schema's wait_begin and wait_end. begin_ns is all ones (UINT64_MAX) for a wait that was already in progress when the
-/// probe began to follow the thread (its start and arguments are unknown: call is known, the rest is 0/-1).
+/// probe began to follow the thread (its start and timeout are unknown: timeout_ns is -1; call, target and set_size
+/// come from the registers the call was made with).
 /// lost_before counts this thread's waits before this one whose records found no room in the ring buffer.
 struct rl_kp_wait {
     rl_kp_u32 kind;
@@ -133,6 +135,9 @@ struct rl_kp_control {
     /// the irq and softirq tracepoints need no program. 0: the depth those programs keep is used instead.
     rl_kp_u32 reads_preempt_count;
     rl_kp_s64 preempt_count_from_rq;
+    /// 1: the wait calls are recorded (record --pid): threads a followed process makes are announced (RL_KP_THREAD).
+    rl_kp_u32 records_waits;
+    rl_kp_u32 padding;
 };
 
 /// Per-CPU loss counters (monotonic; user space keeps the last values it reported).

@@ -66,7 +66,9 @@ public final class WaitTraceWriter: @unchecked Sendable {
         try trace.write(events, stream: tid, lostBefore: lostBefore * 2)
     }
 
-    public func finish() throws {
-        try trace.finish()
+    /// Writes what is left and the end file; `waitsLostElsewhere`: waits the kernel recorder lost that no thread's
+    /// stream could place (a thread that ended, or the recording's end, before its next wait), counted as lost.
+    public func finish(waitsLostElsewhere: UInt64 = 0) throws {
+        try trace.finish(alsoLost: waitsLostElsewhere * 2)
     }
 }

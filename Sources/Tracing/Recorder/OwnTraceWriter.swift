@@ -10,7 +10,9 @@ import TraceModel
 /// Each stream's events come in non-decreasing time order; an event stamped earlier than its stream's last is
 /// written at the last one's time (a stream's times never go back; its fields keep the exact moments). A stream's
 /// packet is written once it holds ``packetCapacity`` bytes, or is ``packetAge`` old at the end of a call: a
-/// killed rlctl loses at most that much. One producer at a time (the lock keeps `finish()` apart from it).
+/// killed rlctl loses at most that much. A stream's file is open only while a packet is written to it, so a program
+/// with thousands of threads takes no more descriptors than one. One producer at a time (the lock keeps `finish()`
+/// apart from it).
 final class OwnTraceWriter: @unchecked Sendable {
     let folder: String
     private let lock = NSLock()
@@ -27,7 +29,6 @@ final class OwnTraceWriter: @unchecked Sendable {
 
     private struct Stream {
         let name: String
-        var descriptor: Int32
         var packet: [UInt8] = []
         var begin: UInt64 = 0
         var end: UInt64 = 0
@@ -62,10 +63,6 @@ final class OwnTraceWriter: @unchecked Sendable {
         }
     }
 
-    deinit {
-        for stream in streams.values where stream.descriptor >= 0 { close(stream.descriptor) }
-    }
-
     /// Appends `batch` to the stream of thread `tid` (made on its first events), after noting that the stream lost
     /// `lostBefore` events just before them: the packet they start says so, and readers make it a loss window.
     func write(_ batch: [TraceEvent], stream tid: Int32, lostBefore: UInt64 = 0) throws {
@@ -73,7 +70,7 @@ final class OwnTraceWriter: @unchecked Sendable {
         defer { lock.unlock() }
         if let failure { throw RecorderError(failure) }
         guard !finished else { throw RecorderError("the trace in \(folder) is already finished") }
-        if streams[tid] == nil { try openStream(tid) }
+        if streams[tid] == nil { openStream(tid) }
         if lostBefore > 0 {
             if !streams[tid]!.packet.isEmpty { try flushPacket(tid) }
             streams[tid]!.discarded &+= lostBefore
@@ -97,22 +94,24 @@ final class OwnTraceWriter: @unchecked Sendable {
         try flushOldPackets()
     }
 
-    /// Writes what is left and the end file; after it, the folder is a complete trace. `accountedLost` is what its
-    /// accounting says was lost overall (0 when the losses are told by the events themselves, as the kernel view's
-    /// kernel_lost events are, so that a loss is never counted twice).
-    func finish() throws {
+    /// Writes what is left and the end file; after it, the folder is a complete trace. Its accounting says what its
+    /// streams lost (their packets' `events_discarded`) and `alsoLost`, events lost that no stream can place (0 when
+    /// the losses are told by the events themselves, as the kernel view's kernel_lost events are, so that a loss is
+    /// never counted twice).
+    func finish(alsoLost: UInt64 = 0) throws {
         lock.lock()
         defer { lock.unlock() }
         guard !finished else { return }
         finished = true
         for tid in streams.keys.sorted() {
             if failure == nil, !streams[tid]!.packet.isEmpty { try? flushPacket(tid) }
-            if failure == nil, fsync(streams[tid]!.descriptor) != 0 { fail("fsync", errno) }
-            close(streams[tid]!.descriptor)
-            streams[tid]!.descriptor = -1
+            guard failure == nil, streams[tid]!.bytes > 0 else { continue }
+            let descriptor = open(folder + "/" + streams[tid]!.name, O_WRONLY | O_CLOEXEC)
+            if descriptor < 0 || fsync(descriptor) != 0 { fail("fsync", errno) }
+            if descriptor >= 0 { close(descriptor) }
         }
         if let failure { throw RecorderError(failure) }
-        var accounting = TraceAccounting(eventsRecorded: events, eventsLost: streams.values.reduce(0) { $0 &+ $1.discarded })
+        var accounting = TraceAccounting(eventsRecorded: events, eventsLost: streams.values.reduce(alsoLost) { $0 &+ $1.discarded })
         for stream in streams.values { accounting.streams[stream.name] = .init(events: stream.events, bytes: stream.bytes) }
         do { try accounting.text.write(toFile: folder + "/" + TraceSchema.endFileName, atomically: true, encoding: .utf8) } catch {
             throw RecorderError("the trace in \(folder) is incomplete: cannot write its end file: \(error.localizedDescription)")
@@ -121,14 +120,8 @@ final class OwnTraceWriter: @unchecked Sendable {
 
     // ===== streams and packets (layout: TraceSchema) =====
 
-    private func openStream(_ tid: Int32) throws {
-        let name = "stream-\(tid)"
-        let descriptor = open(folder + "/" + name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            fail("cannot create \(name)", errno)
-            throw RecorderError(failure!)
-        }
-        var stream = Stream(name: name, descriptor: descriptor)
+    private func openStream(_ tid: Int32) {
+        var stream = Stream(name: "stream-\(tid)")
         stream.packet.reserveCapacity(4096)
         streams[tid] = stream
     }
@@ -159,9 +152,16 @@ final class OwnTraceWriter: @unchecked Sendable {
         header.append(contentsOf: uuid)
         put(stream.begin); put(stream.end); put(size); put(size); put(stream.sequence); put(stream.discarded); put(tid)
         stream.packet.replaceSubrange(0..<TraceSchema.packetHeaderSize, with: header)
+        // The first packet makes the file (the folder is new: nothing of an older trace is appended to).
+        let descriptor = open(folder + "/" + stream.name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            fail("cannot open \(stream.name)", errno)
+            throw RecorderError(failure!)
+        }
+        defer { close(descriptor) }
         var offset = 0
         while offset < stream.packet.count {
-            let written = stream.packet.withUnsafeBytes { Glibc.write(stream.descriptor, $0.baseAddress! + offset, $0.count - offset) }
+            let written = stream.packet.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
             if written < 0 {
                 if errno == EINTR { continue }
                 fail("write", errno)

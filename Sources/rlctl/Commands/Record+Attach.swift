@@ -33,6 +33,17 @@ extension Record {
             return "--pid \(pid) is a kernel thread, which has no wait loop of a program to record"
         }
         if fields.first == "Z" { return "--pid \(pid) has ended (a zombie waiting for its parent)" }
+        // A thread's id reads like a process's in /proc: the process is the thread group.
+        if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Tgid:") }),
+           let group = Int32(line.dropFirst(5).trimmingCharacters(in: .whitespaces)), group != pid {
+            return "--pid \(pid) is a thread of process \(group): give the process id, --pid \(group)"
+        }
+        // The wait calls are matched by x86-64's system call numbers; a 32-bit program's are others.
+        if let header = FileManager.default.contents(atPath: "/proc/\(pid)/exe")?.prefix(5), header.count == 5,
+           header.starts(with: [0x7F, 0x45, 0x4C, 0x46]), header.last == 1 {
+            return "--pid \(pid) is a 32-bit program, whose system calls rlctl cannot read (only 64-bit programs)"
+        }
         return nil
     }
 
@@ -73,7 +84,7 @@ extension Record {
 
     func recordAttached() throws {
         Interruptions.shared.prepare("the attach")
-        if let reason = KernelView.unavailableReason() {
+        if let reason = KernelView.unavailableReason(recordingWaits: true) {
             throw Failure.input("rlctl record --pid attaches through the kernel view, which is not available here: \(reason)")
         }
         let processes = try checkAttachable()
@@ -91,16 +102,20 @@ extension Record {
         }
         let attached = ContinuousClock.now
         note("attached to \(Self.names(processes)); recording " + (duration.map { "for \($0)" } ?? "until Ctrl-C or its end"))
-        let ending = waitForAttachEnd(processes)
+        let ending = try waitForAttachEnd(processes)
+        let recorded = ContinuousClock.now - attached
         let outcome = recording.stop()
         note("detached (\(ending)); summarizing")
-        let seconds = Double((ContinuousClock.now - attached).components.seconds)
-            + Double((ContinuousClock.now - attached).components.attoseconds) / 1e18
+        let seconds = Double(recorded.components.seconds) + Double(recorded.components.attoseconds) / 1e18
         Interruptions.shared.startSummarizing()
         Interruptions.shared.onSecondSignal { destination.completedNote() }
         if let problem = outcome.problem { note("the recording is incomplete: \(problem)") }
         var summary = try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil))
         kernelView.describe(in: &summary, unavailable: nil, outcome: outcome)
+        if outcome.waitsLost > 0 {
+            // Each thread's own losses are loss windows of its stream already; this says the whole count, at the top.
+            summary.health.trace.damage.append("the kernel recorder lost \(outcome.waitsLost) wait calls (its ring buffer was full): the figures of the loops around them are incomplete")
+        }
         let what = Self.names(processes)
         let nothing = (summary.waits?.loops.isEmpty ?? true) && (summary.waits?.rareWaiters.isEmpty ?? true)
         if nothing {
@@ -131,12 +146,20 @@ extension Record {
     }
 
     /// Until --duration passed, a signal asked to stop, or every attached process ended.
-    private func waitForAttachEnd(_ processes: [AttachedProcess]) -> AttachEnding {
+    private func waitForAttachEnd(_ processes: [AttachedProcess]) throws -> AttachEnding {
         var pipeEnds: [Int32] = [-1, -1]
-        guard pipe(&pipeEnds) == 0 else { return .processesEnded }
+        guard pipe(&pipeEnds) == 0 else {
+            throw Failure.input("cannot wait for the recording's end: pipe: \(String(cString: strerror(errno)))")
+        }
         for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         let (stop, stopWriter) = (pipeEnds[0], pipeEnds[1])
-        defer { Glibc.close(stop); Glibc.close(stopWriter) }
+        defer {
+            // A signal from here on finishes the summary: it must not write into the pipe once it is closed (its
+            // descriptor may be a trace file's by then).
+            Interruptions.shared.startSummarizing()
+            Glibc.close(stop)
+            Glibc.close(stopWriter)
+        }
         guard Interruptions.shared.startRunning(cancel: { var one: UInt8 = 1; _ = write(stopWriter, &one, 1) }) else {
             return .interrupted(Interruptions.shared.interruption ?? SIGINT)
         }
@@ -155,7 +178,9 @@ extension Record {
                 timeout = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
             }
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
-            if ready < 0 && errno != EINTR { return .processesEnded }
+            if ready < 0 && errno != EINTR {
+                throw Failure.input("cannot wait for the recording's end: poll: \(String(cString: strerror(errno)))")
+            }
             if descriptors[0].revents != 0 { return .interrupted(Interruptions.shared.interruption ?? SIGINT) }
             for descriptor in descriptors.dropFirst() where descriptor.revents != 0 {
                 if let process = processes.first(where: { $0.exitDescriptor == descriptor.fd }) { ended.insert(process.pid) }

@@ -89,11 +89,16 @@ final class KernelViewRecording: @unchecked Sendable {
         options.followChildren = followChildren
         let failure = WriteFailure()
         var waitSink: (@Sendable ([KernelWaitThreads.ThreadEvents]) -> Void)?
+        let placed = PlacedLosses()
+        self.placed = placed
         if let waitWriter {
             waitSink = { parts in
                 guard !failure.happened else { return }
                 do {
-                    for part in parts { try waitWriter.write(part.events, thread: part.threadID, lostBefore: part.lostBefore) }
+                    for part in parts {
+                        try waitWriter.write(part.events, thread: part.threadID, lostBefore: part.lostBefore)
+                        placed.add(part.lostBefore)
+                    }
                 } catch { failure.record("\(error)") }
             }
         }
@@ -107,6 +112,15 @@ final class KernelViewRecording: @unchecked Sendable {
     }
 
     private let failure: WriteFailure
+    private let placed: PlacedLosses
+
+    /// The lost waits a thread's next wait placed on its stream (the rest are lost where no stream can say).
+    private final class PlacedLosses: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count: UInt64 = 0
+        var total: UInt64 { lock.withLock { count } }
+        func add(_ lost: UInt64) { lock.withLock { count += lost } }
+    }
 
     /// Stops following, writes the end of `kernel/`; the same outcome for every caller.
     func stop() -> Outcome {
@@ -119,7 +133,8 @@ final class KernelViewRecording: @unchecked Sendable {
             do { try writer.finish() } catch { problem = "\(error)" }
         }
         if problem == nil, let waitWriter {
-            do { try waitWriter.finish() } catch { problem = "\(error)" }
+            let unplaced = statistics.waitsLost > placed.total ? statistics.waitsLost - placed.total : 0
+            do { try waitWriter.finish(waitsLostElsewhere: unplaced) } catch { problem = "\(error)" }
         }
         if problem == nil, statistics.interruptMisreads > 0 {
             problem = "this kernel's preempt count did not read as an interrupt in \(statistics.interruptMisreads) "
