@@ -248,6 +248,36 @@ struct AttachTests {
         #expect(lines.count == 1 && lines[0].contains("--pid attaches through the kernel view") && lines[0].contains("root"), "\(result.stderr)")
     }
 
+    /// Two rlctl attached to one process at once each record it whole, apart; a process that execs goes on being
+    /// recorded, under its new name.
+    @Test(.enabled(if: python.shouldRun, python.skipComment))
+    func twoAttachesAtOnceAndAnExecAreEachRecordedWhole() throws {
+        guard Self.python.requireMet() else { return }
+        // 5 ms waits for 1 s, then the process execs into the same loop, which names its thread after-exec, for 1.5 s.
+        let script = """
+            import os, select, sys, time
+            end = time.monotonic() + float(sys.argv[1])
+            while time.monotonic() < end: select.select([], [], [], 0.005)
+            if sys.argv[2] == "exec":
+                os.execv(sys.executable, [sys.executable, "-c", "import ctypes, select, time\\nctypes.CDLL(None).prctl(15, b'after-exec')\\nend = time.monotonic() + 1.5\\nwhile time.monotonic() < end: select.select([], [], [], 0.005)"])
+            """
+        let program = try Program(TestEnvironment.executable("python3")!, ["-c", script, "1.0", "exec"])
+        usleep(200_000)
+        let first = try CLI.start(["record", "--pid", "\(program.process.pid)", "--format", "json"])
+        let second = try CLI.start(["record", "--pid", "\(program.process.pid)", "--format", "json"])
+        for rlctl in [first, second] {
+            let recorded = rlctl.wait()
+            try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(recorded.stdout.utf8)) as? [String: Any])
+            let loops = try AnyProgramTests.waitLoops(try #require(summary["waits"] as? [String: Any]))
+            let waits = loops.reduce(0) { $0 + ($1["waits"] as? Int ?? 0) }
+            // About 400 waits of 5 ms in 2.3 s (each attach began a little later than the program).
+            #expect(waits >= 250, "\(waits) waits: \(loops)")
+            #expect((summary["health"] as? [String: Any])?["eventsLost"] as? Int == 0)
+            #expect(recorded.stdout.contains("after-exec"), "the thread's new name after the exec is missing")
+        }
+    }
+
     /// rlctl killed by SIGKILL while attached leaves nothing loaded in the kernel, and the program runs on.
     @Test(.enabled(if: python.shouldRun, python.skipComment))
     func aKilledRlctlLeavesNothingAttached() throws {
