@@ -14,15 +14,8 @@
 set -euo pipefail
 rounds=${1:-5}
 here=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d /tmp/rlctl-attach-bench.XXXXXX)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
+source "$here/Benchmarks/bench-lib.sh"
+bench_workspace rlctl-attach-bench
 
 cc -O2 -Wall -o "$work/workload" "$here/Benchmarks/attach/attach-workload.c"
 (cd "$here/Benchmarks/attach" && go build -o "$work/go-server" go-server.go)
@@ -33,7 +26,6 @@ calls=${CALLS:-2000000}
 sections=${SECTIONS:-1234}
 section() { [[ $sections == *$1* ]]; }
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 # attach PID SECONDS: rlctl attached to PID in the background (its pid in $rlctl_pid) until SECONDS passed or PID
 # ended; returns once it says it is attached.
 attach() {

@@ -14,15 +14,8 @@
 set -euo pipefail
 rounds=${1:-5}
 here=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d /tmp/rlctl-kernel-bench.XXXXXX)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
+source "$here/Benchmarks/bench-lib.sh"
+bench_workspace rlctl-kernel-bench
 
 cc -O2 -Wall -o "$work/kernel_workload" "$here/Tests/KernelTracingTests/Programs/kernel_workload.c" -lpthread
 (cd "$here" && swift build -c release --product kernel-recorder-fixture >/dev/null)
@@ -61,7 +54,6 @@ for r in $(seq "$rounds"); do
     printf 'round %d: plain %s us/op, probe attached %s us/op, %+.3f us per switch\n' "$r" "$plain" "$probed" \
         "$(echo "($probed - $plain) / 2" | bc -l)"
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 mp=$(median "${plain_all[@]}"); mb=$(median "${probed_all[@]}")
 printf 'median: plain %s us/op, probe attached %s us/op: %+.3f us per context switch\n' "$mp" "$mb" "$(echo "($mb - $mp) / 2" | bc -l)"
 

@@ -327,13 +327,13 @@ static int rl_kp_kernel_has_what_it_needs(char *why, size_t size, struct rl_kp_c
 
 struct rl_kp {
     struct bpf_object *object;
-    struct bpf_link *links[48];
+    struct bpf_link *links[32];
     int link_count;
     struct ring_buffer *ring;
     int follow_fd, skip_fd, control_fd, lost_fd, episodes_fd;
     int cpus;
     struct rl_kp_losses *per_cpu;       // a lookup's buffer
-    uint64_t *reported;                 // per CPU: dropped, untracked, rebuilt, misreads and waits dropped already reported
+    struct rl_kp_losses *reported;      // per CPU: the counters as last reported (they only grow)
     rl_kp_record_fn fn;
     rl_kp_wait_fn wait_fn;
     void *context;
@@ -454,7 +454,7 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
     }
     uint32_t zero = 0;
     probe->per_cpu = calloc((size_t)probe->cpus, sizeof *probe->per_cpu);
-    probe->reported = calloc(5 * (size_t)probe->cpus, sizeof *probe->reported);
+    probe->reported = calloc((size_t)probe->cpus, sizeof *probe->reported);
     if (probe->follow_fd < 0 || probe->skip_fd < 0 || probe->control_fd < 0 || probe->lost_fd < 0 || probe->episodes_fd < 0 ||
         !probe->per_cpu || !probe->reported || lib.bpf_map_update_elem(probe->control_fd, &zero, &control, BPF_ANY) != 0) {
         lib.libbpf_set_print(previous);
@@ -473,7 +473,8 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
         // Attached or not, each was loaded: a kernel the offsets do not fit still loads them all.
         if (control.reads_preempt_count && rl_kp_counts_interrupts(name)) continue;
         if (!waits && rl_kp_follows_waits(name)) continue;
-        struct bpf_link *link = probe->link_count < 48 ? lib.bpf_program__attach(program) : NULL;
+        int room = probe->link_count < (int)(sizeof probe->links / sizeof probe->links[0]);
+        struct bpf_link *link = room ? lib.bpf_program__attach(program) : NULL;
         if (!link) {
             error = errno;
             lib.libbpf_set_print(previous);
@@ -567,19 +568,15 @@ void rl_kp_take_losses(rl_kp *probe, uint64_t *dropped, uint64_t *untracked, uin
     if (lib.bpf_map_lookup_elem(probe->lost_fd, &zero, probe->per_cpu) != 0) return;
     for (int cpu = 0; cpu < probe->cpus; cpu++) {
         struct rl_kp_losses *losses = &probe->per_cpu[cpu];
-        uint64_t *reported = &probe->reported[5 * cpu];   // dropped, untracked, rebuilt, misreads, waits dropped: they only grow
-        *waits_dropped += losses->waits_dropped - reported[4];
-        reported[4] = losses->waits_dropped;
-        *rebuilt += losses->rebuilt - reported[2];
-        reported[2] = losses->rebuilt;
-        *misreads += losses->misreads - reported[3];
-        reported[3] = losses->misreads;
-        if (losses->dropped == reported[0] && losses->untracked == reported[1]) continue;
-        *dropped += losses->dropped - reported[0];
-        *untracked += losses->untracked - reported[1];
-        reported[0] = losses->dropped;
-        reported[1] = losses->untracked;
-        if (losses->first_ns && (*first_ns == 0 || losses->first_ns < *first_ns)) *first_ns = losses->first_ns;
+        struct rl_kp_losses *reported = &probe->reported[cpu];
+        *waits_dropped += losses->waits_dropped - reported->waits_dropped;
+        *rebuilt += losses->rebuilt - reported->rebuilt;
+        *misreads += losses->misreads - reported->misreads;
+        int lost_more = losses->dropped != reported->dropped || losses->untracked != reported->untracked;
+        *dropped += losses->dropped - reported->dropped;
+        *untracked += losses->untracked - reported->untracked;
+        if (lost_more && losses->first_ns && (*first_ns == 0 || losses->first_ns < *first_ns)) *first_ns = losses->first_ns;
+        *reported = *losses;
     }
     if (*dropped + *untracked == 0) return;
     // A new epoch: each CPU's next loss notes its own time again.

@@ -82,11 +82,12 @@ public final class KernelRecorder: Sendable {
         public var interruptMisreads: UInt64 = 0
         /// All the times off the CPU lost (what the kernel_lost events add up to).
         public var lost: UInt64 { ringFull + untracked }
-        /// Wait calls received (with a wait sink).
-        public var waits: UInt64 = 0
-        /// Wait calls dropped because the ring buffer was full: each is counted again by its thread's next wait
-        /// (``KernelWait/lostBefore``), so that its loop knows where its chain broke.
+        /// Wait calls dropped because the ring buffer was full (or no state could be kept for their thread).
         public var waitsLost: UInt64 = 0
+        /// Of those, the ones a thread's next wait placed on its stream (``KernelWaitThreads/ThreadEvents/lostBefore``),
+        /// so that its loop knows where its chain broke; the rest (a thread that ended, or the recording, before its
+        /// next wait) no stream can place.
+        public var waitsLostPlaced: UInt64 = 0
 
         public init(records: UInt64 = 0, ringFull: UInt64 = 0, untracked: UInt64 = 0) {
             self.records = records
@@ -188,8 +189,7 @@ public final class KernelRecorder: Sendable {
         let task = "/proc/\(pid)/task/\(tid)"
         // The counters first: a thread that wakes after they are read is no longer asleep when its state is.
         guard let schedstat = try? String(contentsOfFile: task + "/schedstat", encoding: .utf8),
-              let stat = try? String(contentsOfFile: task + "/stat", encoding: .utf8), let close = stat.lastIndex(of: ")"),
-              let state = stat[stat.index(after: close)...].split(separator: " ").first, state == "S" || state == "D" else { return }
+              let state = ProcessStat(pid: pid, thread: tid)?.state, state == "S" || state == "D" else { return }
         let counters = schedstat.split(whereSeparator: \.isWhitespace).compactMap { UInt64($0) }
         guard counters.count == 3 else { return }
         let call = (try? String(contentsOfFile: task + "/syscall", encoding: .utf8))?.split(separator: " ").first.flatMap { Int32($0) } ?? -1
@@ -305,7 +305,6 @@ public final class KernelRecorder: Sendable {
             if let wait = KernelWait(wait.pointee) { collected.waits.append(wait) }
         }, Unmanaged.passUnretained(collected).toOpaque())
         state.statistics.records += collected.records
-        state.statistics.waits += UInt64(collected.waits.count)
         // (A thread's making is sent before its first wait: in this read or an earlier one.)
         for made in collected.threadsMade { state.waitThreads.began(thread: made.tid, at: made.at) }
         for group in collected.groups { state.ordering.add(group) }
@@ -324,8 +323,9 @@ public final class KernelRecorder: Sendable {
                            payload: .kernelLost(records: dropped + untracked, from: first == 0 ? now : first)),
             ]))
         }
-        return Polled(events: state.ordering.release(now: now, final: final),
-                      waits: collected.waits.isEmpty ? [] : state.waitThreads.events(for: collected.waits))
+        let waits = collected.waits.isEmpty ? [] : state.waitThreads.events(for: collected.waits)
+        state.statistics.waitsLostPlaced += waits.reduce(0) { $0 + $1.lostBefore }
+        return Polled(events: state.ordering.release(now: now, final: final), waits: waits)
     }
 
     static func monotonicNow() -> UInt64 {

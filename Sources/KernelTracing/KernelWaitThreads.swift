@@ -94,14 +94,8 @@ public struct KernelWaitThreads: Sendable {
         return found
     }
 
-    /// A process's parent and name from /proc/PID/stat (`pid (comm) state ppid …`; the name may hold spaces and
-    /// parentheses, so it runs to the last `)`); nil once the process is gone.
+    /// A process's parent and name from /proc/PID/stat; nil once the process is gone.
     @Sendable public static func procProcess(_ pid: Int32) -> Process? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { return nil }
-        let name = String(stat[stat.index(after: open)..<close])
-        let rest = stat[stat.index(after: close)...].split(separator: " ")
-        guard rest.count >= 2, let parent = Int32(rest[1]) else { return nil }
-        return Process(parent: parent, name: name)
+        ProcessStat(pid: pid).map { Process(parent: $0.parent, name: $0.name) }
     }
 }

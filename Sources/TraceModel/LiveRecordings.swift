@@ -61,7 +61,7 @@ public enum LiveRecordings {
                 unlink(file)
                 continue
             }
-            guard let path = contents(of: file)?.split(separator: "\n").first.map(String.init), path.hasPrefix("/") else { continue }
+            guard let path = SmallFile.text(at: file)?.split(separator: "\n").first.map(String.init), path.hasPrefix("/") else { continue }
             entries.append(Entry(processID: pid, path: path, file: file))
         }
         return entries.sorted { ($0.processID, $0.file) < ($1.processID, $1.file) }
@@ -75,15 +75,5 @@ public enum LiveRecordings {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         guard getcwd(&buffer, buffer.count) != nil else { return "." }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    private static func contents(of path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 8192)
-        let n = read(fd, &bytes, bytes.count)
-        guard n > 0 else { return nil }
-        return String(decoding: bytes[0..<n], as: UTF8.self)
     }
 }

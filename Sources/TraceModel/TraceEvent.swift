@@ -238,11 +238,8 @@ public struct TraceEvent: Sendable, Equatable {
             /// `error` -1): its first iteration's known part starts there.
             public var outsideWaitsAtRecordingStart: Bool { begin == .max && error == -1 }
 
-            /// No wait: the thread began at `end`, during the recording (`begin` all ones, `error` -2): its first
-            /// iteration starts there.
-            public var threadBeganDuringRecording: Bool { begin == .max && error == -2 }
-
-            /// A marker (``outsideWaitsAtRecordingStart`` or ``threadBeganDuringRecording``), not a wait.
+            /// A marker, not a wait (`begin` all ones, `error` negative): ``outsideWaits(at:call:target:)`` (-1) or
+            /// ``threadBegan(at:call:target:)`` (-2).
             public var isMarker: Bool { begin == .max && error < 0 }
 
             /// The marker of a thread outside its waits when the recording began at `time`, on the loop of `call`
@@ -251,7 +248,7 @@ public struct TraceEvent: Sendable, Equatable {
                 Wait(call: call, target: target, setSize: 0, timeout: -1, begin: .max, end: time, ready: -1, error: -1)
             }
 
-            /// The marker of a thread that began at `time`, during the recording.
+            /// The marker of a thread that began at `time`, during the recording: its first iteration starts there.
             public static func threadBegan(at time: UInt64, call: WaitCall, target: Int32) -> Wait {
                 Wait(call: call, target: target, setSize: 0, timeout: -1, begin: .max, end: time, ready: -1, error: -2)
             }

@@ -44,9 +44,9 @@ struct WaitLoopTracker {
     private(set) var stalls: UInt64 = 0
     private var worstStalls: [TraceSummary.WaitStall] = []
     fileprivate(set) var chainBreaks: UInt64 = 0
-    /// Whether the recording began while the thread was inside a wait of this loop, or outside its waits (its first
-    /// iteration then counts from the recording's start).
+    /// Whether the recording began while the thread was inside a wait of this loop.
     fileprivate(set) var waitingAtStart = false
+    /// Whether it began while the thread was outside its waits (its first iteration then counts from there).
     fileprivate(set) var busyAtStart = false
     /// Whether the last iteration is one no wait ended (``summary(identity:waitingAtEnd:)``).
     private var trailingIteration = false
@@ -365,9 +365,7 @@ struct WaitTracking {
                 // In progress when the recording began (the kernel recorder's): its start is unknown, so it is no
                 // sleep of the loop; its end starts the loop's chain. Or no wait: the thread was outside its waits
                 // when the recording began, and its chain starts there.
-                if let end = wait.end {
-                    joined(index, batch.threadID, call: wait.call, target: wait.target, at: end, marker: wait.isMarker ? wait.error : nil)
-                }
+                if let end = wait.end { joined(index, batch.threadID, wait, at: end) }
                 continue
             }
             begin(index, batch.threadID, call: wait.call, target: wait.target, timeout: wait.timeout, at: wait.begin)
@@ -375,17 +373,17 @@ struct WaitTracking {
         }
     }
 
-    /// A wait that began before the recording and ended at `ts`, or a marker (`marker`: its error): the recording's
-    /// start at `ts` with the thread outside its waits (-1), or the thread's beginning (-2). The loop is marked (but
-    /// for a thread's beginning), and its first iteration starts there.
-    private mutating func joined(_ index: Int, _ threadID: Int32, call: WaitCall, target: Int32, at ts: UInt64, marker: Int32?) {
+    /// `wait` began before the recording and ended at `ts`; or it is a marker: the recording's start at `ts` with the
+    /// thread outside its waits, or the thread's beginning. The loop is marked (but for a thread's beginning), and
+    /// its first iteration starts there.
+    private mutating func joined(_ index: Int, _ threadID: Int32, _ wait: TraceEvent.WaitBatch.Wait, at ts: UInt64) {
         timeline?.start(at: ts)
         if threads[index].open != nil { breakChain(index) }
-        guard let loop = loop(index, threadID, epoll: call.isEpoll, target: target) else { return }
-        switch marker {
-        case nil: loops[loop].waitingAtStart = true
-        case -1: loops[loop].busyAtStart = true
-        default: break
+        guard let loop = loop(index, threadID, epoll: wait.call.isEpoll, target: wait.target) else { return }
+        if !wait.isMarker {
+            loops[loop].waitingAtStart = true
+        } else if wait.outsideWaitsAtRecordingStart {
+            loops[loop].busyAtStart = true
         }
         loops[loop].started(at: ts)
         loops[loop].lastEnd = (ts, threads[index].epoch)

@@ -720,8 +720,9 @@ int BPF_PROG(rlctl_kp_tcanc, struct hrtimer *timer) {
 // (syscalls:sys_enter_epoll_wait…): those format a record of the call's arguments for perf before any program runs
 // (measured with the same programs: +531 ns per wait against +411 ns here, Benchmarks/README.md), while these hand
 // over the registers. The price is a program run on every system call of the machine, which returns at its first
-// comparison unless the call is a wait: +116 ns on another process's getpid, against +62 ns. A wait's begin lives in the thread's own
-// storage until it returns; then one record carries the whole call, the fields of the schema's wait_begin and wait_end.
+// comparison unless the call is a wait: +116 ns on another process's getpid, against +62 ns. A wait's begin lives in
+// the thread's own storage until it returns; then one record carries the whole call, the fields of the schema's
+// wait_begin and wait_end.
 
 /// A followed thread's wait in progress, and its waits lost since its last record.
 struct open_wait {
@@ -757,14 +758,17 @@ static __always_inline int wait_call(long id) {
 }
 
 /// The caller's wait state: found in its own storage, one lookup, for a thread already followed; made for a thread of a
-/// followed process (not one left out) on its first wait call; NULL for every other thread.
-static __always_inline struct open_wait *caller_wait(void) {
+/// followed process (not one left out) on its first wait call; NULL for every other thread, and for a followed one
+/// whose state could not be made (`*followed` then says so).
+static __always_inline struct open_wait *caller_wait(bool *followed) {
     struct task_struct *task = bpf_get_current_task_btf();
     struct open_wait *w = bpf_task_storage_get(&rlctl_kp_wts, task, 0, 0);
+    *followed = w != 0;
     if (w) return w;
     u64 id = bpf_get_current_pid_tgid();
     s32 tid = (s32)id;
     if (!followed_tgid(id >> 32) || bpf_map_lookup_elem(&rlctl_kp_skip, &tid)) return 0;
+    *followed = 1;
     return bpf_task_storage_get(&rlctl_kp_wts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
@@ -808,7 +812,8 @@ SEC("tp_btf/sys_enter")
 int BPF_PROG(rlctl_kp_w_in, struct pt_regs *regs, long id) {
     int call = wait_call(id);
     if (call < 0) return 0;
-    struct open_wait *w = caller_wait();
+    bool followed;
+    struct open_wait *w = caller_wait(&followed);
     if (!w) return 0;   // (not followed; or no memory: its return then reads as a wait begun before the recording)
     w->call = call;
     w->open = 1;
@@ -835,11 +840,11 @@ int BPF_PROG(rlctl_kp_w_out, struct pt_regs *regs, long ret) {
     int call = wait_call((long)regs->orig_ax);
     if (call < 0) return 0;
     u64 now = bpf_ktime_get_ns();
-    struct open_wait *w = caller_wait();
+    bool followed;
+    struct open_wait *w = caller_wait(&followed);
     if (!w) {
-        // Not followed; or followed, with no memory for its state: that wait is lost, and counted.
-        u64 id = bpf_get_current_pid_tgid();
-        if (followed_tgid(id >> 32)) {
+        // Followed, with no memory for its state: that wait is lost, and counted.
+        if (followed) {
             u32 zero = 0;
             struct rl_kp_losses *losses = bpf_map_lookup_elem(&rlctl_kp_lost, &zero);
             if (losses) losses->waits_dropped++;

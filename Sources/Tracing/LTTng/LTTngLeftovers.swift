@@ -1,15 +1,12 @@
 import Foundation
 import Glibc
+import TraceModel
 
 /// When a process started, in clock ticks since boot (`/proc/PID/stat`, field 22): with the pid, it names one
 /// process for good, since a pid is reused but never with the same start time.
 public enum ProcessStart {
     public static func time(of pid: pid_t) -> UInt64? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let endOfName = stat.range(of: ")", options: .backwards) else { return nil }
-        // After the command name (which may hold spaces and parentheses): state is field 3, start time field 22.
-        let fields = stat[endOfName.upperBound...].split(separator: " ")
-        return fields.count > 19 ? UInt64(fields[19]) : nil
+        ProcessStat(pid: pid)?.startTime
     }
 }
 

@@ -28,10 +28,11 @@ final class OwnTraceWriter: @unchecked Sendable {
     static let packetAge: Duration = .milliseconds(100)
 
     private struct Stream {
-        let name: String
+        let tid: Int32
+        var name: String { "stream-\(tid)" }
         var packet: [UInt8] = []
+        /// The packet's first event's time; its last one's is `lastTimestamp`.
         var begin: UInt64 = 0
-        var end: UInt64 = 0
         var sequence: UInt64 = 0
         /// Events the stream lost, cumulative (each packet header says the total so far).
         var discarded: UInt64 = 0
@@ -70,27 +71,27 @@ final class OwnTraceWriter: @unchecked Sendable {
         defer { lock.unlock() }
         if let failure { throw RecorderError(failure) }
         guard !finished else { throw RecorderError("the trace in \(folder) is already finished") }
-        if streams[tid] == nil { openStream(tid) }
+        var stream = streams.removeValue(forKey: tid) ?? Stream(tid: tid)
+        // Back in the table however this ends (a failed write leaves it as it got).
+        defer { streams[tid] = stream }
         if lostBefore > 0 {
-            if !streams[tid]!.packet.isEmpty { try flushPacket(tid) }
-            streams[tid]!.discarded &+= lostBefore
+            if !stream.packet.isEmpty { try flushPacket(&stream) }
+            stream.discarded &+= lostBefore
         }
         for event in batch {
             guard encodes(event.payload) else { throw RecorderError("this trace holds \(payloads) only, not \(event.payloadName)") }
             let (id, fields) = Self.fields(of: event.payload)
-            var stream = streams.removeValue(forKey: tid)!
             let timestamp = max(event.timestamp, stream.lastTimestamp)
             if stream.packet.isEmpty { Self.startPacket(&stream, at: timestamp) }
             stream.lastTimestamp = timestamp
-            stream.end = timestamp
             stream.packet.append(id.rawValue)
             Self.append(timestamp, to: &stream.packet)
             Self.encode(fields, as: id.description, into: &stream.packet)
             stream.events += 1
-            streams[tid] = stream
             events += 1
-            if stream.packet.count >= Self.packetCapacity { try flushPacket(tid) }
+            if stream.packet.count >= Self.packetCapacity { try flushPacket(&stream) }
         }
+        if !stream.packet.isEmpty, ContinuousClock.now - stream.opened >= Self.packetAge { try flushPacket(&stream) }
         try flushOldPackets()
     }
 
@@ -104,7 +105,7 @@ final class OwnTraceWriter: @unchecked Sendable {
         guard !finished else { return }
         finished = true
         for tid in streams.keys.sorted() {
-            if failure == nil, !streams[tid]!.packet.isEmpty { try? flushPacket(tid) }
+            if failure == nil, !streams[tid]!.packet.isEmpty { try? flushPacket(&streams[tid]!) }
             guard failure == nil, streams[tid]!.bytes > 0 else { continue }
             let descriptor = open(folder + "/" + streams[tid]!.name, O_WRONLY | O_CLOEXEC)
             if descriptor < 0 || fsync(descriptor) != 0 { fail("fsync", errno) }
@@ -120,37 +121,28 @@ final class OwnTraceWriter: @unchecked Sendable {
 
     // ===== streams and packets (layout: TraceSchema) =====
 
-    private func openStream(_ tid: Int32) {
-        var stream = Stream(name: "stream-\(tid)")
-        stream.packet.reserveCapacity(4096)
-        streams[tid] = stream
-    }
-
     private static func startPacket(_ stream: inout Stream, at timestamp: UInt64) {
         stream.opened = .now
         stream.begin = timestamp
-        stream.end = timestamp
         stream.packet.removeAll(keepingCapacity: true)
         stream.packet.append(contentsOf: [UInt8](repeating: 0, count: TraceSchema.packetHeaderSize))
     }
 
+    /// Other threads' packets that waited long enough (a thread that stopped waiting leaves its last one here).
     private func flushOldPackets() throws {
         let now = ContinuousClock.now
-        for (tid, stream) in streams where !stream.packet.isEmpty && now - stream.opened >= Self.packetAge {
-            try flushPacket(tid)
-        }
+        let old = streams.filter { !$0.value.packet.isEmpty && now - $0.value.opened >= Self.packetAge }.keys
+        for tid in old { try flushPacket(&streams[tid]!) }
     }
 
-    private func flushPacket(_ tid: Int32) throws {
-        var stream = streams.removeValue(forKey: tid)!
-        defer { streams[tid] = stream }
+    private func flushPacket(_ stream: inout Stream) throws {
         let size = UInt64(stream.packet.count) * 8
         var header: [UInt8] = []
         header.reserveCapacity(TraceSchema.packetHeaderSize)
         func put<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { header.append(contentsOf: $0) } }
         put(TraceSchema.magic)
         header.append(contentsOf: uuid)
-        put(stream.begin); put(stream.end); put(size); put(size); put(stream.sequence); put(stream.discarded); put(tid)
+        put(stream.begin); put(stream.lastTimestamp); put(size); put(size); put(stream.sequence); put(stream.discarded); put(stream.tid)
         stream.packet.replaceSubrange(0..<TraceSchema.packetHeaderSize, with: header)
         // The first packet makes the file (the folder is new: nothing of an older trace is appended to).
         let descriptor = open(folder + "/" + stream.name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)

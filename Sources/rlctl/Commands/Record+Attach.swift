@@ -23,16 +23,9 @@ extension Record {
     static func whyNotAttachable(_ pid: Int32) -> String? {
         if pid <= 0 { return "--pid \(pid): a process id is a positive number" }
         if pid == getpid() { return "--pid \(pid) is this rlctl itself: give the pid of the program to record" }
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else {
-            return "--pid \(pid): no such process (it is not running, or it ended)"
-        }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // After the name: state, ppid, pgrp, session, tty, tpgid, flags (PF_KTHREAD = 0x00200000).
-        if fields.count > 6, let flags = UInt64(fields[6]), flags & 0x0020_0000 != 0 {
-            return "--pid \(pid) is a kernel thread, which has no wait loop of a program to record"
-        }
-        if fields.first == "Z" { return "--pid \(pid) has ended (a zombie waiting for its parent)" }
+        guard let stat = ProcessStat(pid: pid) else { return "--pid \(pid): no such process (it is not running, or it ended)" }
+        if stat.isKernelThread { return "--pid \(pid) is a kernel thread, which has no wait loop of a program to record" }
+        if stat.state == "Z" { return "--pid \(pid) has ended (a zombie waiting for its parent)" }
         // A thread's id reads like a process's in /proc: the process is the thread group.
         if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Tgid:") }),
@@ -47,23 +40,23 @@ extension Record {
         return nil
     }
 
+    /// Every `--pid`, checked, each with its exit descriptor (the caller closes them); none is left open on a failure.
     func checkAttachable() throws -> [AttachedProcess] {
         var processes: [AttachedProcess] = []
+        var complete = false
+        defer { if !complete { for process in processes { Glibc.close(process.exitDescriptor) } } }
         for pid in Set(pids).sorted() {
-            if let why = Self.whyNotAttachable(pid) {
-                for process in processes { Glibc.close(process.exitDescriptor) }
-                throw Failure.input(why)
-            }
+            if let why = Self.whyNotAttachable(pid) { throw Failure.input(why) }
             let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
                 .trimmingCharacters(in: .newlines) ?? "pid \(pid)"
             let descriptor = rl_process_exit_descriptor(pid)
             guard descriptor >= 0 else {
                 let why = -descriptor == ESRCH ? "no such process (it ended)" : String(cString: strerror(-descriptor))
-                for process in processes { Glibc.close(process.exitDescriptor) }
                 throw Failure.input("--pid \(pid): cannot watch for its end: \(why)")
             }
             processes.append(AttachedProcess(pid: pid, command: command, exitDescriptor: descriptor))
         }
+        complete = true
         return processes
     }
 
@@ -107,7 +100,6 @@ extension Record {
         let outcome = recording.stop()
         note("detached (\(ending)); summarizing")
         let seconds = Double(recorded.components.seconds) + Double(recorded.components.attoseconds) / 1e18
-        Interruptions.shared.startSummarizing()
         Interruptions.shared.onSecondSignal { destination.completedNote() }
         if let problem = outcome.problem { note("the recording is incomplete: \(problem)") }
         var summary = try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil))
@@ -119,7 +111,7 @@ extension Record {
         let what = Self.names(processes)
         let nothing = (summary.waits?.loops.isEmpty ?? true) && (summary.waits?.rareWaiters.isEmpty ?? true)
         if nothing {
-            if format == .json { try SummaryDestination(path: self.summary).deliver(try format.render(summary, title: nil)) }
+            try deliverNothingRecorded(summary, trace: destination.path, options: analysis.summarizerOptions(drawing: false))
             throw Failure(message: "\(what) made no wait call that returned while rlctl was attached "
                           + "(\(String(format: "%.1f", seconds)) s, ended \(ending)): a thread blocked in one wait the whole time, "
                           + "or in calls rlctl does not follow (io_uring, futex)", status: .incomplete)

@@ -336,7 +336,7 @@ struct Record: ParsableCommand {
 
     /// `--format json` writes a summary also when no wait was recorded: a script reading it gets the empty
     /// loops and the trace's health on stdout, and the reason on stderr with the exit status.
-    private func deliverNothingRecorded(_ summary: TraceSummary?, trace: String, options: TraceSummarizer.Options) throws {
+    func deliverNothingRecorded(_ summary: TraceSummary?, trace: String, options: TraceSummarizer.Options) throws {
         guard format == .json else { return }
         // rlctl wrote the embedded trace's metadata before the program started: a trace without a stream reads as
         // one without events. Only a folder where no trace began (LTTng's, when no process registered) has none.

@@ -51,8 +51,7 @@ final class KernelViewRecording: @unchecked Sendable {
         var lost: UInt64
         /// Of the records, those rebuilt from the scheduler's counters (KernelRecorder.Statistics.rebuilt).
         var rebuilt: UInt64 = 0
-        /// Wait calls recorded, and lost (with `record --pid`).
-        var waits: UInt64 = 0
+        /// Wait calls lost (with `record --pid`).
         var waitsLost: UInt64 = 0
         /// Why `kernel/` is incomplete (a write failure), nil when it is whole.
         var problem: String?
@@ -89,16 +88,11 @@ final class KernelViewRecording: @unchecked Sendable {
         options.followChildren = followChildren
         let failure = WriteFailure()
         var waitSink: (@Sendable ([KernelWaitThreads.ThreadEvents]) -> Void)?
-        let placed = PlacedLosses()
-        self.placed = placed
         if let waitWriter {
             waitSink = { parts in
                 guard !failure.happened else { return }
                 do {
-                    for part in parts {
-                        try waitWriter.write(part.events, thread: part.threadID, lostBefore: part.lostBefore)
-                        placed.add(part.lostBefore)
-                    }
+                    for part in parts { try waitWriter.write(part.events, thread: part.threadID, lostBefore: part.lostBefore) }
                 } catch { failure.record("\(error)") }
             }
         }
@@ -112,15 +106,6 @@ final class KernelViewRecording: @unchecked Sendable {
     }
 
     private let failure: WriteFailure
-    private let placed: PlacedLosses
-
-    /// The lost waits a thread's next wait placed on its stream (the rest are lost where no stream can say).
-    private final class PlacedLosses: @unchecked Sendable {
-        private let lock = NSLock()
-        private var count: UInt64 = 0
-        var total: UInt64 { lock.withLock { count } }
-        func add(_ lost: UInt64) { lock.withLock { count += lost } }
-    }
 
     /// Stops following, writes the end of `kernel/`; the same outcome for every caller.
     func stop() -> Outcome {
@@ -133,7 +118,7 @@ final class KernelViewRecording: @unchecked Sendable {
             do { try writer.finish() } catch { problem = "\(error)" }
         }
         if problem == nil, let waitWriter {
-            let unplaced = statistics.waitsLost > placed.total ? statistics.waitsLost - placed.total : 0
+            let unplaced = statistics.waitsLost > statistics.waitsLostPlaced ? statistics.waitsLost - statistics.waitsLostPlaced : 0
             do { try waitWriter.finish(waitsLostElsewhere: unplaced) } catch { problem = "\(error)" }
         }
         if problem == nil, statistics.interruptMisreads > 0 {
@@ -141,7 +126,7 @@ final class KernelViewRecording: @unchecked Sendable {
                 + "timer interrupts, so a thread woken from an interrupt may name the task it stopped as its waker"
         }
         let outcome = Outcome(records: statistics.records, lost: statistics.lost, rebuilt: statistics.rebuilt,
-                              waits: statistics.waits, waitsLost: statistics.waitsLost, problem: problem)
+                              waitsLost: statistics.waitsLost, problem: problem)
         stopped = outcome
         if let cleanup { ExitCleanups.shared.remove(cleanup) }
         return outcome
@@ -167,4 +152,3 @@ extension KernelViewOptions {
         if let rebuilt = outcome?.rebuilt, rebuilt > 0 { summary.noteKernelRecordsRebuilt(rebuilt) }
     }
 }
-
