@@ -679,14 +679,16 @@ int BPF_PROG(rlctl_kp_tstart, struct hrtimer *timer) {
 
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(rlctl_kp_tfire, struct hrtimer *timer, long long *now) {
-    // The callback runs in hard interrupt context until hrtimer_expire_exit: where the preempt count is read,
-    // this checks it says so (a kernel whose layout the offsets do not fit is counted, and rlctl says so).
+    // The callback runs in interrupt context until hrtimer_expire_exit: a hard interrupt, or the HRTIMER softirq
+    // for the timers made soft (TCP's pacing timer, thousands a second under loopback traffic). Where the preempt
+    // count is read, this checks it says one of the two (a kernel whose layout the offsets do not fit is counted,
+    // and rlctl says so).
     u32 zero = 0;
     struct rl_kp_control *control = bpf_map_lookup_elem(&rlctl_kp_ctl, &zero);
     s64 count = preempt_count(control);
     if (count < 0) {
         irq_depth(1);
-    } else if ((count & RL_KP_HARDIRQ_OR_NMI) == 0) {
+    } else if ((count & (RL_KP_HARDIRQ_OR_NMI | RL_KP_SERVING_SOFTIRQ)) == 0) {
         struct rl_kp_losses *losses = bpf_map_lookup_elem(&rlctl_kp_lost, &zero);
         if (losses) losses->misreads++;
     }

@@ -147,7 +147,7 @@ struct rl_kp_losses {
     rl_kp_u64 first_ns;       // the first loss of epoch `epoch` on this CPU
     rl_kp_u64 epoch;
     rl_kp_u64 rebuilt;        // times off the CPU whose switch-in reached no program, rebuilt from the scheduler's counters
-    rl_kp_u64 misreads;       // hrtimer callbacks (hard interrupt context) whose preempt count read as no interrupt
+    rl_kp_u64 misreads;       // hrtimer callbacks (hard interrupt or HRTIMER softirq) whose preempt count read as neither
     rl_kp_u64 waits_dropped;  // wait records the ring buffer had no room for (each also counted in its thread's next)
 };
 

@@ -4,6 +4,8 @@
 //   kernel_workload pingpong ROUNDS [RATE]    two threads passing a byte over two pipes (2 switches per round),
 //                                             at most RATE rounds a second when given (the pinger spins between)
 //   kernel_workload spin SECONDS              a busy loop
+//   kernel_workload paced MILLISECONDS        sends over a loopback TCP connection with a pacing rate, so that the
+//                                             kernel paces it with soft hrtimers (they expire in the HRTIMER softirq)
 // Each prints "ready TID…" (its threads' ids) on stdout once its threads run, so that a test can follow them.
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -11,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -101,11 +105,43 @@ static int spin(double seconds) {
     return 0;
 }
 
+static void *drain(void *descriptor) {
+    char buffer[65536];
+    while (read(*(int *)descriptor, buffer, sizeof buffer) > 0) {}
+    return NULL;
+}
+
+static int paced(long milliseconds) {
+    struct sockaddr_in address = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t length = sizeof address;
+    int listener = socket(AF_INET, SOCK_STREAM, 0);
+    if (listener < 0 || bind(listener, (struct sockaddr *)&address, length) || listen(listener, 1)
+        || getsockname(listener, (struct sockaddr *)&address, &length)) return perror("listen"), 1;
+    int sender = socket(AF_INET, SOCK_STREAM, 0);
+    if (sender < 0 || connect(sender, (struct sockaddr *)&address, length)) return perror("connect"), 1;
+    int receiver = accept(listener, NULL, NULL);
+    if (receiver < 0) return perror("accept"), 1;
+    // A pacing rate turns on TCP's own pacing whatever the congestion control and the queueing discipline.
+    unsigned int rate = 20u * 1000u * 1000u;
+    if (setsockopt(sender, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof rate)) return perror("SO_MAX_PACING_RATE"), 1;
+    pthread_t thread;
+    pthread_create(&thread, NULL, drain, &receiver);
+    printf("ready %ld\n", (long)syscall(SYS_gettid));
+    fflush(stdout);
+    static char chunk[16384];
+    uint64_t end = now_ns() + (uint64_t)milliseconds * 1000000ull;
+    while (now_ns() < end) if (write(sender, chunk, sizeof chunk) < 0) return perror("write"), 1;
+    close(sender);
+    pthread_join(thread, NULL);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 4 && !strcmp(argv[1], "timerfd")) return timerfd_loop(atol(argv[2]), atol(argv[3]));
     if (argc >= 4 && !strcmp(argv[1], "sleep")) return sleep_loop(atol(argv[2]), atol(argv[3]));
     if (argc >= 3 && !strcmp(argv[1], "pingpong")) return pingpong(atol(argv[2]), argc >= 4 ? atol(argv[3]) : 0);
     if (argc >= 3 && !strcmp(argv[1], "spin")) return spin(atof(argv[2]));
-    fprintf(stderr, "usage: kernel_workload timerfd|sleep PERIOD_US COUNT | pingpong ROUNDS [RATE] | spin SECONDS\n");
+    if (argc >= 3 && !strcmp(argv[1], "paced")) return paced(atol(argv[2]));
+    fprintf(stderr, "usage: kernel_workload timerfd|sleep PERIOD_US COUNT | pingpong ROUNDS [RATE] | spin SECONDS | paced MILLISECONDS\n");
     return 2;
 }
