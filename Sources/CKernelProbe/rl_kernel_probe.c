@@ -41,7 +41,7 @@ int rl_kp_unavailable(int waits, char *why, size_t size) {
     return -1;
 }
 
-rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, int waits, char *why, size_t size) {
+rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, int waits, uint32_t claim_token, char *why, size_t size) {
     snprintf(why, size, "%s", rl_kp_not_built);
     return NULL;
 }
@@ -259,10 +259,10 @@ static const char *const rl_kp_tracepoints[][2] = {
     {"timer", "hrtimer_start"}, {"timer", "hrtimer_expire_entry"}, {"timer", "hrtimer_expire_exit"},
     {"timer", "hrtimer_cancel"}, {"irq", "irq_handler_entry"}, {"irq", "irq_handler_exit"},
     {"irq", "softirq_entry"}, {"irq", "softirq_exit"},
-    // Only with waits (record --pid): the last two.
-    {"raw_syscalls", "sys_enter"}, {"raw_syscalls", "sys_exit"},
+    // Only with waits (record --pid, record --any's kernel part): the last three.
+    {"sched", "sched_process_exec"}, {"raw_syscalls", "sys_enter"}, {"raw_syscalls", "sys_exit"},
 };
-enum { RL_KP_WAIT_TRACEPOINTS = 2 };
+enum { RL_KP_WAIT_TRACEPOINTS = 3 };
 
 /// Where this CPU's preempt count is, from its run queue: both are per-CPU variables of the kernel's
 /// `.data..percpu` section, so their addresses on any CPU differ by the difference of their offsets there, which
@@ -393,7 +393,7 @@ static void rl_kp_why_errno(char *why, size_t size, const char *what, int error)
         snprintf(why, size, "%s: %s", what, strerror(error));
 }
 
-static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int reads_preempt_count, int waits,
+static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int reads_preempt_count, int waits, uint32_t claim_token,
                                  char *why, size_t size) {
     struct rl_kp_control percpu = { 0 };
     if (!rl_kp_have_libbpf(why, size) || !rl_kp_privileged(why, size) || !rl_kp_kernel_has_what_it_needs(why, size, &percpu, waits))
@@ -447,6 +447,7 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
     probe->lost_fd = rl_kp_map_fd(probe, "rlctl_kp_lost");
     probe->episodes_fd = rl_kp_map_fd(probe, "rlctl_kp_eps");
     struct rl_kp_control control = { .follow_children = follow_children ? 1 : 0, .records_waits = waits ? 1 : 0 };
+    control.claim_token = waits ? claim_token : 0;
     rl_kp_timer_functions(&control);
     if (reads_preempt_count) {
         control.reads_preempt_count = percpu.reads_preempt_count;
@@ -498,17 +499,17 @@ static rl_kp *rl_kp_open_locked(uint32_t ring_bytes, int follow_children, int re
     return probe;
 }
 
-rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, int waits, char *why, size_t size) {
+rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, int waits, uint32_t claim_token, char *why, size_t size) {
     why[0] = 0;
     // libbpf's print function is process-wide: one load at a time keeps each load's log its own.
     pthread_mutex_lock(&rl_kp_load_lock);
-    rl_kp *probe = rl_kp_open_locked(ring_bytes, follow_children, reads_preempt_count, waits, why, size);
+    rl_kp *probe = rl_kp_open_locked(ring_bytes, follow_children, reads_preempt_count, waits, claim_token, why, size);
     pthread_mutex_unlock(&rl_kp_load_lock);
     return probe;
 }
 
 int rl_kp_unavailable(int waits, char *why, size_t size) {
-    rl_kp *probe = rl_kp_open(64 * 1024, 0, 1, waits, why, size);
+    rl_kp *probe = rl_kp_open(64 * 1024, 0, 1, waits, 0, why, size);
     if (!probe) return -1;
     rl_kp_close(probe);
     why[0] = 0;

@@ -53,6 +53,9 @@ public final class KernelRecorder: Sendable {
         /// where it is (x86-64), instead of kept by programs on every irq and softirq entry and exit (a NIO server
         /// under load enters softirqs 150,000 times a second). False: those programs, as on kernels without it.
         public var readsPreemptCount = true
+        /// With waits: the token with which rlctl's wait interposer claims a thread's waits (it records them itself,
+        /// and the recorder leaves the thread out from then on); 0: none.
+        public var claimToken: UInt32 = 0
 
         public init(followChildren: Bool = false, excludedThreads: [Int32] = [], ringBytes: UInt32 = 16 << 20,
                     pollInterval: Duration = .milliseconds(10), reorderWindow: Duration = .milliseconds(2)) {
@@ -120,7 +123,7 @@ public final class KernelRecorder: Sendable {
                 waits waitSink: (@Sendable ([KernelWaitThreads.ThreadEvents]) -> Void)? = nil) throws(KernelRecorderError) {
         var why = [CChar](repeating: 0, count: 1024)
         guard let probe = rl_kp_open(options.ringBytes, options.followChildren ? 1 : 0, options.readsPreemptCount ? 1 : 0,
-                                     waitSink == nil ? 0 : 1, &why, why.count) else {
+                                     waitSink == nil ? 0 : 1, options.claimToken, &why, why.count) else {
             throw KernelRecorderError(text(why))
         }
         for tid in options.excludedThreads {
@@ -152,8 +155,9 @@ public final class KernelRecorder: Sendable {
         _ = stop()
     }
 
-    /// Follows every thread of process `pid`, from now on (`kernel_begin` says so, with its command).
-    public func follow(process pid: Int32) throws(KernelRecorderError) {
+    /// Follows every thread of process `pid`, from now on (`kernel_begin` says so, with its command). `fromItsStart`:
+    /// the process has not run its program yet (held at rlctl's gate), so nothing of it began before the recording.
+    public func follow(process pid: Int32, fromItsStart: Bool = false) throws(KernelRecorderError) {
         let command: String
         do {
             command = try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
@@ -173,7 +177,7 @@ public final class KernelRecorder: Sendable {
             // Attaching to a running process (waits recorded): its threads now. For those outside a wait, the first wait
             // ends an iteration whose known part starts here; those asleep are off their CPU from here on, as far as
             // the recording knows, so that when they wake (a Go thread parked on a futex) that is seen.
-            if waitSink != nil {
+            if waitSink != nil && !fromItsStart {
                 let threads = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []).compactMap { Int32($0) }
                 state.waitThreads.followed(threads: threads, at: now)
                 for tid in threads { Self.seedIfAsleep(probe, pid: pid, tid: tid, at: now) }

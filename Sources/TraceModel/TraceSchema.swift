@@ -185,6 +185,12 @@ public enum TraceSchema {
     /// What a kernel view's metadata says it is (`rlctl_trace_part` in `env`): a part of the trace around it, never a
     /// trace (a host, a session) of its own.
     public static let kernelViewPart = "kernel"
+    /// The folder inside a `record --any` trace folder that holds the wait calls the kernel recorded, for the
+    /// processes the wait interposer could not reach (a static program, one that cleared its environment): a trace
+    /// of its own (`wait_thread` and `wait_batch` events) whose events are the loops' as much as the trace's are.
+    public static let kernelWaitsFolder = "rlctl-kernel-waits"
+    /// What its metadata says it is (`rlctl_trace_part`).
+    public static let kernelWaitsPart = "kernel-waits"
 
     /// The CTF 1.8 metadata for a trace with this UUID and clock offset (realtime − monotonic, in ns); `part`: for a
     /// trace that is part of another (``kernelViewPart``), said in `env` as `rlctl_trace_part`.

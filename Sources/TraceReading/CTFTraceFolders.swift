@@ -37,8 +37,9 @@ enum CTFTraceFolders {
     private static func search(_ directory: String, depth: Int, into found: inout [String]) {
         let fileManager = FileManager.default
         if isRegularFile(directory + "/metadata") {
-            // A kernel view inside an LTTng output folder is part of that folder's trace, read with it.
-            if depth == 0 || !KernelViewFolders.isKernelView(directory) { found.append(directory) }
+            // A kernel view (or the kernel's wait calls) inside an LTTng output folder is part of that folder's
+            // trace, read with it.
+            if depth == 0 || !TraceParts.isPart(directory) { found.append(directory) }
             return
         }
         guard depth < maximumDepth, let entries = try? fileManager.contentsOfDirectory(atPath: directory) else { return }

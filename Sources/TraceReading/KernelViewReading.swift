@@ -1,57 +1,95 @@
 import TraceModel
 
-/// The kernel view of a trace (``TraceSchema/kernelViewFolder``): a trace of its own beside the trace's streams,
-/// written by rlctl's kernel recorder, read with the trace and never taken for a trace (a host, a session) apart.
-enum KernelViewFolders {
-    /// The kernel view belonging to the trace at `path` (an embedded trace folder or an LTTng output folder), if it
-    /// has one.
-    static func find(besides path: String) -> String? {
-        let candidate = (path.hasSuffix("/") ? String(path.dropLast()) : path) + "/" + TraceSchema.kernelViewFolder
-        return isKernelView(candidate) ? candidate : nil
+/// The parts of a trace: traces of their own in a trace's folder, written by rlctl beside what the programs
+/// wrote, read with the trace and never taken for a trace (a host, a session) apart. Each says what it is in its
+/// metadata (`rlctl_trace_part`).
+enum TraceParts {
+    /// The kernel view (``TraceSchema/kernelViewFolder``): the kernel's side of the loops' threads.
+    static func kernelView(besides path: String) -> String? {
+        find(TraceSchema.kernelViewFolder, part: TraceSchema.kernelViewPart, besides: path)
     }
 
-    /// Whether `directory` holds a kernel view: its metadata says it is one (`rlctl_trace_part`).
-    static func isKernelView(_ directory: String) -> Bool {
-        TraceOrigins.metadataEnvironment(of: directory)["rlctl_trace_part"] == TraceSchema.kernelViewPart
+    /// The wait calls the kernel recorded (``TraceSchema/kernelWaitsFolder``), for what the wait interposer could
+    /// not reach.
+    static func kernelWaits(besides path: String) -> String? {
+        find(TraceSchema.kernelWaitsFolder, part: TraceSchema.kernelWaitsPart, besides: path)
+    }
+
+    /// Whether `directory` is a part of the trace around it.
+    static func isPart(_ directory: String) -> Bool {
+        let part = TraceOrigins.metadataEnvironment(of: directory)["rlctl_trace_part"]
+        return part == TraceSchema.kernelViewPart || part == TraceSchema.kernelWaitsPart
+    }
+
+    private static func find(_ folder: String, part: String, besides path: String) -> String? {
+        let candidate = (path.hasSuffix("/") ? String(path.dropLast()) : path) + "/" + folder
+        return TraceOrigins.metadataEnvironment(of: candidate)["rlctl_trace_part"] == part ? candidate : nil
     }
 }
 
-/// A trace's events and its kernel view's, merged by time into one stream (on equal times the trace's first: a
-/// kernel event describes a moment the loop's events around it already bracket). Its health is the trace's, with
-/// what the kernel view's own files lost or could not keep (a stream cut short or deleted, a missing end file) said as
-/// the kernel view's damage; the records the kernel recorder dropped are its `kernel_lost` events, for the analysis.
-struct KernelViewMergingReader: TraceEventReader {
+/// A trace's events and one of its parts' (``TraceParts``), merged by time into one stream (on equal times the
+/// trace's first: a kernel event describes a moment the loop's events around it already bracket). Its health is the
+/// trace's, with what the part's own files lost or could not keep (a stream cut short or deleted, a missing end
+/// file) said as the part's damage; the records the kernel recorder dropped are its `kernel_lost` events, for the
+/// analysis.
+struct TracePartMergingReader: TraceEventReader {
+    /// Which part it is: what its damage is said as, and whether its events are the loops' own.
+    struct Part {
+        var folder: String
+        /// "the kernel view".
+        var label: String
+        /// Whether its events count as events read (the kernel's wait calls do; the kernel view's records, which
+        /// the summary says apart, do not: a trace whose loops' streams are gone holds no events, whatever the
+        /// kernel saw).
+        var eventsAreTheLoops: Bool
+        /// Its folder's name (`rlctl-kernel`).
+        var name: String { folder.split(separator: "/").last.map(String.init) ?? folder }
+
+        static func kernelView(_ folder: String) -> Part { Part(folder: folder, label: "the kernel view", eventsAreTheLoops: false) }
+        static func kernelWaits(_ folder: String) -> Part {
+            Part(folder: folder, label: "the kernel's trace of the wait calls", eventsAreTheLoops: true)
+        }
+    }
+
     private var trace: any TraceEventReader
     private var kernel: EmbeddedTraceReader
+    private let part: Part
     private var nextOfTrace: TraceEvent?
     private var nextOfKernel: TraceEvent?
     private var started = false
 
-    init(trace: any TraceEventReader, kernelView folder: String) throws(TraceReadError) {
+    /// A part read as a trace of its own (when there is nothing else to merge it with).
+    static func open(_ folder: String) throws(TraceReadError) -> EmbeddedTraceReader {
+        do { return try EmbeddedTraceReader(path: folder) } catch {
+            throw TraceReadError(path: error.path, offset: error.offset, reason: Part.kernelWaits(folder).label + ": " + error.reason)
+        }
+    }
+
+    init(trace: any TraceEventReader, part: Part) throws(TraceReadError) {
         self.trace = trace
-        do { kernel = try EmbeddedTraceReader(path: folder) } catch {
-            throw TraceReadError(path: error.path, offset: error.offset, reason: "the kernel view: " + error.reason)
+        self.part = part
+        do { kernel = try EmbeddedTraceReader(path: part.folder) } catch {
+            throw TraceReadError(path: error.path, offset: error.offset, reason: part.label + ": " + error.reason)
         }
     }
 
     var health: TraceHealth {
         var combined = trace.health
         let view = kernel.health
-        // Events read are the loops' (a trace whose loops' streams are gone holds no events, whatever the kernel saw);
-        // the kernel view's own count is its records, which the summary says apart.
+        if part.eventsAreTheLoops { combined.eventsRead &+= view.eventsRead }
         combined.eventsLost = combined.eventsLost.addingLoss(view.eventsLost)
         combined.packetsLost &+= view.packetsLost
         combined.eventsSkipped &+= view.eventsSkipped
         for window in view.lossWindows {
-            combined.noteLossWindow(.init(stream: TraceSchema.kernelViewFolder + "/" + window.stream, from: window.from, to: window.to,
+            combined.noteLossWindow(.init(stream: part.name + "/" + window.stream, from: window.from, to: window.to,
                                           events: window.events))
         }
-        combined.damage += view.damage.map { "the kernel view: " + $0 }
+        combined.damage += view.damage.map { part.label + ": " + $0 }
         if view.recordingCutOff {
-            combined.damage.append("the kernel view is cut off (its end file is missing): rlctl was killed while it recorded")
+            combined.damage.append("\(part.label) is cut off (its end file is missing): rlctl was killed while it recorded")
             combined.recordingCutOff = true
         }
-        if let failure = view.writeFailure { combined.damage.append("the kernel view could not be written: \(failure)") }
+        if let failure = view.writeFailure { combined.damage.append("\(part.label) could not be written: \(failure)") }
         return combined
     }
 
@@ -82,7 +120,7 @@ struct KernelViewMergingReader: TraceEventReader {
 
     private mutating func readKernel() throws(TraceReadError) -> TraceEvent? {
         do { return try kernel.next() } catch {
-            throw TraceReadError(path: error.path, offset: error.offset, reason: "the kernel view: " + error.reason)
+            throw TraceReadError(path: error.path, offset: error.offset, reason: part.label + ": " + error.reason)
         }
     }
 }

@@ -26,6 +26,8 @@ public struct TraceOrigin: Sendable, Equatable {
     public var isSnapshot: Bool
     /// The kernel view recorded with it (``TraceSchema/kernelViewFolder``), read with its traces.
     public var kernelView: String?
+    /// The wait calls the kernel recorded with it (``TraceSchema/kernelWaitsFolder``), read with its traces.
+    public var kernelWaits: String?
 
     public init(host: String, session: String, directories: [String], name: String, isSnapshot: Bool = false, kernelView: String? = nil) {
         self.host = host
@@ -75,10 +77,12 @@ public enum TraceOrigins {
         // A kernel view belongs to the recording whose folder it is in: inside an embedded trace's folder, or in the
         // output folder of the one LTTng recording there.
         for index in origins.indices where !origins[index].isSnapshot {
-            if origins[index].directories.count == 1, let inside = KernelViewFolders.find(besides: origins[index].directories[0]) {
+            if origins[index].directories.count == 1, let inside = TraceParts.kernelView(besides: origins[index].directories[0]) {
                 origins[index].kernelView = inside
+                origins[index].kernelWaits = TraceParts.kernelWaits(besides: origins[index].directories[0])
             } else if origins.count == 1 {
-                origins[index].kernelView = KernelViewFolders.find(besides: path)
+                origins[index].kernelView = TraceParts.kernelView(besides: path)
+                origins[index].kernelWaits = TraceParts.kernelWaits(besides: path)
             }
         }
         return origins
@@ -148,7 +152,9 @@ extension TraceReaders {
         } else {
             reader = try CTFTraceReader(directories: origin.directories, reportedPath: origin.directories.count == 1 ? origin.directories[0] : origin.name)
         }
-        guard let kernelView = origin.kernelView else { return reader }
-        return try KernelViewMergingReader(trace: reader, kernelView: kernelView)
+        var merged = reader
+        if let kernelWaits = origin.kernelWaits { merged = try TracePartMergingReader(trace: merged, part: .kernelWaits(kernelWaits)) }
+        guard let kernelView = origin.kernelView else { return merged }
+        return try TracePartMergingReader(trace: merged, part: .kernelView(kernelView))
     }
 }

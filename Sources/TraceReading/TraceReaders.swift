@@ -16,7 +16,7 @@ public enum TraceReaders {
 
     /// Whether `path` holds a trace at all (LTTng writes nothing for a session no process emitted into).
     public static func containsTrace(at path: String) -> Bool {
-        (try? CTFTraceFolders.find(at: path)) != nil
+        (try? CTFTraceFolders.find(at: path)) != nil || TraceParts.kernelWaits(besides: path) != nil
     }
 
     /// A reader for the trace at `path`; `host` picks one host's traces in a folder of several hosts' (a relay
@@ -26,16 +26,24 @@ public enum TraceReaders {
     public static func open(_ path: String, host: String? = nil) throws(TraceReadError) -> any TraceEventReader {
         if let host { return try open(TraceOrigins.find(at: path, selecting: host), path: path) }
         if let origins = try? TraceOrigins.find(at: path), origins.count > 1 { return try open(origins, path: path) }
-        let reader: any TraceEventReader
-        switch kind(of: path) {
-        case .embedded:
-            reader = try EmbeddedTraceReader(path: path)
-        case .ctf:
-            reader = try CTFTraceReader(path: path)
+        var reader: any TraceEventReader
+        let kernelWaits = TraceParts.kernelWaits(besides: path)
+        if let kernelWaits, (try? CTFTraceFolders.find(at: path)) == nil {
+            // record --any where only the kernel recorded waits (no process loaded the interposer; LTTng then
+            // writes no trace of its own): those waits are the trace.
+            reader = try TracePartMergingReader.open(kernelWaits)
+        } else {
+            switch kind(of: path) {
+            case .embedded:
+                reader = try EmbeddedTraceReader(path: path)
+            case .ctf:
+                reader = try CTFTraceReader(path: path)
+            }
+            if let kernelWaits { reader = try TracePartMergingReader(trace: reader, part: .kernelWaits(kernelWaits)) }
         }
         // The kernel's view of the loops' threads, recorded beside them (rlctl run and record --kernel).
-        guard let kernelView = KernelViewFolders.find(besides: path) else { return reader }
-        return try KernelViewMergingReader(trace: reader, kernelView: kernelView)
+        guard let kernelView = TraceParts.kernelView(besides: path) else { return reader }
+        return try TracePartMergingReader(trace: reader, part: .kernelView(kernelView))
     }
 
     private static func open(_ origins: [TraceOrigin], path: String) throws(TraceReadError) -> any TraceEventReader {

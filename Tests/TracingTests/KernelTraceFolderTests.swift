@@ -120,6 +120,55 @@ import Tracing
         if damage == "end file missing" { #expect(health.recordingCutOff) } else { #expect(health.eventsLost > 0 && !health.isComplete) }
     }
 
+    /// The kernel's trace of the wait calls (`record --any` where the interposer cannot reach): its events are the
+    /// loops' (counted as read), merged by time with the trace's; alone (LTTng wrote nothing), it is the trace; its
+    /// damage is said as its own.
+    @Test func theKernelsWaitCallsAreReadWithTheTraceOrAsIt() throws {
+        let (folder, main) = try Self.embeddedTrace("kernel-waits")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let first = try #require(main.first?.timestamp)
+        func writeWaits(into trace: String) throws -> [TraceEvent] {
+            let writer = try WaitTraceWriter(folder: trace + "/" + TraceSchema.kernelWaitsFolder, part: TraceSchema.kernelWaitsPart)
+            var events = [TraceEvent(timestamp: first + 1, threadID: 5001, processID: 5000,
+                                     payload: .waitThread(pid: 5000, ppid: 1, thread: "static-loop", process: "static-loop"))]
+            for index in 0..<50 {
+                let begin = first + 10_000 * UInt64(index + 1)
+                events.append(TraceEvent(timestamp: begin + 5_000, threadID: 5001, processID: 5000, payload: .waitBatch(.init(threadID: 5001, waits: [
+                    .init(call: .epollWait, target: 3, setSize: 1, timeout: 2_000_000, begin: begin, end: begin + 5_000, ready: 0, error: 0),
+                ]))))
+            }
+            try writer.write(events, thread: 5001)
+            try writer.finish()
+            return events
+        }
+        let waits = try writeWaits(into: folder)
+        var reader = try TraceReaders.open(folder)
+        let (events, error) = readAll(&reader)
+        #expect(error == nil)
+        #expect(events.filter { $0.threadID != 5001 } == main)
+        #expect(events.filter { $0.threadID == 5001 }.map(\.payload) == waits.map(\.payload))
+        #expect(zip(events, events.dropFirst()).allSatisfy { $0.timestamp <= $1.timestamp }, "in time order")
+        #expect(reader.health.eventsRead == UInt64(main.count + waits.count) && reader.health.isComplete)
+        #expect(try TraceOrigins.find(at: folder).count == 1)
+
+        // Alone in an otherwise empty folder: the trace.
+        let alone = temporaryPath("kernel-waits-alone")
+        defer { try? FileManager.default.removeItem(atPath: alone) }
+        try FileManager.default.createDirectory(atPath: alone, withIntermediateDirectories: true)
+        let only = try writeWaits(into: alone)
+        #expect(TraceReaders.containsTrace(at: alone))
+        var aloneReader = try TraceReaders.open(alone)
+        let (read, aloneError) = readAll(&aloneReader)
+        #expect(aloneError == nil && read.map(\.payload) == only.map(\.payload))
+
+        // Its end file gone: said as its own damage, cut off.
+        try FileManager.default.removeItem(atPath: folder + "/" + TraceSchema.kernelWaitsFolder + "/" + TraceSchema.endFileName)
+        var damaged = try TraceReaders.open(folder)
+        _ = readAll(&damaged)
+        #expect(damaged.health.damage.contains { $0.hasPrefix("the kernel's trace of the wait calls is cut off") }, "\(damaged.health.damage)")
+        #expect(damaged.health.recordingCutOff)
+    }
+
     /// babeltrace2 reads the kernel view beside its trace, one timeline (every rlctl clock is absolute).
     @Test func babeltrace2ReadsTheKernelViewBesideItsTrace() throws {
         guard let babeltrace = TestEnvironment.executable("babeltrace2") else {

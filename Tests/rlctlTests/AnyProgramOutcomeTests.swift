@@ -212,14 +212,14 @@ import TestSupport
         #expect(checks >= own - 2, "\(checks) zero-timeout checks for \(own) iterations: \(loop)")
     }
 
-    // ===== Go: raw system calls, whichever way it ends =====
+    // ===== Go: raw system calls, whichever way it ends (by the interposer alone; the kernel records them otherwise) =====
 
     @Test(.enabled(if: go.shouldRun, go.skipComment))
     func aGoProgramThatExitsCleanlyIsExplainedWithoutACutOffAndJSONStillPrints() throws {
         guard Self.go.requireMet() else { return }
         let program = try Self.buildGo()
         defer { try? FileManager.default.removeItem(atPath: program) }
-        let result = try CLI.run(["record", "--any", "--format", "json", "--", program, "300ms"])
+        let result = try CLI.run(["record", "--any", "--any-via", "preload", "--format", "json", "--", program, "300ms"])
         #expect(result.status == 3, "\(result.termination): \(result.stderr)")
         #expect(result.stderr.contains("exited with status 0 without a single wait through libc"), "\(result.stderr)")
         #expect(result.stderr.contains("raw system calls"), "\(result.stderr)")
@@ -237,7 +237,7 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: program) }
         let trace = temporaryPath("go-stopped.rltrace")
         defer { try? FileManager.default.removeItem(atPath: trace) }
-        let rlctl = try CLI.start(["record", "--any", "--tracer", "embedded", "--output", trace, "--", program, "60s"])
+        let rlctl = try CLI.start(["record", "--any", "--any-via", "preload", "--tracer", "embedded", "--output", trace, "--", program, "60s"])
         defer { rlctl.send(SIGKILL, toGroup: true) }
         // Stopped once the interposer records in it (its start marker), and its ticker has run a while.
         try #require(eventually(timeout: .seconds(60)) {

@@ -28,12 +28,37 @@ struct AttachTests {
         try #require(attached && rlctl.isRunning, "rlctl did not attach: \(rlctl.outputSoFar.stderr)")
     }
 
-    /// The probe's wait-call programs loaded now (rlctl_kp_w_*): only `record --pid` loads them, so other tests
-    /// running beside these (whose rlctl takes the kernel view too) do not count.
-    static func probePrograms() -> [String] {
-        guard let bpftool = TestEnvironment.executable("bpftool"),
-              let shown = try? runProcess(bpftool, ["prog", "show"]) else { return [] }
-        return shown.stdout.split(separator: "\n").filter { $0.contains("rlctl_kp_w_") }.map(String.init)
+    /// The ids of the probe's wait-call programs (rlctl_kp_w_*) loaded now. `record --any` loads them too, so other
+    /// tests running beside these have theirs: each test looks at the ones its own rlctl held.
+    static func waitPrograms() -> Set<Int> {
+        guard let bpftool = TestEnvironment.executable("bpftool"), let shown = try? runProcess(bpftool, ["-j", "prog", "show"]),
+              let programs = try? JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [[String: Any]] else { return [] }
+        return Set(programs.compactMap { ($0["name"] as? String)?.hasPrefix("rlctl_kp_w_") == true ? $0["id"] as? Int : nil })
+    }
+
+    /// The wait-call programs process `pid` holds a descriptor of (a program's, or a link's to one), from its fdinfo.
+    static func waitPrograms(heldBy pid: Int32) -> Set<Int> {
+        let loaded = waitPrograms()
+        var held: Set<Int> = []
+        let folder = "/proc/\(pid)/fdinfo"
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+            guard let text = try? String(contentsOfFile: folder + "/" + entry, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n") where line.hasPrefix("prog_id:") {
+                if let id = Int(line.dropFirst(8).trimmingCharacters(in: .whitespaces)), loaded.contains(id) { held.insert(id) }
+            }
+        }
+        return held
+    }
+
+    /// Which of `programs` are loaded still after up to 10 s (the kernel frees a program some time after its last
+    /// descriptor closes).
+    static func leftLoaded(_ programs: Set<Int>) -> Set<Int> {
+        var left = programs
+        _ = eventually(timeout: .seconds(10)) {
+            left = waitPrograms().intersection(programs)
+            return left.isEmpty
+        }
+        return left
     }
 
     /// A Node server under wrk, attached for a window: its loop's utilization agrees with Node's own
@@ -52,13 +77,15 @@ struct AttachTests {
         let rlctl = try CLI.start(["record", "--pid", "\(node.process.pid)", "--duration", "4s", "--output", trace,
                                    "--format", "json", "--stall", "30ms"])
         try Self.waitUntilAttached(rlctl)
+        let held = Self.waitPrograms(heldBy: rlctl.pid)
         node.process.send(SIGUSR2)
         let detached = eventually(timeout: .seconds(60)) { rlctl.outputSoFar.stderr.contains("rlctl: detached") || !rlctl.isRunning }
         node.process.send(SIGUSR2)
         #expect(detached)
         let recorded = rlctl.wait()
         try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
-        #expect(eventually(timeout: .seconds(10)) { Self.probePrograms().isEmpty }, "rlctl's BPF programs still loaded: \(Self.probePrograms())")
+        #expect(!held.isEmpty, "rlctl held no wait-call program while attached")
+        #expect(Self.leftLoaded(held).isEmpty, "rlctl's BPF programs still loaded: \(Self.leftLoaded(held))")
         _ = wrk.wait()
         let ended = node.process.wait()
         try #require(ended.status == 0, "node: \(ended.stderr)")
@@ -231,8 +258,7 @@ struct AttachTests {
         expectError(try attach(["--pid", "1", "--", "sleep", "1"]), "give no program")
         expectError(try attach(["--pid", "1", "--kernel", "off"]), "not with --kernel off")
         expectError(try attach(["--duration", "1s", "--", "true"]), "--duration goes with --pid")
-        // (The kernel frees a program some time after its last descriptor closes.)
-        #expect(eventually(timeout: .seconds(10)) { Self.probePrograms().isEmpty }, "left loaded: \(Self.probePrograms())")
+        expectError(try attach(["--pid", "1", "--any"]), "not with --any or --any-via")
     }
 
     /// Not root: one line saying the kernel view needs it, before anything is attached.
@@ -286,10 +312,11 @@ struct AttachTests {
                                   ["-c", "import select, time\nwhile True: select.select([], [], [], 0.005)"])
         let rlctl = try CLI.start(["record", "--pid", "\(program.process.pid)"])
         try Self.waitUntilAttached(rlctl)
-        #expect(!Self.probePrograms().isEmpty, "the probe is not loaded while attached")
+        let held = Self.waitPrograms(heldBy: rlctl.pid)
+        #expect(!held.isEmpty, "the probe is not loaded while attached")
         rlctl.send(SIGKILL)
         _ = rlctl.wait()
-        #expect(eventually(timeout: .seconds(10)) { Self.probePrograms().isEmpty }, "left loaded: \(Self.probePrograms())")
+        #expect(Self.leftLoaded(held).isEmpty, "left loaded: \(Self.leftLoaded(held))")
         #expect(program.process.isRunning, "the attached program did not survive")
     }
 }

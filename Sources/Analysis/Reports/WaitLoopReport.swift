@@ -46,6 +46,12 @@ extension SummaryReport {
     static func waitText(_ w: TraceSummary.WaitSummary, health: TraceSummary.Health, stallThreshold: UInt64,
                          lateThreshold: UInt64) -> [String] {
         var out: [String] = []
+        if let recorders = w.recordedBy, !recorders.isEmpty {
+            out.append("")
+            out.append("recorded by: " + recorders.map { recorder in
+                "\(recorder.process) (pid \(recorder.pid)) the \(recorder.by.rawValue)" + (recorder.why.map { " (\($0))" } ?? "")
+            }.joined(separator: "; "))
+        }
         for set in w.sets ?? [] {
             out.append("")
             out.append("wait set: \(set.name) — one loop, waited on by \(set.threads.count) threads: "

@@ -21,6 +21,9 @@ extension TraceSummary {
         /// Wait sets several threads of a process waited on in turn (Go's netpoller, tokio's multi-threaded runtime),
         /// each as one loop with its threads (who are in ``loops`` too, one by one); nil when there is none.
         public var sets: [WaitSetSummary]? = nil
+        /// Which mechanism recorded each process's waits (`record --any` falls back to the kernel where the wait
+        /// interposer cannot reach); nil when the recording does not say (a trace summarized on its own).
+        public var recordedBy: [ProcessRecorder]? = nil
         /// Wait ends whose begin is not in the trace (a flight-recorder ring overwrote it, or it was lost): left out.
         public var unmatchedEnds: UInt64
         /// What the wait calls cannot show, for every wait loop (said once in a report).
@@ -123,6 +126,29 @@ extension TraceSummary {
 
         public static let epollFamily = "epoll"
         public static let pollFamily = "poll/select"
+    }
+
+    /// One recorded process and what recorded its wait calls.
+    public struct ProcessRecorder: Codable, Sendable, Equatable {
+        public enum Mechanism: String, Codable, Sendable {
+            /// rlctl's wait interposer, preloaded into the process (LD_PRELOAD).
+            case interposer = "wait interposer"
+            /// The kernel's syscall tracepoints, through rlctl's kernel view: nothing loaded into the process.
+            case kernel
+        }
+
+        public var pid: Int32
+        public var process: String
+        public var by: Mechanism
+        /// Why the kernel recorded it rather than the interposer (`statically linked`), when that was a fallback.
+        public var why: String?
+
+        public init(pid: Int32, process: String, by: Mechanism, why: String? = nil) {
+            self.pid = pid
+            self.process = process
+            self.by = by
+            self.why = why
+        }
     }
 
     /// An epoll descriptor that several threads of one process waited on, in turn or at once: one loop with several

@@ -735,7 +735,7 @@ struct open_wait {
     u32 call;
     u32 open;
     u32 lost;
-    u32 padding;
+    u32 claimed;   // rlctl's wait interposer records this thread's waits
 };
 
 struct {
@@ -772,6 +772,26 @@ static __always_inline struct open_wait *caller_wait(bool *followed) {
     if (!followed_tgid(id >> 32) || bpf_map_lookup_elem(&rlctl_kp_skip, &tid)) return 0;
     *followed = 1;
     return bpf_task_storage_get(&rlctl_kp_wts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+/// rlctl's wait interposer, at a thread's first wait through libc, says it records that thread's waits with a call no
+/// program makes (RL_KP_CLAIM): epoll_wait(-1, NULL, 0, this probe's claim token), which fails at once (EINVAL). The
+/// thread is left out here from then on (until it execs), so `record --any` records each wait once: by the
+/// interposer where it reaches, by the kernel where it does not (a static program, one started without it, a thread
+/// making raw system calls).
+static __always_inline bool claims(struct pt_regs *regs, int call) {
+    if (call != RL_KP_EPOLL_WAIT || (s32)regs->di != -1 || regs->si != 0 || (s32)regs->dx != 0) return 0;
+    u32 zero = 0;
+    struct rl_kp_control *control = bpf_map_lookup_elem(&rlctl_kp_ctl, &zero);
+    return control && control->claim_token != 0 && (u32)regs->r10 == control->claim_token;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(rlctl_kp_w_exec, struct task_struct *p, int old_pid, struct linux_binprm *bprm) {
+    // A new program: the thread's waits are the kernel's again until its own interposer, if it loads one, claims them.
+    struct open_wait *w = bpf_task_storage_get(&rlctl_kp_wts, p, 0, 0);
+    if (w) w->claimed = 0;
+    return 0;
 }
 
 struct kernel_timespec {
@@ -817,6 +837,8 @@ int BPF_PROG(rlctl_kp_w_in, struct pt_regs *regs, long id) {
     bool followed;
     struct open_wait *w = caller_wait(&followed);
     if (!w) return 0;   // (not followed; or no memory: its return then reads as a wait begun before the recording)
+    if (claims(regs, call)) w->claimed = 1;
+    if (w->claimed) return 0;
     w->call = call;
     w->open = 1;
     wait_set(regs, call, &w->target, &w->set_size);
@@ -853,6 +875,7 @@ int BPF_PROG(rlctl_kp_w_out, struct pt_regs *regs, long ret) {
         }
         return 0;
     }
+    if (w->claimed) return 0;
     bool known = w->open && w->call == (u32)call;
     w->open = 0;
     struct rl_kp_wait *rec = bpf_ringbuf_reserve(&rlctl_kp_ring, sizeof *rec, 0);

@@ -27,8 +27,10 @@ int rl_kp_unavailable(int waits, char *why, size_t size);
 /// interrupt context is read from the CPU's preempt count where the kernel's BTF places it, and the irq and softirq
 /// programs are not attached; without it (or where it cannot be placed) they keep the depth. With `waits`, the
 /// followed threads' wait calls are recorded too, from the syscall tracepoints (rl_kp_wait records; every process's
-/// system calls take the kernel's slower path while they are attached). NULL with the reason in `why` on failure.
-rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, int waits, char *why, size_t size);
+/// system calls take the kernel's slower path while they are attached), and a thread that makes the call RL_KP_CLAIM
+/// with `claim_token` (a positive number; 0: none) is left out from then on. NULL with the reason in `why` on failure.
+rl_kp *rl_kp_open(uint32_t ring_bytes, int follow_children, int reads_preempt_count, int waits, uint32_t claim_token,
+                  char *why, size_t size);
 
 /// Follows process `tgid` (every thread of it); 0 or -errno.
 int rl_kp_follow(rl_kp *probe, int32_t tgid);

@@ -21,7 +21,7 @@ typedef int64_t rl_kp_s64;
 typedef uint64_t rl_kp_u64;
 #endif
 
-#define RL_KP_ABI 3
+#define RL_KP_ABI 4
 #define RL_KP_COMM_SIZE 16
 /// Culprits kept per wait (the longest-holding tasks, by tid); the rest of the time goes to others_ns.
 #define RL_KP_CULPRITS 4
@@ -34,6 +34,10 @@ enum { RL_KP_EPISODE = 1, RL_KP_FORK = 2, RL_KP_WAIT = 3, RL_KP_THREAD = 4 };
 /// The wait calls, the values of the schema's wait_call enumeration (runloop_events.def).
 enum { RL_KP_EPOLL_WAIT = 0, RL_KP_EPOLL_PWAIT = 1, RL_KP_EPOLL_PWAIT2 = 2, RL_KP_POLL = 3, RL_KP_PPOLL = 4,
        RL_KP_SELECT = 5, RL_KP_PSELECT = 6 };
+
+/// RL_KP_CLAIM: the call with which rlctl's wait interposer claims a thread's waits at its first one through libc,
+/// epoll_wait(-1, NULL, 0, token) with the probe's claim token (rl_kp_control.claim_token) as its timeout: no program
+/// makes it, and it fails at once (EINVAL).
 
 /// Off-CPU reasons, the values of the schema's off_cpu_reason enumeration (runloop_events.def).
 enum { RL_KP_PREEMPTED = 0, RL_KP_THROTTLED = 1, RL_KP_SLEEPING = 2, RL_KP_DISK_SLEEP = 3, RL_KP_OTHER = 4 };
@@ -137,7 +141,9 @@ struct rl_kp_control {
     rl_kp_s64 preempt_count_from_rq;
     /// 1: the wait calls are recorded (record --pid): threads a followed process makes are announced (RL_KP_THREAD).
     rl_kp_u32 records_waits;
-    rl_kp_u32 padding;
+    /// The timeout with which rlctl's wait interposer claims a thread's waits for this probe (RL_KP_CLAIM): random per
+    /// probe, so that one recording's claims never hide a thread from another rlctl (a `record --pid` beside it).
+    rl_kp_u32 claim_token;
 };
 
 /// Per-CPU loss counters (monotonic; user space keeps the last values it reported).

@@ -13,6 +13,9 @@ public enum WaitInterposerEnvironment {
     public static let follow = "RLCTL_ANY_FOLLOW"
     public static let rootProcess = "RLCTL_ANY_ROOT_PID"
     public static let switchedFolder = "RLCTL_ANY_SWITCHED_DIR"
+    /// Set when rlctl's kernel view records the waits of the threads no interposer claims: the token the interposer
+    /// claims each thread's with, at its first wait through libc (rl_kernel_probe_record.h, RL_KP_CLAIM).
+    public static let kernelWaits = "RLCTL_ANY_KERNEL_WAITS"
     public static let preload = "LD_PRELOAD"
 }
 
@@ -36,13 +39,17 @@ public struct AnyProgramRecording: Sendable {
     public let tracer: Tracer
     public let followChildren: Bool
     public let interposer: String
+    /// The token with which the interposer claims a thread's waits from rlctl's kernel view, which records those of
+    /// the threads it does not claim; 0: the kernel view records no waits.
+    public let claimToken: UInt32
     private let uuid: [UInt8]
 
-    public init(folder: String, tracer: Tracer, followChildren: Bool, interposer: String) throws(RecorderError) {
+    public init(folder: String, tracer: Tracer, followChildren: Bool, interposer: String, claimToken: UInt32 = 0) throws(RecorderError) {
         self.folder = folder
         self.tracer = tracer
         self.followChildren = followChildren
         self.interposer = interposer
+        self.claimToken = claimToken
         uuid = TraceSchema.newUUID()
         if case .embedded = tracer { try writeMetadata() }
     }
@@ -78,6 +85,7 @@ public struct AnyProgramRecording: Sendable {
         environment[WaitInterposerEnvironment.follow] = followChildren ? "1" : nil
         environment[WaitInterposerEnvironment.rootProcess] = nil
         environment[WaitInterposerEnvironment.switchedFolder] = nil
+        environment[WaitInterposerEnvironment.kernelWaits] = claimToken > 0 ? "\(claimToken)" : nil
         // The program records into the folder; it must not also install a RunLoopCore tracer there.
         environment[TracerEnvironment.folder] = nil
         return environment

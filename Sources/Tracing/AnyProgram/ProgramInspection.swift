@@ -11,10 +11,15 @@ public struct ProgramInspection: Sendable, Equatable {
     public let executable: String
     /// The script the interpreter runs, when the program is one.
     public let script: String?
+    /// A Go program (its ELF notes hold Go's build ID): Go's runtime waits with raw system calls, never through libc.
+    public var isGo = false
 
     /// Why the interposer could not reach the program: one line for the user.
     public struct Unreachable: Error, Sendable, Equatable, CustomStringConvertible {
         public let description: String
+        /// Why, in a few words, when the kernel can record the program instead (`statically linked`); nil when
+        /// nothing can (not a program, a 32-bit one).
+        public var kernelCanRecord: String? = nil
     }
 
     /// Resolves `program` (looked up in `searchPath` when it has no slash) and checks what will run. Throws
@@ -28,8 +33,8 @@ public struct ProgramInspection: Sendable, Equatable {
         for _ in 0..<5 {
             let header = try readHeader(file)
             guard header.starts(with: [0x23, 0x21]) else {   // "#!"
-                try checkELF(header, path: file, named: script == nil ? program : file)
-                return ProgramInspection(executable: file, script: script)
+                let isGo = try checkELF(header, path: file, named: script == nil ? program : file)
+                return ProgramInspection(executable: file, script: script, isGo: isGo)
             }
             guard let interpreter = interpreter(ofScript: header, searchPath: searchPath) else {
                 throw Unreachable(description: "\(file): its #! line names no interpreter that can be found")
@@ -77,7 +82,8 @@ public struct ProgramInspection: Sendable, Equatable {
         return FileManager.default.isExecutableFile(atPath: first) ? first : nil
     }
 
-    private static func checkELF(_ header: [UInt8], path: String, named name: String) throws(Unreachable) {
+    /// Returns whether it is a Go program.
+    private static func checkELF(_ header: [UInt8], path: String, named name: String) throws(Unreachable) -> Bool {
         guard header.count >= 64, header[0] == 0x7F, header[1] == 0x45, header[2] == 0x4C, header[3] == 0x46 else {
             throw Unreachable(description: "\(name) is neither an ELF program nor a #! script")
         }
@@ -94,18 +100,50 @@ public struct ProgramInspection: Sendable, Equatable {
         // Program headers: PT_INTERP (3) names the dynamic loader, which is what reads LD_PRELOAD. A static
         // program (static-pie included) has none.
         let offset = u64(32), entrySize = u16(54), count = u16(56)
-        var interpreted = false
-        if entrySize >= 4 {
+        var interpreted = false, isGo = false
+        if entrySize >= 40 {
             let all = try programHeaders(path, offset: offset, entrySize: entrySize, count: count, header: header)
-            for index in 0..<count where u32(all, index * entrySize) == 3 { interpreted = true }
+            for index in 0..<count where index * entrySize + 40 <= all.count {
+                let type = u32(all, index * entrySize)
+                if type == 3 { interpreted = true }
+                // PT_NOTE: Go's build ID note is there (name "Go", type 4), in a static Go program as in a cgo one.
+                if type == 4 && !isGo {
+                    let at = index * entrySize
+                    let noteOffset = (0..<8).reduce(0) { $0 | Int(all[at + 8 + $1]) << (8 * $1) }
+                    let noteSize = (0..<8).reduce(0) { $0 | Int(all[at + 32 + $1]) << (8 * $1) }
+                    isGo = holdsGoNote(path, offset: noteOffset, size: noteSize)
+                }
+            }
         }
         guard interpreted else {
-            throw Unreachable(description: "\(name) is statically linked: no dynamic loader runs in it, so LD_PRELOAD cannot place the wait interposer there and no wait would be recorded")
+            throw Unreachable(description: "\(name) is statically linked: no dynamic loader runs in it, so LD_PRELOAD cannot place the wait interposer there and no wait would be recorded",
+                              kernelCanRecord: "statically linked")
         }
         var status = stat()
         if stat(path, &status) == 0, status.st_mode & S_ISUID != 0, status.st_uid != geteuid() {
-            throw Unreachable(description: "\(name) is set-user-ID: the dynamic loader ignores LD_PRELOAD for it when another user runs it")
+            throw Unreachable(description: "\(name) is set-user-ID: the dynamic loader ignores LD_PRELOAD for it when another user runs it",
+                              kernelCanRecord: "set-user-ID")
         }
+        return isGo
+    }
+
+    /// Whether the notes at `offset` (a PT_NOTE segment of `size` bytes) hold Go's build ID.
+    private static func holdsGoNote(_ path: String, offset: Int, size: Int) -> Bool {
+        guard size > 0, size <= 1 << 16, offset >= 0 else { return false }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var notes = [UInt8](repeating: 0, count: size)
+        guard notes.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, size, off_t(offset)) }) == size else { return false }
+        var at = 0
+        while at + 12 <= size {
+            let nameSize = u32(notes, at), descriptionSize = u32(notes, at + 4), type = u32(notes, at + 8)
+            guard nameSize >= 0, descriptionSize >= 0 else { return false }
+            let name = at + 12
+            if type == 4, nameSize == 3 || nameSize == 4, name + 3 <= size, notes[name] == 0x47, notes[name + 1] == 0x6F, notes[name + 2] == 0 { return true }
+            at = name + (nameSize + 3) / 4 * 4 + (descriptionSize + 3) / 4 * 4
+        }
+        return false
     }
 
     private static func u32(_ bytes: [UInt8], _ at: Int) -> Int {

@@ -15,6 +15,16 @@ enum RecordTracer: String, ExpressibleByArgument, CaseIterable {
     case lttng
 }
 
+/// What records `rlctl record --any`'s wait calls.
+enum AnyVia: String, ExpressibleByArgument, CaseIterable {
+    /// The interposer where it reaches, the kernel (when its view is available) where it does not.
+    case auto
+    /// The wait interposer alone (LD_PRELOAD): nothing machine-wide, no root.
+    case preload
+    /// The kernel alone (the syscall tracepoints): nothing loaded into the program.
+    case kernel
+}
+
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a program whose loops are traced (RunLoopCore, or an adapter) and summarize what they did.",
@@ -83,12 +93,20 @@ struct Record: ParsableCommand {
         recorded). A process that switches users (setuid: nginx's workers become www-data) goes on recording: \
         before the switch it makes a folder of its own in the trace folder, writable by that user alone, which \
         rlctl moves into the trace. Thread names follow renames through libc (prctl, pthread_setname_np). The \
-        interposer's own threads in the program are named rlctl-writer (embedded) and rlctl-flusher (LTTng). A \
-        statically linked or 32-bit program, or a set-user-ID one, cannot be \
-        reached (rlctl says so before starting it). When nothing was recorded rlctl says why, in one line: a \
-        program that waits with raw system calls (Go) shows no loop however it ended; one whose children hold the \
-        loops (nginx's master) gets a pointer to --follow-children; --format json still prints the (empty) \
-        summary.
+        interposer's own threads in the program are named rlctl-writer (embedded) and rlctl-flusher (LTTng).
+
+        Where LD_PRELOAD cannot reach, the kernel records the waits (--any-via, docs/any-program.md): a statically \
+        linked or set-user-ID program, a Go program (its runtime waits with raw system calls), and, when a script \
+        or --follow-children may start anything, each thread the interposer does not claim (it claims a thread at \
+        its first wait through libc). That takes the kernel view (root; --any-via auto, the default, falls back to \
+        it only when it is available) and costs every system call of the machine about 120 ns while it records, so \
+        a lone dynamic program is the interposer's alone. --any-via preload never loads it; --any-via kernel \
+        records every process from the kernel's side, with nothing loaded into it. The summary says which \
+        mechanism recorded each process ("recorded by"). A 32-bit program cannot be recorded either way (rlctl \
+        says so before starting it). When nothing was recorded rlctl says why, in one line: a program that waits \
+        with raw system calls (Go) and that only the interposer watched shows no loop however it ended; one whose \
+        children hold the loops (nginx's master) gets a pointer to --follow-children; --format json still prints \
+        the (empty) summary.
 
         The program's stdout is rlctl's: a script that reads the summary (--format json) gives --summary FILE, and \
         the summary goes to that file alone, never mixed with what the program prints. --summary and --report are \
@@ -107,6 +125,7 @@ struct Record: ParsableCommand {
           rlctl record --format json --summary summary.json -- ./my-server
           rlctl record --any --stall 20ms -- node server.js
           rlctl record --any --follow-children -- npm start
+          rlctl record --any -- ./my-go-server
           rlctl record --snapshot-on-stall 50ms --output stalls -- ./my-server
         """
     )
@@ -136,6 +155,9 @@ struct Record: ParsableCommand {
 
     @Flag(help: "Record any program's event loops through the wait interposer, with no change to the program.")
     var any = false
+
+    @Option(name: .customLong("any-via"), help: "With --any, what records the waits: auto (the interposer where LD_PRELOAD reaches, the kernel where it does not, when the kernel view is available), preload (the interposer alone) or kernel (the kernel alone; root).")
+    var anyVia: AnyVia?
 
     @Flag(help: "Record the programs it starts too (their children, and what those exec), e.g. through a wrapper script that does not exec.")
     var followChildren = false
@@ -169,6 +191,14 @@ struct Record: ParsableCommand {
             return
         }
         if duration != nil { throw ValidationError("--duration goes with --pid (a program started by rlctl is recorded until it ends)") }
+        if let anyVia {
+            if !any { throw ValidationError("--any-via goes with --any") }
+            if anyVia == .kernel {
+                if kernelView.kernel == .off { throw ValidationError("--any-via kernel records through the kernel view: not with --kernel off") }
+                if tracer != .auto { throw ValidationError("--any-via kernel records through the kernel, not a tracer in the program: not with --tracer") }
+                if relayd != nil { throw ValidationError("--any-via kernel writes a local trace: not with --relayd") }
+            }
+        }
         guard !command.isEmpty else { throw ValidationError("give the program to record after --, e.g. rlctl record -- ./my-app, or attach to a running one with --pid PID") }
         if let numSubbuf, numSubbuf < 2 { throw ValidationError("--num-subbuf must be at least 2 (got \(numSubbuf))") }
         try snapshots.check()
@@ -198,6 +228,7 @@ struct Record: ParsableCommand {
     /// --pid: what goes with attaching to running processes.
     private func validateAttach() throws {
         if !command.isEmpty { throw ValidationError("--pid attaches to a running process: give no program after -- (or drop --pid to start one)") }
+        if any || anyVia != nil { throw ValidationError("--pid records any program's waits through the kernel already: not with --any or --any-via") }
         if let duration, duration.nanoseconds <= 0 { throw ValidationError("--duration must be longer than 0 (got \(duration))") }
         if kernelView.kernel == .off { throw ValidationError("--pid records through the kernel view: not with --kernel off") }
         if tracer != .auto { throw ValidationError("--pid records through the kernel, not a tracer in the program: not with --tracer") }
@@ -214,15 +245,23 @@ struct Record: ParsableCommand {
         if let relayd { return try recordToRelay(relayd) }
         Interruptions.shared.prepare("the program")
         let kernelUnavailable = try kernelView.requireAvailable()
-        let useLTTng = try chooseLTTng()
+        let anyRoute = any ? try chooseAnyRoute(kernelUnavailable: kernelUnavailable) : nil
+        let useLTTng = anyRoute?.byKernelAlone == true ? false : try chooseLTTng()
         let destination = try TraceDestination(requested: output, label: "record")
         defer { destination.removeUnlessKept() }
 
         var environment = ProcessInfo.processInfo.environment
-        let anyProgram = any ? try AnyProgramSetup(program: command[0], lttng: useLTTng, followChildren: followChildren, destination: destination) : nil
+        let anyProgram = anyRoute?.byKernelAlone == false
+            ? try AnyProgramSetup(program: command[0], lttng: useLTTng, followChildren: followChildren, destination: destination,
+                                  claimToken: anyRoute?.claimToken ?? 0)
+            : nil
         defer { anyProgram?.removeMarkerFolder() }
         if let anyProgram {
             environment = anyProgram.recording.environment(environment)
+        } else if anyRoute != nil {
+            // The kernel alone records: nothing in the program's environment asks it to record itself.
+            environment[TracerEnvironment.tracer] = nil
+            environment[TracerEnvironment.folder] = nil
         } else {
             environment[TracerEnvironment.tracer] = useLTTng ? "lttng" : "embedded"
             environment[TracerEnvironment.folder] = useLTTng ? nil : destination.path
@@ -251,7 +290,8 @@ struct Record: ParsableCommand {
         let kernel: KernelViewRecording?
         do {
             kernel = try KernelViewRecording.start(kernelView, unavailable: kernelUnavailable, traceFolder: destination.path,
-                                                   following: child.pid, followChildren: followChildren)
+                                                   following: child.pid, followChildren: followChildren, waits: anyRoute?.waits,
+                                                   claimToken: anyRoute?.claimToken ?? 0)
         } catch {
             child.abandon()
             throw error
@@ -290,7 +330,19 @@ struct Record: ParsableCommand {
         // An LTTng trace does not know that a process was killed before it sent its last waits; its markers do.
         if useLTTng, let anyOutcome, !anyOutcome.cutOff.isEmpty { summary?.health.trace.recordingCutOff = true }
         if sessionLost != nil { summary?.health.trace.recordingCutOff = true }
-        if summary != nil { kernelView.describe(in: &summary!, unavailable: kernelUnavailable, outcome: kernelOutcome) }
+        if summary != nil {
+            kernelView.describe(in: &summary!, unavailable: kernelUnavailable, outcome: kernelOutcome)
+            if let anyRoute {
+                Self.describe(anyRoute, in: &summary!, interposer: anyOutcome, kernel: kernel, outcome: kernelOutcome)
+            }
+        }
+        if let anyRoute, anyRoute.byKernelAlone, (summary?.waits?.loops.isEmpty ?? true) && (summary?.waits?.rareWaiters.isEmpty ?? true) {
+            try deliverNothingRecorded(summary, trace: destination.path, options: analysis.summarizerOptions(drawing: false))
+            let status: Status = ending.succeeded ? .incomplete : .violation
+            throw Failure(message: "\(child.command) \(ending) without a wait call the kernel saw return (epoll_wait, epoll_pwait, "
+                          + "epoll_pwait2, poll, ppoll, select, pselect6): it never waited, or it waits in calls rlctl does not "
+                          + "follow (io_uring, futex)", status: status)
+        }
         guard let summary, summary.health.eventsRead > 0 else {
             if let anyOutcome {
                 try deliverNothingRecorded(summary, trace: destination.path, options: analysis.summarizerOptions(drawing: false))
@@ -301,13 +353,14 @@ struct Record: ParsableCommand {
                 throw Failure(message: "\(child.command) \(ending), and no runloop events were recorded (nothing to summarize)",
                               status: .violation)
             }
-            throw nothingTraced(child, ending, reached: "the trace")
+            throw nothingTraced(child, ending, reached: "the trace", folder: destination.path)
         }
         if let anyOutcome, (summary.waits?.loops.isEmpty ?? true) && (summary.waits?.rareWaiters.isEmpty ?? true) {
             try deliverNothingRecorded(summary, trace: destination.path, options: analysis.summarizerOptions(drawing: false))
             throw anyOutcome.nothingRecorded(child.command, ending, followedChildren: followChildren)
         }
-        let tracerName = (useLTTng ? "LTTng" : "embedded recorder") + (any ? ", any program (wait interposer)" : "")
+        let tracerName = anyRoute.map { $0.tracerName(lttng: useLTTng, kernelRecorded: kernel?.processesRecorded.count ?? 0) }
+            ?? (useLTTng ? "LTTng" : "embedded recorder")
         let title = "\(command.joined(separator: " ")) — \(tracerName)" + (destination.keep ? ", trace \(destination.path)" : "")
         do {
             try SummaryDestination(path: self.summary).deliver(try format.render(summary, title: format == .json ? nil : title, brief: briefOption.brief))
@@ -328,6 +381,10 @@ struct Record: ParsableCommand {
         }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
         if let sessionLost { throw Failure(message: "the recording is incomplete: \(sessionLost)", status: .incomplete) }
+        if anyRoute?.waits != nil, let lost = kernelOutcome?.waitsLost, lost > 0 {
+            throw Failure(message: "the recording is incomplete: the kernel recorder lost \(lost) wait calls (its ring buffer was full)",
+                          status: .incomplete)
+        }
         if let failure = summary.health.trace.writeFailure {
             throw Failure(message: "the trace in \(destination.path) is incomplete: the program's recorder could not write it (\(failure))",
                           status: .incomplete)
@@ -475,9 +532,16 @@ struct Record: ParsableCommand {
     }
 
     /// A program that ran but sent no event: what it must do to be traced.
-    private func nothingTraced(_ child: GatedChild, _ ending: GatedChild.Ending, reached place: String) -> Failure {
-        Failure(message: "no runloop events reached \(place) from \(child.command), which \(ending): the program must call LoopEventSink.installFromEnvironment() (module Tracing), or use an adapter, before its loops run",
-                status: .incomplete)
+    private func nothingTraced(_ child: GatedChild, _ ending: GatedChild.Ending, reached place: String, folder: String? = nil) -> Failure {
+        // A full disk leaves the program's recorder no room even to say that it could not write: the cause then.
+        var status = statvfs()
+        if let folder, statvfs(folder, &status) == 0, UInt64(status.f_bavail) * UInt64(status.f_frsize) < 256 * 1024 {
+            let free = UInt64(status.f_bavail) * UInt64(status.f_frsize) / 1024
+            return Failure(message: "no runloop events reached \(place) from \(child.command), which \(ending): the trace folder's file system is full (No space left on device; \(free) KiB free), so its recorder could not write there",
+                           status: .incomplete)
+        }
+        return Failure(message: "no runloop events reached \(place) from \(child.command), which \(ending): the program must call LoopEventSink.installFromEnvironment() (module Tracing), or use an adapter, before its loops run",
+                       status: .incomplete)
     }
 
     /// Releases the program from its gate and waits for its end, signals forwarded to it; `abandon` undoes the

@@ -11,7 +11,8 @@ struct AnyProgramSetup {
     /// loops while it runs: rlctl registers the folder the interposer writes into, under its own pid.
     private let liveEntry: String?
 
-    init(program: String, lttng: Bool, followChildren: Bool, destination: TraceDestination) throws {
+    /// `claimToken`: the kernel view records the waits of the threads the interposer does not claim with it (0: none).
+    init(program: String, lttng: Bool, followChildren: Bool, destination: TraceDestination, claimToken: UInt32 = 0) throws {
         do { _ = try ProgramInspection.inspect(program) } catch { throw Failure.input(error.description) }
         let interposer: String
         do { interposer = try WaitInterposerLibrary.locate() } catch { throw Failure.input(error.description) }
@@ -40,7 +41,8 @@ struct AnyProgramSetup {
             tracer = .embedded
         }
         do {
-            recording = try AnyProgramRecording(folder: folder, tracer: tracer, followChildren: followChildren, interposer: interposer)
+            recording = try AnyProgramRecording(folder: folder, tracer: tracer, followChildren: followChildren, interposer: interposer,
+                                                claimToken: claimToken)
         } catch {
             throw Failure.input(error.description)
         }
@@ -60,7 +62,7 @@ struct AnyProgramSetup {
             warn("process \(process.pid) (\(process.name)) did not complete its recording (killed or crashed): each of its threads' last events (up to 100 ms) are missing, and the trace is marked as cut off")
         }
         for process in outcome.execsNotRecorded {
-            warn("process \(process.pid) (\(process.name)) exec'd a program that was not recorded: it passed it an environment without the wait interposer (it cleared or replaced its environment), or the program cannot be preloaded into")
+            warn("process \(process.pid) (\(process.name)) exec'd a program that was not recorded: it passed it an environment without the wait interposer (it cleared or replaced its environment), or the program cannot be preloaded into; --any-via kernel, or --follow-children, records such a program from the kernel's side")
         }
         if outcome.eventsDiscarded > 0 {
             warn("the recorded processes dropped \(outcome.eventsDiscarded) events (full buffers, or waits made by a signal handler while the recorder was busy); the summary's loss figures count those the trace's packets report")

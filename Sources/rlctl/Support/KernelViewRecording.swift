@@ -57,14 +57,26 @@ final class KernelViewRecording: @unchecked Sendable {
         var problem: String?
     }
 
+    /// Where the wait calls the kernel records go (`record --any`).
+    enum WaitsDestination {
+        /// They are the trace (`--any-via kernel`: nothing else records).
+        case trace
+        /// A part of the trace beside the interposer's (``TraceSchema/kernelWaitsFolder``): the waits of the processes
+        /// no interposer claimed.
+        case part
+    }
+
     /// Starts following `process` (and, with `followChildren`, the processes it starts) into `traceFolder/kernel`,
     /// or returns nil when `options` say off or the kernel view is not available (`unavailable` then says why).
+    /// With `waits`, also the wait calls (`record --any`), which must be recorded: no kernel view is then an error.
     static func start(_ options: KernelViewOptions, unavailable: String?, traceFolder: String, following process: Int32,
-                      followChildren: Bool) throws -> KernelViewRecording? {
+                      followChildren: Bool, waits: WaitsDestination? = nil, claimToken: UInt32 = 0) throws -> KernelViewRecording? {
         guard options.kernel != .off, unavailable == nil else { return nil }
         do {
-            return try KernelViewRecording(traceFolder: traceFolder, following: [process], followChildren: followChildren)
+            return try KernelViewRecording(traceFolder: traceFolder, following: [process], followChildren: followChildren,
+                                           waits: waits, claimToken: claimToken)
         } catch {
+            if waits != nil { throw Failure.input("cannot start the kernel view that records the waits: \(error)") }
             // Available a moment ago, refused now (another recording's maps, memory): with auto the recording goes
             // on without it, and the summary says why.
             if options.kernel == .on { throw Failure.input("--kernel on: cannot start the kernel view: \(error)") }
@@ -76,20 +88,31 @@ final class KernelViewRecording: @unchecked Sendable {
     /// `rlctl record --pid`: follows the running `processes` (and, with `followChildren`, the processes they start
     /// from now on), their wait calls written as the trace in `traceFolder` and the rest as its kernel view.
     static func attach(to processes: [Int32], followChildren: Bool, traceFolder: String) throws -> KernelViewRecording {
-        try KernelViewRecording(traceFolder: traceFolder, following: processes, followChildren: followChildren, recordsWaits: true)
+        try KernelViewRecording(traceFolder: traceFolder, following: processes, followChildren: followChildren, waits: .trace,
+                                attaching: true)
     }
 
-    private init(traceFolder: String, following processes: [Int32], followChildren: Bool, recordsWaits: Bool = false) throws {
+    private init(traceFolder: String, following processes: [Int32], followChildren: Bool, waits: WaitsDestination? = nil,
+                 claimToken: UInt32 = 0, attaching: Bool = false) throws {
         let writer = try KernelTraceWriter(folder: traceFolder + "/" + TraceSchema.kernelViewFolder)
         self.writer = writer
-        let waitWriter = recordsWaits ? try WaitTraceWriter(folder: traceFolder) : nil
+        let waitWriter: WaitTraceWriter?
+        switch waits {
+        case nil: waitWriter = nil
+        case .trace: waitWriter = try WaitTraceWriter(folder: traceFolder)
+        case .part:
+            waitWriter = try WaitTraceWriter(folder: traceFolder + "/" + TraceSchema.kernelWaitsFolder, part: TraceSchema.kernelWaitsPart)
+        }
         self.waitWriter = waitWriter
+        let recorded = recordedProcesses
         var options = KernelRecorder.Options()
         options.followChildren = followChildren
+        options.claimToken = claimToken
         let failure = WriteFailure()
         var waitSink: (@Sendable ([KernelWaitThreads.ThreadEvents]) -> Void)?
         if let waitWriter {
             waitSink = { parts in
+                recorded.note(parts)
                 guard !failure.happened else { return }
                 do {
                     for part in parts { try waitWriter.write(part.events, thread: part.threadID, lostBefore: part.lostBefore) }
@@ -101,11 +124,52 @@ final class KernelViewRecording: @unchecked Sendable {
             do { try writer.write(events) } catch { failure.record("\(error)") }
         }, waits: waitSink)
         self.failure = failure
-        for process in processes { try recorder.follow(process: process) }
+        // A program rlctl started is held at its gate until then: followed from its start. One attached to
+        // (record --pid) has been running.
+        for process in processes { try recorder.follow(process: process, fromItsStart: !attaching) }
         cleanup = ExitCleanups.shared.add { [weak self] in _ = self?.stop() }
     }
 
     private let failure: WriteFailure
+
+    /// The processes whose wait calls the kernel recorded, in the order they first waited.
+    var processesRecorded: [RecordedProcesses.Process] { recordedProcesses.all }
+    private let recordedProcesses = RecordedProcesses()
+
+    /// The processes the kernel recorded waits of, each once, with its name and why no interposer recorded it
+    /// (looked at when it first waits, while it still runs).
+    final class RecordedProcesses: @unchecked Sendable {
+        struct Process {
+            var pid: Int32
+            var name: String
+            /// Why the interposer could not record it: `statically linked`, `set-user-ID`, a Go program; nil when
+            /// nothing in its program says.
+            var unreachable: String?
+        }
+
+        private let lock = NSLock()
+        private var processes: [Process] = []
+        private var seen: Set<Int32> = []
+
+        var all: [Process] { lock.withLock { processes } }
+
+        func note(_ parts: [KernelWaitThreads.ThreadEvents]) {
+            for part in parts {
+                for event in part.events {
+                    guard case .waitThread(let pid, _, _, let process) = event.payload, !lock.withLock({ seen.contains(pid) }) else { continue }
+                    var unreachable: String?
+                    do {
+                        if try ProgramInspection.inspect("/proc/\(pid)/exe").isGo { unreachable = "a Go program: its runtime waits with raw system calls" }
+                    } catch {
+                        unreachable = error.kernelCanRecord
+                    }
+                    lock.withLock {
+                        if seen.insert(pid).inserted { processes.append(Process(pid: pid, name: process, unreachable: unreachable)) }
+                    }
+                }
+            }
+        }
+    }
 
     /// Stops following, writes the end of `kernel/`; the same outcome for every caller.
     func stop() -> Outcome {
