@@ -105,6 +105,87 @@ struct AttachTests {
         #expect(loop["kernel"] != nil, "the kernel's side of the loop is missing")
     }
 
+    /// The same Node server recorded both ways at once: started under `record --any` (the interposer) and attached
+    /// to by `record --pid` (the kernel) for a window. Both see the same wait calls: over the attached window the
+    /// main thread's waits are the same in number (within the two at its edges), and the utilization the interposer's
+    /// waits give over that window agrees with the attach's within 2 points; so does Node's own meter.
+    @Test(.enabled(if: node.shouldRun, node.skipComment))
+    func anAttachedNodeServerAgreesWithItsAnyRecording() throws {
+        guard Self.node.requireMet() else { return }
+        let report = temporaryPath("node-both.json"), anyTrace = temporaryPath("node-any.rltrace"), pidTrace = temporaryPath("node-pid.rltrace")
+        defer { for path in [anyTrace, pidTrace] { try? FileManager.default.removeItem(atPath: path) } }
+        let port = AnyProgramTests.freePort()
+        let recording = try CLI.start(["record", "--any", "--tracer", "embedded", "--output", anyTrace, "--format", "json", "--stall", "30ms",
+                                       "--", TestEnvironment.executable("node")!, "\(AnyProgramTests.programs)/node-server.js", "\(port)", "8",
+                                       "250", "60", report])
+        defer { recording.send(SIGKILL, toGroup: true) }
+        try #require(AnyProgramTests.waitForPort(port), "node did not listen on \(port): \(recording.outputSoFar.stderr)")
+        // The interposer's start marker names the recorded process: node.
+        let marker = try #require(((try? FileManager.default.contentsOfDirectory(atPath: anyTrace)) ?? [])
+            .first { $0.hasPrefix(".proc-") && $0.hasSuffix(".start") }, "no start marker in \(anyTrace)")
+        let nodePid = try #require(Int32(marker.dropFirst(6).dropLast(6)), "\(marker)")
+        let wrk = try RunningProcess(TestEnvironment.executable("wrk")!, ["-t1", "-c8", "-d6s", "http://127.0.0.1:\(port)/"])
+        usleep(300_000)
+        let attached = try CLI.start(["record", "--pid", "\(nodePid)", "--duration", "4s", "--output", pidTrace, "--format", "json",
+                                      "--stall", "30ms"])
+        try Self.waitUntilAttached(attached)
+        kill(nodePid, SIGUSR2)
+        let detached = eventually(timeout: .seconds(60)) { attached.outputSoFar.stderr.contains("rlctl: detached") || !attached.isRunning }
+        kill(nodePid, SIGUSR2)
+        #expect(detached)
+        let byKernel = attached.wait()
+        try #require(byKernel.status == 0, "\(byKernel.termination): \(byKernel.stderr)")
+        _ = wrk.wait()
+        let byInterposer = recording.wait()
+        try #require(byInterposer.status == 0, "\(byInterposer.termination): \(byInterposer.stderr)")
+
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(byKernel.stdout.utf8)) as? [String: Any])
+        let loop = try AnyProgramTests.waitLoop(in: try #require(summary["waits"] as? [String: Any]), pid: Int(nodePid), threadID: Int(nodePid))
+        let ours = try #require(loop["utilization"] as? Double)
+        let nodes = try #require(try AnyProgramTests.json(report)["window_utilization"] as? Double)
+        #expect(abs(ours - nodes) <= 0.02, "rlctl --pid: \(ours), Node's eventLoopUtilization over the window: \(nodes)")
+
+        // Each recording's main-thread waits, as (begin, end), from `rlctl export --format jsonl`.
+        func waits(_ trace: String) throws -> [(begin: UInt64, end: UInt64)] {
+            let file = temporaryPath("waits.jsonl")
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            let exported = try CLI.run(["export", trace, "--format", "jsonl", "--output", file])
+            try #require(exported.status == 0, "export \(trace): \(exported.stderr)")
+            var result: [(begin: UInt64, end: UInt64)] = []
+            var begin: UInt64?
+            for line in try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n") {
+                guard let row = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                      (row["thread_id"] as? NSNumber)?.int32Value == nodePid,
+                      let time = (row["timestamp_ns"] as? NSNumber)?.uint64Value else { continue }
+                switch row["event"] as? String {
+                case "wait_begin": begin = time
+                case "wait_end":
+                    if let known = begin, known != .max { result.append((known, time)) }
+                    begin = nil
+                default: break
+                }
+            }
+            return result
+        }
+        let kernelWaits = try waits(pidTrace), interposerWaits = try waits(anyTrace)
+        let from = try #require(kernelWaits.first?.end), to = try #require(kernelWaits.last?.end)
+        let inWindow = interposerWaits.filter { $0.end >= from && $0.end <= to }
+        #expect(abs(inWindow.count - kernelWaits.count) <= 2, "the interposer saw \(inWindow.count) waits in the window, the kernel \(kernelWaits.count)")
+        // Busy from one wait's end to the next one's begin, asleep in the wait: each side's waits alike.
+        func utilization(_ waits: [(begin: UInt64, end: UInt64)]) -> Double {
+            var busy: UInt64 = 0, asleep: UInt64 = 0
+            for (previous, wait) in zip(waits, waits.dropFirst()) {
+                busy += wait.begin > previous.end ? wait.begin - previous.end : 0
+                asleep += wait.end > wait.begin ? wait.end - wait.begin : 0
+            }
+            return Double(busy) / Double(max(busy + asleep, 1))
+        }
+        let theirs = utilization(inWindow), kernelSide = utilization(kernelWaits)
+        #expect(abs(ours - theirs) <= 0.02, "rlctl --pid: \(ours), rlctl --any over the same window: \(theirs)")
+        // (The interposer times a wait around the system call, the attach's own cost per wait included.)
+        #expect(abs(kernelSide - theirs) <= 0.015, "the same waits, timed by the kernel: \(kernelSide), by the interposer: \(theirs)")
+    }
+
     static let go = AnyProgramTests.requirement(["go"])
 
     /// One HTTP/1.0 request to the loopback port, its answer read to the end; false when it failed.
