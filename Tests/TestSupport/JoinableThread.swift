@@ -22,8 +22,17 @@ public final class JoinableThread: @unchecked Sendable {
         precondition(rc == 0, "pthread_create failed: \(rc)")
     }
 
+    private let joining = TestLock()
+    private var joined = false
+
+    /// Waits for the thread's exit; again, and from any thread, returns at once (a pthread joined twice is undefined:
+    /// it crashed a test whose deferred wait came after its own).
     public func join() {
+        joining.lock()
+        defer { joining.unlock() }
+        guard !joined else { return }
         pthread_join(thread, nil)
+        joined = true
     }
 }
 
