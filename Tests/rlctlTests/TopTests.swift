@@ -144,6 +144,24 @@ struct TopTests {
         #expect((loop["utilization"] as? Double ?? 1) < 0.5, "\(loop)")
     }
 
+    /// A static program's loop, recorded by the kernel (`record --any` where LD_PRELOAD cannot reach), shows as a
+    /// `wait` row too: 2 ms waits, about 500 iterations a second.
+    @Test(.enabled(if: kernelViewRequirement.shouldRun, kernelViewRequirement.skipComment))
+    func aLoopTheKernelRecordsShows() throws {
+        guard kernelViewRequirement.requireMet(), AnyProgramTests.compiler.requireMet() else { return }
+        let program = try AnyProgramTests.compile("counted-waits.c", flags: ["-static"])
+        let recording = try CLI.start(["record", "--any", "--", program, "1500"])
+        defer { recording.send(SIGKILL, toGroup: true); _ = recording.wait() }
+        let pid = try #require(PrometheusExportTests.nodePID(parent: recording.pid), "the program did not start")
+        usleep(1_200_000)
+        let shown = try CLI.run(["top", "--once", "--format", "json"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let waits = try Self.rows(shown).loops.filter { $0["kind"] as? String == "wait" && $0["processID"] as? Int == pid }
+        #expect(waits.contains { ($0["iterationsPerSecond"] as? Double ?? 0) > 100 }, "\(shown.stdout.prefix(1500))")
+        let recorded = recording.wait()
+        #expect(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+    }
+
     /// A relay daemon that goes away is said on the status line, and its sessions are followed again once it is
     /// back: a program recorded to the restarted relay shows.
     @Test func itSurvivesARelayDaemonRestarting() throws {

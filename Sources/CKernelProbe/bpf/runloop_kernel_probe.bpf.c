@@ -762,8 +762,7 @@ static __always_inline int wait_call(long id) {
 /// The caller's wait state: found in its own storage, one lookup, for a thread already followed; made for a thread of a
 /// followed process (not one left out) on its first wait call; NULL for every other thread, and for a followed one
 /// whose state could not be made (`*followed` then says so).
-static __always_inline struct open_wait *caller_wait(bool *followed) {
-    struct task_struct *task = bpf_get_current_task_btf();
+static __always_inline struct open_wait *caller_wait(struct task_struct *task, bool *followed) {
     struct open_wait *w = bpf_task_storage_get(&rlctl_kp_wts, task, 0, 0);
     *followed = w != 0;
     if (w) return w;
@@ -835,7 +834,7 @@ int BPF_PROG(rlctl_kp_w_in, struct pt_regs *regs, long id) {
     int call = wait_call(id);
     if (call < 0) return 0;
     bool followed;
-    struct open_wait *w = caller_wait(&followed);
+    struct open_wait *w = caller_wait(bpf_get_current_task_btf(), &followed);
     if (!w) return 0;   // (not followed; or no memory: its return then reads as a wait begun before the recording)
     if (claims(regs, call)) w->claimed = 1;
     if (w->claimed) return 0;
@@ -863,9 +862,9 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(rlctl_kp_w_out, struct pt_regs *regs, long ret) {
     int call = wait_call((long)regs->orig_ax);
     if (call < 0) return 0;
-    u64 now = bpf_ktime_get_ns();
+    struct task_struct *task = bpf_get_current_task_btf();
     bool followed;
-    struct open_wait *w = caller_wait(&followed);
+    struct open_wait *w = caller_wait(task, &followed);
     if (!w) {
         // Followed, with no memory for its state: that wait is lost, and counted.
         if (followed) {
@@ -876,6 +875,9 @@ int BPF_PROG(rlctl_kp_w_out, struct pt_regs *regs, long ret) {
         return 0;
     }
     if (w->claimed) return 0;
+    // The end, read once the lookup told a followed thread's wait from every other wait of the machine (those pay
+    // no clock read).
+    u64 now = bpf_ktime_get_ns();
     bool known = w->open && w->call == (u32)call;
     w->open = 0;
     struct rl_kp_wait *rec = bpf_ringbuf_reserve(&rlctl_kp_ring, sizeof *rec, 0);
@@ -886,10 +888,10 @@ int BPF_PROG(rlctl_kp_w_out, struct pt_regs *regs, long ret) {
         if (losses) losses->waits_dropped++;
         return 0;
     }
-    u64 id = bpf_get_current_pid_tgid();
+    // (Read from the task itself: no helper call.)
     rec->kind = RL_KP_WAIT;
-    rec->tid = (s32)id;
-    rec->pid = id >> 32;
+    rec->tid = task->pid;
+    rec->pid = task->tgid;
     rec->call = call;
     if (known) {
         rec->target = w->target;
@@ -922,7 +924,7 @@ int BPF_PROG(rlctl_kp_w_out, struct pt_regs *regs, long ret) {
     rec->lost_before = w->lost;
     rec->padding = 0;
     w->lost = 0;
-    bpf_get_current_comm(rec->comm, sizeof rec->comm);
+    __builtin_memcpy(rec->comm, task->comm, sizeof rec->comm);
     bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
     return 0;
 }

@@ -44,6 +44,8 @@ final class KernelViewRecording: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped: Outcome?
     private var cleanup: ExitCleanups.Token?
+    /// The kernel's waits' registration in ``LiveRecordings`` while they are written.
+    private var liveEntry: String?
 
     /// What the kernel view of a recording came to.
     struct Outcome {
@@ -104,6 +106,10 @@ final class KernelViewRecording: @unchecked Sendable {
             waitWriter = try WaitTraceWriter(folder: traceFolder + "/" + TraceSchema.kernelWaitsFolder, part: TraceSchema.kernelWaitsPart)
         }
         self.waitWriter = waitWriter
+        // `rlctl top` (and its exporter) follows the waits the kernel records as it follows an interposer's.
+        if let waitWriter, let entry = LiveRecordings.register(tracePath: waitWriter.folder) {
+            liveEntry = entry
+        }
         let recorded = recordedProcesses
         var options = KernelRecorder.Options()
         options.followChildren = followChildren
@@ -191,6 +197,7 @@ final class KernelViewRecording: @unchecked Sendable {
         }
         let outcome = Outcome(records: statistics.records, lost: statistics.lost, rebuilt: statistics.rebuilt,
                               waitsLost: statistics.waitsLost, problem: problem)
+        liveEntry.map(LiveRecordings.unregister)
         stopped = outcome
         if let cleanup { ExitCleanups.shared.remove(cleanup) }
         return outcome
