@@ -6,9 +6,10 @@
 #   2. machine-wide: N getpid calls of a process nobody follows while rlctl is attached to another one (the syscall
 #      tracepoints send every process's system calls through the kernel's slower entry path) and without;
 #   3. a Go HTTP server (Go's runtime waits with raw epoll_pwait calls) under wrk -t1 -c8, requests/s attached and not;
+#   5. nginx (one process, master_process off, a small static page) under wrk -t1 -c8, requests/s attached and not;
 #   4. attach and detach latency: a 1 ms epoll loop's longest iteration in the 100 ms windows where rlctl attached or
 #      detached, against its longest in the other windows.
-# Needs root, cc, go (golang-go), wrk and a release build of rlctl (done here). Everything it starts is killed and its
+# Needs root, cc, go (golang-go), wrk, nginx and a release build of rlctl (done here). Everything it starts is killed and its
 # temporary folder removed on every way out; nothing stays loaded in the kernel (the probe goes with rlctl's process).
 #   usage: Benchmarks/attach-bench.sh [ROUNDS]     (default 5; SECTIONS=13 runs sections 1 and 3 only)
 set -euo pipefail
@@ -23,7 +24,7 @@ cc -O2 -Wall -o "$work/workload" "$here/Benchmarks/attach/attach-workload.c"
 rlctl="$(cd "$here" && swift build -c release --show-bin-path)/rlctl"
 workload="$work/workload"
 calls=${CALLS:-2000000}
-sections=${SECTIONS:-1234}
+sections=${SECTIONS:-12345}
 section() { [[ $sections == *$1* ]]; }
 
 # attach PID SECONDS: rlctl attached to PID in the background (its pid in $rlctl_pid) until SECONDS passed or PID
@@ -73,6 +74,39 @@ section 3 && {
 echo "== 3. a Go HTTP server under wrk -t1 -c8 -d4s: requests/s"
 port=$((20000 + RANDOM % 20000))
 "$work/go-server" "$port" 0 & server=$!; pids+=($server)
+for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+: >"$work/plain"; : >"$work/attached"; : >"$work/ratio"
+for round in $(seq 1 "$rounds"); do
+    plain=$(wrk -t1 -c8 -d4s "http://127.0.0.1:$port/" | awk '/Requests\/sec/ {print $2}')
+    attach "$server" 600s
+    attached=$(wrk -t1 -c8 -d4s "http://127.0.0.1:$port/" | awk '/Requests\/sec/ {print $2}')
+    kill -INT "$rlctl_pid"; wait "$rlctl_pid" || true
+    ratio=$(echo "scale=4; $attached / $plain" | bc)
+    echo "  round $round: plain $plain, attached $attached, ratio $ratio"
+    echo "$plain" >>"$work/plain"; echo "$attached" >>"$work/attached"; echo "$ratio" >>"$work/ratio"
+done
+echo "  median: plain $(median <"$work/plain"), attached $(median <"$work/attached"), ratio (pairwise) $(median <"$work/ratio")"
+
+}
+section 5 && {
+echo "== 5. nginx (one process) under wrk -t1 -c8 -d4s: requests/s"
+port=$((20000 + RANDOM % 20000))
+mkdir -p "$work/nginx/html" "$work/nginx/logs"
+echo "hello" >"$work/nginx/html/index.html"
+cat >"$work/nginx/nginx.conf" <<CONF
+daemon off;
+master_process off;
+worker_processes 1;
+error_log $work/nginx/logs/error.log;
+pid $work/nginx/logs/nginx.pid;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path $work/nginx/tmp;
+    server { listen 127.0.0.1:$port; root $work/nginx/html; }
+}
+CONF
+nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" & server=$!; pids+=($server)
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
 : >"$work/plain"; : >"$work/attached"; : >"$work/ratio"
 for round in $(seq 1 "$rounds"); do

@@ -74,15 +74,27 @@ public enum TraceOrigins {
                         name: snapshot.folder, isSnapshot: true)
         }
         var origins = (unknown + named + taken).sorted { ($0.name, $0.directories.first ?? "") < ($1.name, $1.directories.first ?? "") }
-        // A kernel view belongs to the recording whose folder it is in: inside an embedded trace's folder, or in the
-        // output folder of the one LTTng recording there.
+        // A trace's parts (its kernel view, the kernel's wait calls) belong to the recording whose folder they are in:
+        // inside an embedded trace's folder, or in an LTTng recording's output folder, above its trace folders
+        // (…/ust/uid/0/64-bit). Found from each origin's first folder up to the folder searched, never in a folder
+        // above another origin's traces (which recording's would they be?), unless it is the only one.
+        let searched = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
         for index in origins.indices where !origins[index].isSnapshot {
-            if origins[index].directories.count == 1, let inside = TraceParts.kernelView(besides: origins[index].directories[0]) {
-                origins[index].kernelView = inside
-                origins[index].kernelWaits = TraceParts.kernelWaits(besides: origins[index].directories[0])
-            } else if origins.count == 1 {
-                origins[index].kernelView = TraceParts.kernelView(besides: path)
-                origins[index].kernelWaits = TraceParts.kernelWaits(besides: path)
+            guard let first = origins[index].directories.first else { continue }
+            let others = origins.indices.filter { $0 != index }.flatMap { origins[$0].directories }
+            var folder = first
+            while true {
+                let shared = others.contains { $0 == folder || $0.hasPrefix(folder + "/") }
+                if !shared || origins.count == 1 {
+                    let view = TraceParts.kernelView(besides: folder), waits = TraceParts.kernelWaits(besides: folder)
+                    if view != nil || waits != nil {
+                        origins[index].kernelView = view
+                        origins[index].kernelWaits = waits
+                        break
+                    }
+                }
+                guard folder != searched, folder.hasPrefix(searched + "/"), let slash = folder.lastIndex(of: "/") else { break }
+                folder = String(folder[..<slash])
             }
         }
         return origins

@@ -25,9 +25,16 @@ public enum TraceReaders {
     ///   no host there, and when the folder holds several hosts' traces and `host` does not choose one.
     public static func open(_ path: String, host: String? = nil) throws(TraceReadError) -> any TraceEventReader {
         if let host { return try open(TraceOrigins.find(at: path, selecting: host), path: path) }
-        if let origins = try? TraceOrigins.find(at: path), origins.count > 1 { return try open(origins, path: path) }
+        let origins = try? TraceOrigins.find(at: path)
+        if let origins, origins.count > 1 { return try open(origins, path: path) }
         var reader: any TraceEventReader
         let kernelWaits = TraceParts.kernelWaits(besides: path)
+        // A recording in a folder below the one given (runs/, holding runs/rec/ust/uid/0/64-bit and rec's parts):
+        // its parts are found from its own folder.
+        if kernelWaits == nil, TraceParts.kernelView(besides: path) == nil, let origin = origins?.first,
+           origin.kernelView != nil || origin.kernelWaits != nil {
+            return try open(origin)
+        }
         if let kernelWaits, (try? CTFTraceFolders.find(at: path)) == nil {
             // record --any where only the kernel recorded waits (no process loaded the interposer; LTTng then
             // writes no trace of its own): those waits are the trace.

@@ -169,6 +169,32 @@ import Tracing
         #expect(damaged.health.recordingCutOff)
     }
 
+    /// A recording in a folder below the one given, its trace a few folders down as LTTng lays it out
+    /// (runs/rec/ust/uid/0/64-bit) and its parts in its own folder (runs/rec/rlctl-kernel-waits): read with them.
+    @Test func aRecordingsPartsAreFoundFromItsOwnFolder() throws {
+        let (trace, main) = try Self.embeddedTrace("kernel-waits-nested")
+        let runs = temporaryPath("runs")
+        defer { try? FileManager.default.removeItem(atPath: runs); try? FileManager.default.removeItem(atPath: trace) }
+        let recording = runs + "/rec"
+        try FileManager.default.createDirectory(atPath: recording + "/ust/uid/0", withIntermediateDirectories: true)
+        try FileManager.default.moveItem(atPath: trace, toPath: recording + "/ust/uid/0/64-bit")
+        let writer = try WaitTraceWriter(folder: recording + "/" + TraceSchema.kernelWaitsFolder, part: TraceSchema.kernelWaitsPart)
+        let first = try #require(main.first?.timestamp)
+        let waits = [TraceEvent(timestamp: first + 1, threadID: 5001, processID: 5000,
+                                payload: .waitThread(pid: 5000, ppid: 1, thread: "static-loop", process: "static-loop"))]
+        try writer.write(waits, thread: 5001)
+        try writer.finish()
+        for opened in [runs, recording] {
+            var reader = try TraceReaders.open(opened)
+            let (events, error) = readAll(&reader)
+            #expect(error == nil)
+            #expect(events.filter { $0.threadID == 5001 }.map(\.payload) == waits.map(\.payload), "opened at \(opened)")
+            #expect(events.count == main.count + waits.count)
+        }
+        let origins = try TraceOrigins.find(at: runs)
+        #expect(origins.count == 1 && origins[0].kernelWaits == recording + "/" + TraceSchema.kernelWaitsFolder)
+    }
+
     /// babeltrace2 reads the kernel view beside its trace, one timeline (every rlctl clock is absolute).
     @Test func babeltrace2ReadsTheKernelViewBesideItsTrace() throws {
         guard let babeltrace = TestEnvironment.executable("babeltrace2") else {

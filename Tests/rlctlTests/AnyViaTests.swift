@@ -134,6 +134,20 @@ struct AnyViaTests {
                 "\(Self.recorders(summary))")
     }
 
+    /// A thread the interposer claimed (it waited through libc) that then waits with raw system calls: the
+    /// interposer's waits are its own, and the raw ones the kernel's, none lost and none twice.
+    @Test(.enabled(if: compiler.shouldRun, compiler.skipComment))
+    func aClaimedThreadsRawSystemCallsAreStillTheKernels() throws {
+        guard Self.compiler.requireMet() else { return }
+        let program = try AnyProgramTests.compile("libc-then-raw.c")
+        let result = try CLI.run(["record", "--any", "--follow-children", "--format", "json", "--", program])
+        #expect(result.status == 0, "\(result.termination): \(result.stderr)")
+        let summary = try Self.summary(result)
+        let pid = try #require(Self.loops(summary).first?["pid"] as? Int, "no loop: \(summary)")
+        #expect(Self.waits(summary) == [pid: ["poll/select": 10, "epoll": 20]], "\(Self.loops(summary))")
+        #expect(Self.recorders(summary)[pid]?.count == 2, "\(Self.recorders(summary))")
+    }
+
     /// `--any-via kernel`: nothing is loaded into the program (no interposer marker in the trace), and every wait is
     /// there.
     @Test(.enabled(if: compiler.shouldRun, compiler.skipComment))
@@ -167,7 +181,7 @@ struct AnyViaTests {
         try expectError(["--any", "--any-via", "kernel", "--tracer", "lttng", "--", "true"], "not with --tracer")
         try expectError(["--any", "--any-via", "preload", "--", staticProgram], "is statically linked")
         try expectError(["--any", "--kernel", "off", "--", staticProgram],
-                        "the kernel could record it instead (--any-via kernel), but its view is not available here: --kernel off")
+                        "the kernel could record it instead without --kernel off")
         try expectError(["--any", "--any-via", "kernel", "--", "/nonexistent/program"], "no such program")
         try expectError(["--any", "--any-via", "kernel", "--", "/bin/true"], "without a wait call the kernel saw return", status: 3)
     }

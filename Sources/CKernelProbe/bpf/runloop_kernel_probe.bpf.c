@@ -735,8 +735,13 @@ struct open_wait {
     u32 call;
     u32 open;
     u32 lost;
-    u32 claimed;   // rlctl's wait interposer records this thread's waits
+    u32 claimed;   // rlctl's wait interposer records this thread's waits made through libc
+    /// Where the interposer says, in the thread's memory, that the wait call under way is one it records.
+    u64 recorded_flag;
 };
+
+/// `open` of a wait the interposer records: neither end is the probe's.
+#define RL_KP_INTERPOSERS 2
 
 struct {
     __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -773,13 +778,13 @@ static __always_inline struct open_wait *caller_wait(struct task_struct *task, b
     return bpf_task_storage_get(&rlctl_kp_wts, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
-/// rlctl's wait interposer, at a thread's first wait through libc, says it records that thread's waits with a call no
-/// program makes (RL_KP_CLAIM): epoll_wait(-1, NULL, 0, this probe's claim token), which fails at once (EINVAL). The
-/// thread is left out here from then on (until it execs), so `record --any` records each wait once: by the
-/// interposer where it reaches, by the kernel where it does not (a static program, one started without it, a thread
-/// making raw system calls).
+/// rlctl's wait interposer, at a thread's first wait through libc, claims the thread's waits with a call no program
+/// makes (RL_KP_CLAIM): epoll_wait(-1, &flag, 0, this probe's claim token), which fails at once (EINVAL). From then
+/// on (until the thread execs) a wait call of the thread while that flag, in the thread's memory, is 1 is one the
+/// interposer records, and the probe leaves it out; any other (a raw system call, syscall(2)) the probe records. So
+/// `record --any` records each wait once: by the interposer where it reaches, by the kernel where it does not.
 static __always_inline bool claims(struct pt_regs *regs, int call) {
-    if (call != RL_KP_EPOLL_WAIT || (s32)regs->di != -1 || regs->si != 0 || (s32)regs->dx != 0) return 0;
+    if (call != RL_KP_EPOLL_WAIT || (s32)regs->di != -1 || regs->si == 0 || (s32)regs->dx != 0) return 0;
     u32 zero = 0;
     struct rl_kp_control *control = bpf_map_lookup_elem(&rlctl_kp_ctl, &zero);
     return control && control->claim_token != 0 && (u32)regs->r10 == control->claim_token;
@@ -789,7 +794,10 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(rlctl_kp_w_exec, struct task_struct *p, int old_pid, struct linux_binprm *bprm) {
     // A new program: the thread's waits are the kernel's again until its own interposer, if it loads one, claims them.
     struct open_wait *w = bpf_task_storage_get(&rlctl_kp_wts, p, 0, 0);
-    if (w) w->claimed = 0;
+    if (w) {
+        w->claimed = 0;
+        w->recorded_flag = 0;
+    }
     return 0;
 }
 
@@ -836,8 +844,19 @@ int BPF_PROG(rlctl_kp_w_in, struct pt_regs *regs, long id) {
     bool followed;
     struct open_wait *w = caller_wait(bpf_get_current_task_btf(), &followed);
     if (!w) return 0;   // (not followed; or no memory: its return then reads as a wait begun before the recording)
-    if (claims(regs, call)) w->claimed = 1;
-    if (w->claimed) return 0;
+    if (claims(regs, call)) {
+        w->claimed = 1;
+        w->recorded_flag = regs->si;
+        w->open = RL_KP_INTERPOSERS;
+        return 0;
+    }
+    if (w->claimed) {
+        u32 recorded = 0;
+        if (bpf_probe_read_user(&recorded, sizeof recorded, (void *)w->recorded_flag) == 0 && recorded) {
+            w->open = RL_KP_INTERPOSERS;
+            return 0;
+        }
+    }
     w->call = call;
     w->open = 1;
     wait_set(regs, call, &w->target, &w->set_size);
@@ -874,7 +893,10 @@ int BPF_PROG(rlctl_kp_w_out, struct pt_regs *regs, long ret) {
         }
         return 0;
     }
-    if (w->claimed) return 0;
+    if (w->open == RL_KP_INTERPOSERS) {
+        w->open = 0;
+        return 0;
+    }
     // The end, read once the lookup told a followed thread's wait from every other wait of the machine (those pay
     // no clock read).
     u64 now = bpf_ktime_get_ns();

@@ -36,8 +36,9 @@ enum { RL_KP_EPOLL_WAIT = 0, RL_KP_EPOLL_PWAIT = 1, RL_KP_EPOLL_PWAIT2 = 2, RL_K
        RL_KP_SELECT = 5, RL_KP_PSELECT = 6 };
 
 /// RL_KP_CLAIM: the call with which rlctl's wait interposer claims a thread's waits at its first one through libc,
-/// epoll_wait(-1, NULL, 0, token) with the probe's claim token (rl_kp_control.claim_token) as its timeout: no program
-/// makes it, and it fails at once (EINVAL).
+/// epoll_wait(-1, &flag, 0, token) with the probe's claim token (rl_kp_control.claim_token) as its timeout: no program
+/// makes it, and it fails at once (EINVAL). `flag`, an int in the thread's memory, is 1 while the thread is in a wait
+/// the interposer records: the probe leaves those out and records the thread's other waits.
 
 /// Off-CPU reasons, the values of the schema's off_cpu_reason enumeration (runloop_events.def).
 enum { RL_KP_PREEMPTED = 0, RL_KP_THROTTLED = 1, RL_KP_SLEEPING = 2, RL_KP_DISK_SLEEP = 3, RL_KP_OTHER = 4 };

@@ -31,6 +31,8 @@ extern struct rli_hot g_rli;
 int rli_start_pending(void);
 /// The thread's wait_thread event (hot path's cold branch).
 void rli_announce_thread(void);
+/// 1 while the thread is in a real wait call whose begin was recorded (wrappers.c).
+extern __thread int rli_t_waiting __attribute__((tls_model("initial-exec")));
 /// The LTTng path (batches.c): a wait's begin and end into the thread's batch of the recording `session`. Begin
 /// returns 1 when the wait's end is to be recorded too (0: a signal handler's wait inside the one it interrupted).
 int rli_batch_begin(uint8_t call, int32_t target, uint32_t set_size, int64_t timeout_ns, uint32_t session);

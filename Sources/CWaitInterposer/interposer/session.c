@@ -46,8 +46,8 @@ static struct {
     char directory[PATH_MAX];
     uint8_t uuid[16];
     int follow;
-    int kernel_waits;             // rlctl's kernel view records the waits of the threads no interposer claims:
-                                  // the token to claim a thread's with (RL_KP_CLAIM), 0 when it does not
+    uint32_t kernel_waits;        // rlctl's kernel view records the waits no interposer claims: the token to claim
+                                  // a thread's with (RL_KP_CLAIM), 0 when it does not
     pid_t root;
     uint32_t sub_buffer_size, sub_buffer_count;
     char self[PATH_MAX];          // this library's path, for LD_PRELOAD
@@ -143,9 +143,11 @@ static void note_first_wait(void);
 
 void rli_announce_thread(void) {
     note_first_wait();
-    // rlctl's kernel view leaves this thread's waits to us from now on (rl_kernel_probe_record.h); a thread that
-    // waits with raw system calls (Go's) never comes here, and the kernel records it.
-    if (g_config.kernel_waits > 0) syscall(SYS_epoll_wait, -1, NULL, 0, g_config.kernel_waits);
+    // rlctl's kernel view leaves this thread's recorded waits to us from now on, told by the flag whose address the
+    // claim gives (rl_kernel_probe_record.h, RL_KP_CLAIM); its other waits (raw system calls) it records itself.
+#ifdef SYS_epoll_wait
+    if (g_config.kernel_waits != 0) syscall(SYS_epoll_wait, -1, &rli_t_waiting, 0, (int)g_config.kernel_waits);
+#endif
     char thread[17] = {0};
     prctl(PR_GET_NAME, thread, 0, 0, 0);
     int32_t pid = (int32_t)getpid(), ppid = (int32_t)getppid();
@@ -660,7 +662,7 @@ static int configure(void) {
     if (parse_uuid(variable("RLCTL_ANY_UUID"), g_config.uuid) != 0) return 0;
     g_config.sub_buffer_size = number_or("RLCTL_ANY_SUB_BUFFER_SIZE", 256 * 1024);
     g_config.sub_buffer_count = number_or("RLCTL_ANY_SUB_BUFFER_COUNT", 16);
-    g_config.kernel_waits = (int)number_or("RLCTL_ANY_KERNEL_WAITS", 0);
+    g_config.kernel_waits = number_or("RLCTL_ANY_KERNEL_WAITS", 0);
     int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         ssize_t n = read(fd, g_config.process_comm, sizeof g_config.process_comm - 1);

@@ -144,13 +144,32 @@ static inline __attribute__((always_inline)) void wait_end(int recorded, int res
     errno = saved;
 }
 
+// 1 while this thread is in a real wait call whose begin was recorded: rlctl's kernel view reads it (its address
+// was given with the thread's claim, rli_announce_thread) to leave that call to us, and to record any other wait
+// of the thread (a raw system call, syscall(2)) itself.
+__thread int rli_t_waiting __attribute__((tls_model("initial-exec")));
+
+static inline __attribute__((always_inline)) int enter_real(int recorded) {
+    int outer = rli_t_waiting;   // (a signal handler's wait inside another: the outer one's value comes back after)
+    rli_t_waiting = recorded;
+    atomic_signal_fence(memory_order_seq_cst);
+    return outer;
+}
+
+static inline __attribute__((always_inline)) void leave_real(int outer) {
+    atomic_signal_fence(memory_order_seq_cst);
+    rli_t_waiting = outer;
+}
+
 // ===== the wrappers =====
 
 RLI_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
     epoll_wait_fn call = REAL(epoll_wait);
     if (UNLIKELY(!call)) return MISSING();
     int recorded = wait_begin(CALL_EPOLL_WAIT, epfd, (uint32_t)maxevents, from_ms(timeout));
+    int outer = enter_real(recorded);
     int result = call(epfd, events, maxevents, timeout);
+    leave_real(outer);
     wait_end(recorded, result);
     return result;
 }
@@ -159,7 +178,9 @@ RLI_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, 
     epoll_pwait_fn call = REAL(epoll_pwait);
     if (UNLIKELY(!call)) return MISSING();
     int recorded = wait_begin(CALL_EPOLL_PWAIT, epfd, (uint32_t)maxevents, from_ms(timeout));
+    int outer = enter_real(recorded);
     int result = call(epfd, events, maxevents, timeout, mask);
+    leave_real(outer);
     wait_end(recorded, result);
     return result;
 }
@@ -169,7 +190,9 @@ RLI_EXPORT int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
     epoll_pwait2_fn call = REAL(epoll_pwait2);
     if (UNLIKELY(!call)) return MISSING();
     int recorded = wait_begin(CALL_EPOLL_PWAIT2, epfd, (uint32_t)maxevents, from_timespec(timeout));
+    int outer = enter_real(recorded);
     int result = call(epfd, events, maxevents, timeout, mask);
+    leave_real(outer);
     wait_end(recorded, result);
     return result;
 }
@@ -178,7 +201,9 @@ RLI_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout) {
     poll_fn call = REAL(poll);
     if (UNLIKELY(!call)) return MISSING();
     int recorded = wait_begin(CALL_POLL, -1, (uint32_t)nfds, from_ms(timeout));
+    int outer = enter_real(recorded);
     int result = call(fds, nfds, timeout);
+    leave_real(outer);
     wait_end(recorded, result);
     return result;
 }
@@ -187,7 +212,9 @@ RLI_EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tim
     ppoll_fn call = REAL(ppoll);
     if (UNLIKELY(!call)) return MISSING();
     int recorded = wait_begin(CALL_PPOLL, -1, (uint32_t)nfds, from_timespec(timeout));
+    int outer = enter_real(recorded);
     int result = call(fds, nfds, timeout, mask);
+    leave_real(outer);
     wait_end(recorded, result);
     return result;
 }
@@ -197,7 +224,9 @@ RLI_EXPORT int __poll_chk(struct pollfd *fds, nfds_t nfds, int timeout, size_t f
     poll_chk_fn call = REAL_CHK(poll_chk, "__poll_chk");
     if (UNLIKELY(!call)) return MISSING();
     int recorded = wait_begin(CALL_POLL, -1, (uint32_t)nfds, from_ms(timeout));
+    int outer = enter_real(recorded);
     int result = call(fds, nfds, timeout, fdslen);
+    leave_real(outer);
     wait_end(recorded, result);
     return result;
 }
@@ -207,7 +236,9 @@ RLI_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t nfds, const struct timespe
     ppoll_chk_fn call = REAL_CHK(ppoll_chk, "__ppoll_chk");
     if (UNLIKELY(!call)) return MISSING();
     int recorded = wait_begin(CALL_PPOLL, -1, (uint32_t)nfds, from_timespec(timeout));
+    int outer = enter_real(recorded);
     int result = call(fds, nfds, timeout, mask, fdslen);
+    leave_real(outer);
     wait_end(recorded, result);
     return result;
 }
@@ -217,7 +248,9 @@ RLI_EXPORT int select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *excep
     if (UNLIKELY(!call)) return MISSING();
     // Read before the call: Linux's select writes the time left into *timeout.
     int recorded = wait_begin(CALL_SELECT, -1, (uint32_t)nfds, from_timeval(timeout));
+    int outer = enter_real(recorded);
     int result = call(nfds, readfds, writefds, exceptfds, timeout);
+    leave_real(outer);
     wait_end(recorded, result);
     return result;
 }
@@ -227,7 +260,9 @@ RLI_EXPORT int pselect(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exce
     pselect_fn call = REAL(pselect);
     if (UNLIKELY(!call)) return MISSING();
     int recorded = wait_begin(CALL_PSELECT, -1, (uint32_t)nfds, from_timespec(timeout));
+    int outer = enter_real(recorded);
     int result = call(nfds, readfds, writefds, exceptfds, timeout, mask);
+    leave_real(outer);
     wait_end(recorded, result);
     return result;
 }

@@ -40,6 +40,8 @@ extension Record {
             if kernelView.kernel == .off { return "--kernel off" }
             return kernelUnavailable ?? KernelView.unavailableReason(recordingWaits: true)
         }
+        // A tracer asked for has nothing to record when the kernel records alone: said, not silently dropped.
+        let tracerIgnored = tracer != .auto || subbufSize != nil || numSubbuf != nil ? " (so no tracer runs in it: --tracer and its buffers do not apply)" : ""
         switch via {
         case .preload:
             return AnyRoute(waits: nil)
@@ -59,15 +61,16 @@ extension Record {
             do { program = try ProgramInspection.inspect(command[0]) } catch {
                 guard let reason = error.kernelCanRecord else { throw Failure.input(error.description) }
                 guard why == nil else {
-                    throw Failure.input(error.description + "; the kernel could record it instead (--any-via kernel), but its view is not available here: \(why!)")
+                    let instead = why == "--kernel off" ? "without --kernel off" : "(--any-via kernel), but its view is not available here: \(why!)"
+                    throw Failure.input(error.description + "; the kernel could record it instead " + instead)
                 }
-                note("\(command[0]) is \(reason), out of LD_PRELOAD's reach: the kernel records its waits")
+                note("\(command[0]) is \(reason), out of LD_PRELOAD's reach: the kernel records its waits" + tracerIgnored)
                 return AnyRoute(waits: .trace)
             }
             // Without the kernel's view, the interposer alone (a Go program is then explained, not recorded).
             guard why == nil else { return AnyRoute(waits: nil) }
             if program.isGo {
-                note("\(command[0]) is a Go program, whose runtime waits with raw system calls the interposer does not see: the kernel records its waits")
+                note("\(command[0]) is a Go program, whose runtime waits with raw system calls the interposer does not see: the kernel records its waits" + tracerIgnored)
                 return AnyRoute(waits: .trace)
             }
             // Loading the kernel's wait programs costs every system call of the machine while they are there
@@ -88,7 +91,8 @@ extension Record {
             // Beside the interposer, a process the kernel recorded is one it could not reach, or one whose threads wait
             // past libc; alone, the kernel was chosen (or the program is Go's).
             var why = process.unreachable
-            if !route.byKernelAlone && why == nil {
+            // (A process whose program could not be looked at gets no reason rather than a guessed one.)
+            if !route.byKernelAlone && why == nil && process.inspected {
                 why = interposer?.processes.contains(where: { $0.pid == process.pid }) == true
                     ? "waits with raw system calls (Go's runtime does), which the interposer does not see"
                     : "started without the interposer in its environment"

@@ -102,6 +102,7 @@ extension Record {
         let seconds = Double(recorded.components.seconds) + Double(recorded.components.attoseconds) / 1e18
         Interruptions.shared.onSecondSignal { destination.completedNote() }
         if let problem = outcome.problem { note("the recording is incomplete: \(problem)") }
+        if let problem = outcome.waitsProblem { note("the recording of the wait calls is incomplete: \(problem)") }
         var summary = try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil))
         kernelView.describe(in: &summary, unavailable: nil, outcome: outcome)
         if outcome.waitsLost > 0 {
@@ -124,7 +125,7 @@ extension Record {
                                         title: "rlctl report: \(what)", about: ["attached to: \(what) (ended \(ending))", "tracer: \(tracerName)"],
                                         to: report)
         }
-        if outcome.problem != nil || outcome.waitsLost > 0 {
+        if outcome.problem != nil || outcome.waitsProblem != nil || outcome.waitsLost > 0 {
             throw Failure(message: "the recording of \(what) is incomplete"
                           + (outcome.waitsLost > 0 ? ": \(outcome.waitsLost) wait calls were lost (the kernel recorder's ring buffer was full)" : ""),
                           status: .incomplete)

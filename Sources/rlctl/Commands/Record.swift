@@ -294,6 +294,7 @@ struct Record: ParsableCommand {
                                                    claimToken: anyRoute?.claimToken ?? 0)
         } catch {
             child.abandon()
+            session?.destroy()
             throw error
         }
 
@@ -381,6 +382,10 @@ struct Record: ParsableCommand {
         }
         guard ending.succeeded else { throw Failure(message: "\(child.command) \(ending)", status: .violation) }
         if let sessionLost { throw Failure(message: "the recording is incomplete: \(sessionLost)", status: .incomplete) }
+        if anyRoute?.waits != nil, let problem = kernelOutcome?.waitsProblem {
+            throw Failure(message: "the recording is incomplete: the kernel's trace of the wait calls could not be written (\(problem))",
+                          status: .incomplete)
+        }
         if anyRoute?.waits != nil, let lost = kernelOutcome?.waitsLost, lost > 0 {
             throw Failure(message: "the recording is incomplete: the kernel recorder lost \(lost) wait calls (its ring buffer was full)",
                           status: .incomplete)

@@ -57,6 +57,8 @@ final class KernelViewRecording: @unchecked Sendable {
         var waitsLost: UInt64 = 0
         /// Why `kernel/` is incomplete (a write failure), nil when it is whole.
         var problem: String?
+        /// Why the trace of the wait calls the kernel recorded is incomplete (a write failure), nil when it is whole.
+        var waitsProblem: String?
     }
 
     /// Where the wait calls the kernel records go (`record --any`).
@@ -114,17 +116,19 @@ final class KernelViewRecording: @unchecked Sendable {
         var options = KernelRecorder.Options()
         options.followChildren = followChildren
         options.claimToken = claimToken
-        let failure = WriteFailure()
+        let failure = WriteFailure(), waitFailure = WriteFailure()
         var waitSink: (@Sendable ([KernelWaitThreads.ThreadEvents]) -> Void)?
         if let waitWriter {
+            // Its own failure: the kernel view's writes failing (the busier ones) must not stop the loops' waits.
             waitSink = { parts in
                 recorded.note(parts)
-                guard !failure.happened else { return }
+                guard !waitFailure.happened else { return }
                 do {
                     for part in parts { try waitWriter.write(part.events, thread: part.threadID, lostBefore: part.lostBefore) }
-                } catch { failure.record("\(error)") }
+                } catch { waitFailure.record("\(error)") }
             }
         }
+        self.waitFailure = waitFailure
         recorder = try KernelRecorder(options: options, sink: { events in
             guard !failure.happened else { return }
             do { try writer.write(events) } catch { failure.record("\(error)") }
@@ -137,6 +141,7 @@ final class KernelViewRecording: @unchecked Sendable {
     }
 
     private let failure: WriteFailure
+    private let waitFailure: WriteFailure
 
     /// The processes whose wait calls the kernel recorded, in the order they first waited.
     var processesRecorded: [RecordedProcesses.Process] { recordedProcesses.all }
@@ -151,6 +156,8 @@ final class KernelViewRecording: @unchecked Sendable {
             /// Why the interposer could not record it: `statically linked`, `set-user-ID`, a Go program; nil when
             /// nothing in its program says.
             var unreachable: String?
+            /// Whether its program could be looked at (a process gone by then, or one that exec'd since, could not).
+            var inspected: Bool
         }
 
         private let lock = NSLock()
@@ -164,13 +171,17 @@ final class KernelViewRecording: @unchecked Sendable {
                 for event in part.events {
                     guard case .waitThread(let pid, _, _, let process) = event.payload, !lock.withLock({ seen.contains(pid) }) else { continue }
                     var unreachable: String?
+                    var inspected = true
                     do {
                         if try ProgramInspection.inspect("/proc/\(pid)/exe").isGo { unreachable = "a Go program: its runtime waits with raw system calls" }
                     } catch {
                         unreachable = error.kernelCanRecord
+                        inspected = unreachable != nil
                     }
                     lock.withLock {
-                        if seen.insert(pid).inserted { processes.append(Process(pid: pid, name: process, unreachable: unreachable)) }
+                        if seen.insert(pid).inserted {
+                            processes.append(Process(pid: pid, name: process, unreachable: unreachable, inspected: inspected))
+                        }
                     }
                 }
             }
@@ -187,16 +198,17 @@ final class KernelViewRecording: @unchecked Sendable {
         if problem == nil {
             do { try writer.finish() } catch { problem = "\(error)" }
         }
-        if problem == nil, let waitWriter {
+        var waitsProblem = waitFailure.message
+        if waitsProblem == nil, let waitWriter {
             let unplaced = statistics.waitsLost > statistics.waitsLostPlaced ? statistics.waitsLost - statistics.waitsLostPlaced : 0
-            do { try waitWriter.finish(waitsLostElsewhere: unplaced) } catch { problem = "\(error)" }
+            do { try waitWriter.finish(waitsLostElsewhere: unplaced) } catch { waitsProblem = "\(error)" }
         }
         if problem == nil, statistics.interruptMisreads > 0 {
             problem = "this kernel's preempt count did not read as an interrupt in \(statistics.interruptMisreads) "
                 + "timer interrupts, so a thread woken from an interrupt may name the task it stopped as its waker"
         }
         let outcome = Outcome(records: statistics.records, lost: statistics.lost, rebuilt: statistics.rebuilt,
-                              waitsLost: statistics.waitsLost, problem: problem)
+                              waitsLost: statistics.waitsLost, problem: problem, waitsProblem: waitsProblem)
         liveEntry.map(LiveRecordings.unregister)
         stopped = outcome
         if let cleanup { ExitCleanups.shared.remove(cleanup) }
