@@ -37,6 +37,24 @@ attach() {
     for _ in $(seq 1 200); do grep -q "attached to" "$work/attach.err" && break; sleep 0.05; done
 }
 
+# wrk_rounds SERVER PORT: once PORT answers, ROUNDS rounds of wrk -t1 -c8 -d4s against it, plain then with rlctl
+# attached to SERVER; each round's requests/s and ratio, and the medians.
+wrk_rounds() {
+    local server=$1 port=$2 plain attached ratio
+    for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+    : >"$work/plain"; : >"$work/attached"; : >"$work/ratio"
+    for round in $(seq 1 "$rounds"); do
+        plain=$(wrk -t1 -c8 -d4s "http://127.0.0.1:$port/" | awk '/Requests\/sec/ {print $2}')
+        attach "$server" 600s
+        attached=$(wrk -t1 -c8 -d4s "http://127.0.0.1:$port/" | awk '/Requests\/sec/ {print $2}')
+        kill -INT "$rlctl_pid"; wait "$rlctl_pid" || true
+        ratio=$(echo "scale=4; $attached / $plain" | bc)
+        echo "  round $round: plain $plain, attached $attached, ratio $ratio"
+        echo "$plain" >>"$work/plain"; echo "$attached" >>"$work/attached"; echo "$ratio" >>"$work/ratio"
+    done
+    echo "  median: plain $(median <"$work/plain"), attached $(median <"$work/attached"), ratio (pairwise) $(median <"$work/ratio")"
+}
+
 section 1 && {
 echo "== 1. per wait call: $calls non-blocking epoll_wait calls, ns per call (ROUNDS=$rounds)"
 : >"$work/plain"; : >"$work/attached"; : >"$work/ratio"
@@ -74,18 +92,7 @@ section 3 && {
 echo "== 3. a Go HTTP server under wrk -t1 -c8 -d4s: requests/s"
 port=$((20000 + RANDOM % 20000))
 "$work/go-server" "$port" 0 & server=$!; pids+=($server)
-for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
-: >"$work/plain"; : >"$work/attached"; : >"$work/ratio"
-for round in $(seq 1 "$rounds"); do
-    plain=$(wrk -t1 -c8 -d4s "http://127.0.0.1:$port/" | awk '/Requests\/sec/ {print $2}')
-    attach "$server" 600s
-    attached=$(wrk -t1 -c8 -d4s "http://127.0.0.1:$port/" | awk '/Requests\/sec/ {print $2}')
-    kill -INT "$rlctl_pid"; wait "$rlctl_pid" || true
-    ratio=$(echo "scale=4; $attached / $plain" | bc)
-    echo "  round $round: plain $plain, attached $attached, ratio $ratio"
-    echo "$plain" >>"$work/plain"; echo "$attached" >>"$work/attached"; echo "$ratio" >>"$work/ratio"
-done
-echo "  median: plain $(median <"$work/plain"), attached $(median <"$work/attached"), ratio (pairwise) $(median <"$work/ratio")"
+wrk_rounds "$server" "$port"
 
 }
 section 5 && {
@@ -107,18 +114,7 @@ http {
 }
 CONF
 nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" & server=$!; pids+=($server)
-for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
-: >"$work/plain"; : >"$work/attached"; : >"$work/ratio"
-for round in $(seq 1 "$rounds"); do
-    plain=$(wrk -t1 -c8 -d4s "http://127.0.0.1:$port/" | awk '/Requests\/sec/ {print $2}')
-    attach "$server" 600s
-    attached=$(wrk -t1 -c8 -d4s "http://127.0.0.1:$port/" | awk '/Requests\/sec/ {print $2}')
-    kill -INT "$rlctl_pid"; wait "$rlctl_pid" || true
-    ratio=$(echo "scale=4; $attached / $plain" | bc)
-    echo "  round $round: plain $plain, attached $attached, ratio $ratio"
-    echo "$plain" >>"$work/plain"; echo "$attached" >>"$work/attached"; echo "$ratio" >>"$work/ratio"
-done
-echo "  median: plain $(median <"$work/plain"), attached $(median <"$work/attached"), ratio (pairwise) $(median <"$work/ratio")"
+wrk_rounds "$server" "$port"
 
 }
 section 4 && {
