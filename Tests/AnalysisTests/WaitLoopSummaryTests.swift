@@ -160,6 +160,24 @@ import TraceModel
     /// Python on one thread with two epoll descriptors, the second checked between waits on the first (a nested
     /// loop): two loops, each with its own iterations; the other loop's wait counts as busy time. Its poll and
     /// ppoll calls on another thread are one poll/select loop.
+    /// A thread waiting when the trace ends: the work before that wait is busy time, and a stall when it is one (a
+    /// tokio worker's last burn was lost so); the wait's iteration, which it would end, is not counted, nor its sleep.
+    @Test func theWorkBeforeAWaitInProgressAtTheEndIsBusyAndCanBeAStall() throws {
+        var w = Waits()
+        w.named(20, pid: 4242, process: "node", name: "node")
+        for index in UInt64(0)..<10 { w.wait(20, timeout: 1_000, from: index * 2_000, to: index * 2_000 + 1_000, ready: 0) }
+        // 40 ms of work after the tenth wait's end (19 ms), then a wait that has not ended when the trace does.
+        w.add(59_000, 20, .waitBegin(call: .epollPwait, target: 5, setSize: 64, timeout: -1))
+        w.add(90_000, 21, .waitThread(pid: 4242, ppid: 1, thread: "other", process: "node"))   // the trace goes on
+        let loop = try #require(try w.summarize().waits?.loops.first)
+        #expect(loop.waitingAtEnd == true)
+        #expect(loop.iterations == 9)
+        #expect(loop.busyNanoseconds == 9 * Self.ms + 40 * Self.ms)
+        #expect(loop.sleepNanoseconds == 10 * Self.ms)
+        #expect(loop.stalls == 1 && loop.worstStalls.first?.busyNanoseconds == 40 * Self.ms, "\(loop.worstStalls)")
+        #expect(loop.busyPerIteration.count == 9)
+    }
+
     @Test func twoEpollDescriptorsOnOneThreadAreTwoLoopsAndPollCallsOneLoop() throws {
         var w = Waits()
         w.named(30, pid: 500, process: "python3", name: "python3")

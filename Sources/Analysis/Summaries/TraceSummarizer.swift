@@ -362,7 +362,8 @@ public struct TraceSummarizer {
         traceHealth.runsBegunBeforeTrace = loopSummaries.reduce(0) { $0 + ($1.runsBegunBeforeTrace ?? 0) }
         traceHealth.cutOffAtNanoseconds = loopSummaries.compactMap(\.cutOffAtNanoseconds).max()
         let waitSummary = waits.isEmpty ? nil
-            : waits.summary(health: health, traceSpan: lastTimestamp >= firstTimestamp ? lastTimestamp - firstTimestamp : 0)
+            : waits.summary(health: health, traceSpan: lastTimestamp >= firstTimestamp ? lastTimestamp - firstTimestamp : 0,
+                                  traceEnd: lastTimestamp)
         traceHealth.firstEventNanoseconds = (loops.map(\.firstTimestamp) + [nioFirst, waits.firstTimestamp].compactMap { $0 }).min()
         var summary = TraceSummary(health: traceHealth,
                                    overall: overallSummary, loops: loopSummaries, timers: timerSummaries,

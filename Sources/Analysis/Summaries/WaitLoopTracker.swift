@@ -165,8 +165,9 @@ struct WaitLoopTracker {
 
     /// Ends an iteration that began at `from`, whose work (`iterationBusy`) ran until `windowEnd`; `counted` is the
     /// part of it not yet in the loop's busy total (a check's own time is added as it ends).
-    private mutating func endIteration(from: UInt64, windowEnd: UInt64, iterationBusy wholeBusy: UInt64, counted: UInt64) {
-        iterations += 1
+    private mutating func endIteration(from: UInt64, windowEnd: UInt64, iterationBusy wholeBusy: UInt64, counted: UInt64,
+                                       countsAsIteration: Bool = true) {
+        if countsAsIteration { iterations += 1 }
         let shared = sharedBy != nil
         let measured = kernel.iteration(from: from, to: windowEnd, busy: wholeBusy, outermost: true, parksWhenBlocked: shared)
         if shared && measured == nil { parkedUnseparated = true }
@@ -174,7 +175,7 @@ struct WaitLoopTracker {
         let iterationBusy = wholeBusy - parkedHere
         parked += parkedHere
         busy += counted - min(parkedHere, counted)
-        busyPerIteration.record(iterationBusy)
+        if countsAsIteration { busyPerIteration.record(iterationBusy) }
         if iterationBusy > options.stallThreshold {
             let split = measured.map { kernel.split($0) }
             stalls += 1
@@ -188,13 +189,28 @@ struct WaitLoopTracker {
 
     var family: String { epoll ? TraceSummary.WaitLoopSummary.epollFamily : TraceSummary.WaitLoopSummary.pollFamily }
 
-    func summary(identity: WaitTracking.ThreadIdentity?, waitingAtEnd: Bool) -> TraceSummary.WaitLoopSummary {
+    /// `openWait`: the wait in progress when the trace ended (`waitingAtEnd`), its begin and the busy time before it;
+    /// `traceEnd`: the trace's last moment.
+    func summary(identity: WaitTracking.ThreadIdentity?, waitingAtEnd: Bool,
+                 openWait: (begin: UInt64, busyBefore: (from: UInt64, busy: UInt64)?)? = nil,
+                 traceEnd: UInt64 = 0) -> TraceSummary.WaitLoopSummary {
         // A check still held when the trace ends was the last iteration's end.
         if let held = heldCheck {
             var ended = self
             ended.heldCheck = nil
             ended.endIteration(from: held.from, windowEnd: held.end, iterationBusy: held.busy + held.check, counted: held.busy)
-            return ended.summary(identity: identity, waitingAtEnd: waitingAtEnd)
+            return ended.summary(identity: identity, waitingAtEnd: waitingAtEnd, openWait: openWait, traceEnd: traceEnd)
+        }
+        // A thread waiting when the trace ended: the work before its wait in progress is all in the trace (a burn just
+        // before that wait is a stall like any other), and is busy time; the iteration, which that wait would end, is
+        // not counted, nor its sleep, whose end is unknown. Leaving the work out lost it (a tokio worker's last burn,
+        // 40 ms of its CPU time).
+        if waitingAtEnd, let open = openWait, let before = open.busyBefore {
+            var ended = self
+            ended.endIteration(from: before.from, windowEnd: open.begin, iterationBusy: before.busy, counted: before.busy,
+                               countsAsIteration: false)
+            ended.lastEnd = nil
+            return ended.summary(identity: identity, waitingAtEnd: waitingAtEnd, openWait: nil, traceEnd: traceEnd)
         }
         // A thread of a shared set whose last iteration no wait ended (parked until the end while another thread held
         // the loop): with the kernel view, it is known up to the thread's last return to a CPU, and ends there.
@@ -444,7 +460,7 @@ struct WaitTracking {
 
     /// The summary, loops apart from rare waiters by ``TraceSummary/WaitSummary/rareWaitLimit``: `traceSpan` is the
     /// whole trace's, first event to last.
-    func summary(health: TraceHealth, traceSpan: UInt64) -> TraceSummary.WaitSummary {
+    func summary(health: TraceHealth, traceSpan: UInt64, traceEnd: UInt64 = 0) -> TraceSummary.WaitSummary {
         var loopSummaries: [TraceSummary.WaitLoopSummary] = []
         var rare: [TraceSummary.RareWaiter] = []
         var members: [WaitLoopTracker] = []
@@ -454,7 +470,8 @@ struct WaitTracking {
             for index in state.loopIndexes {
                 let tracker = loops[index]
                 let waitingAtEnd = state.open?.loop == index
-                var summary = tracker.summary(identity: state.identity, waitingAtEnd: waitingAtEnd)
+                let openWait = waitingAtEnd ? state.open.map { (begin: $0.begin, busyBefore: $0.busyBefore) } : nil
+                var summary = tracker.summary(identity: state.identity, waitingAtEnd: waitingAtEnd, openWait: openWait, traceEnd: traceEnd)
                 if let pid = tracker.sharedBy, let others = sets[SetKey(pid: pid, target: tracker.target)] {
                     summary.sharedWith = others.map { loops[$0].threadID }.filter { $0 != tracker.threadID }.sorted()
                     setMembers[index] = summary
