@@ -44,6 +44,10 @@ public struct TraceSummarizer {
         public var timelineBuckets: Int?
         /// Which figures RunLoopCore loops keep (``Figures/all`` unless set): `rlctl top` needs less, every event.
         public var figures = Figures.all
+        /// When set, the events of other processes are left out (events that name no process are kept): `record --any`
+        /// following children through LTTng, whose session takes every interposed process's events, a concurrent
+        /// recording's too.
+        public var onlyProcesses: Set<Int32>?
         public init() {}
     }
 
@@ -189,6 +193,7 @@ public struct TraceSummarizer {
 
     /// Feeds one event (events must come in timestamp order, as readers deliver them).
     public mutating func consume(_ event: TraceEvent) {
+        if let only = options.onlyProcesses, event.processID != 0, !only.contains(event.processID) { return }
         let ts = event.timestamp
         if ts < firstTimestamp { firstTimestamp = ts }
         if ts > lastTimestamp { lastTimestamp = ts }

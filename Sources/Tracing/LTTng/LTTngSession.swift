@@ -208,9 +208,11 @@ public struct LTTngSession: Sendable {
     ///   - snapshotMode: keep the events in memory (overwrite channels) and write only on `lttng snapshot`, into
     ///     `output/snapshot-…` (``LTTngStallSnapshots``).
     public static func create(name: String, output: String, trackedProcess: pid_t? = nil,
-                              channelOptions: [String] = [], snapshotMode: Bool = false) throws(LTTngError) -> LTTngSession {
+                              channelOptions: [String] = [], snapshotMode: Bool = false,
+                              contexts: [String] = ["vtid"]) throws(LTTngError) -> LTTngSession {
         try LTTngTools.lttng(["create", name] + (snapshotMode ? ["--snapshot"] : []) + ["--output=\(output)"])
-        return try LTTngSession(name: name, output: output).enableRunLoopEvents(trackedProcess: trackedProcess, channelOptions: channelOptions)
+        return try LTTngSession(name: name, output: output).enableRunLoopEvents(trackedProcess: trackedProcess, channelOptions: channelOptions,
+                                                                                contexts: contexts)
     }
 
     /// Creates a live session that streams to the relay daemon at `relay` (`net://HOST[:CONTROL_PORT[:DATA_PORT]]`,

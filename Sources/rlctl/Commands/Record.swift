@@ -272,10 +272,12 @@ struct Record: ParsableCommand {
         if useLTTng {
             do {
                 // Children have process ids not known yet: following them, the session records every process that
-                // loads the provider (only programs rlctl started do).
+                // loads the provider (a concurrent recording's too), with its pid, so that the summary keeps this
+                // recording's processes alone.
                 session = try LTTngSession.create(name: LTTngSession.uniqueName("record"), output: destination.path,
                                                   trackedProcess: followChildren ? nil : child.pid,
-                                                  channelOptions: LTTngRecording.channelOptions(subbufferSize: subbufSize, subbufferCount: numSubbuf))
+                                                  channelOptions: LTTngRecording.channelOptions(subbufferSize: subbufSize, subbufferCount: numSubbuf),
+                                                  contexts: followChildren ? ["vtid", "vpid"] : ["vtid"])
                 try session?.start()
             } catch {
                 child.abandon()
@@ -321,9 +323,15 @@ struct Record: ParsableCommand {
         // No trace at all: LTTng writes none for a program that never registered a runloop tracepoint, and the
         // program writes none that never installed the embedded recorder.
         var summary: TraceSummary?
+        var summaryOptions = analysis.summarizerOptions(drawing: report != nil)
+        // Following children through LTTng, the session takes every interposed process's events (their pids are not
+        // known in advance), a concurrent recording's too: only this recording's processes are summarized.
+        if useLTTng, followChildren, let anyOutcome {
+            summaryOptions.onlyProcesses = Set(anyOutcome.processes.map(\.pid)).union((kernel?.processesRecorded ?? []).map(\.pid))
+        }
         do {
             summary = TraceReaders.containsTrace(at: destination.path)
-                ? try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil)) : nil
+                ? try summarizeTrace(at: destination.path, options: summaryOptions) : nil
         } catch let failure as Failure where sessionLost != nil {
             throw Failure(message: "\(sessionLost!), and what it wrote is not a readable trace (\(failure.message))", status: failure.status)
         }
