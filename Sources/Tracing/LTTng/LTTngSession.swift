@@ -207,6 +207,7 @@ public struct LTTngSession: Sendable {
     ///   - channelOptions: `lttng enable-channel` options (e.g. `--subbuf-size=1M`); default channel otherwise.
     ///   - snapshotMode: keep the events in memory (overwrite channels) and write only on `lttng snapshot`, into
     ///     `output/snapshot-…` (``LTTngStallSnapshots``).
+    ///   - contexts: the context fields each event carries (`vpid` too, for a session of several processes).
     public static func create(name: String, output: String, trackedProcess: pid_t? = nil,
                               channelOptions: [String] = [], snapshotMode: Bool = false,
                               contexts: [String] = ["vtid"]) throws(LTTngError) -> LTTngSession {

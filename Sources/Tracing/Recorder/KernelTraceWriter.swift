@@ -49,7 +49,7 @@ public final class WaitTraceWriter: @unchecked Sendable {
     public var folder: String { trace.folder }
 
     /// Creates `folder` (which must not hold a trace yet) with the trace's metadata; `part`: written as a part of
-    /// the trace around it (``TraceSchema/kernelWaitsPart``), not as a trace of its own.
+    /// the trace around it (`TraceSchema.kernelWaitsPart`), not as a trace of its own.
     public init(folder: String, part: String? = nil) throws {
         trace = try OwnTraceWriter(folder: folder, part: part, payloads: "wait_thread and wait_batch events") { payload in
             switch payload {
