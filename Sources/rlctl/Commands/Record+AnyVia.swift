@@ -100,8 +100,6 @@ extension Record {
             recorders.append(.init(pid: process.pid, process: process.name, by: .kernel, why: why))
         }
         if summary.waits != nil { summary.waits!.recordedBy = recorders.isEmpty ? nil : recorders }
-        if let lost = outcome?.waitsLost, lost > 0 {
-            summary.health.trace.damage.append("the kernel recorder lost \(lost) wait calls (its ring buffer was full): the figures of the loops around them are incomplete")
-        }
+        outcome?.noteWaitsLost(in: &summary)
     }
 }

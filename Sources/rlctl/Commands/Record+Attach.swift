@@ -105,10 +105,7 @@ extension Record {
         if let problem = outcome.waitsProblem { note("the recording of the wait calls is incomplete: \(problem)") }
         var summary = try summarizeTrace(at: destination.path, options: analysis.summarizerOptions(drawing: report != nil))
         kernelView.describe(in: &summary, unavailable: nil, outcome: outcome)
-        if outcome.waitsLost > 0 {
-            // Each thread's own losses are loss windows of its stream already; this says the whole count, at the top.
-            summary.health.trace.damage.append("the kernel recorder lost \(outcome.waitsLost) wait calls (its ring buffer was full): the figures of the loops around them are incomplete")
-        }
+        outcome.noteWaitsLost(in: &summary)
         let what = Self.names(processes)
         let nothing = (summary.waits?.loops.isEmpty ?? true) && (summary.waits?.rareWaiters.isEmpty ?? true)
         if nothing {

@@ -59,6 +59,13 @@ final class KernelViewRecording: @unchecked Sendable {
         var problem: String?
         /// Why the trace of the wait calls the kernel recorded is incomplete (a write failure), nil when it is whole.
         var waitsProblem: String?
+
+        /// The wait calls lost, said once at the top of `summary`'s damage (each thread's own losses are loss windows
+        /// of its stream already).
+        func noteWaitsLost(in summary: inout TraceSummary) {
+            guard waitsLost > 0 else { return }
+            summary.health.trace.damage.append("the kernel recorder lost \(waitsLost) wait calls (its ring buffer was full): the figures of the loops around them are incomplete")
+        }
     }
 
     /// Where the wait calls the kernel records go (`record --any`).
