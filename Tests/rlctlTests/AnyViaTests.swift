@@ -138,6 +138,39 @@ struct AnyViaTests {
                 "\(Self.recorders(summary))")
     }
 
+    /// A poll stopped and continued (SIGSTOP, SIGCONT) goes on in the kernel through restart_syscall, unseen by the
+    /// program: the kernel's record of it is two waits, the part before the stop (interrupted) and the rest (a
+    /// poll timed out with the time that was left), so the 3 s are asleep, not busy.
+    @Test(.enabled(if: compiler.shouldRun, compiler.skipComment))
+    func aPollStoppedAndContinuedIsStillAsleepAfterwards() throws {
+        guard Self.compiler.requireMet() else { return }
+        let program = try AnyProgramTests.compile("stopped-poll.c")
+        let pidFile = temporaryPath("stopped-poll.pid")
+        defer { try? FileManager.default.removeItem(atPath: pidFile) }
+        let recording = try CLI.start(["record", "--any", "--any-via", "kernel", "--format", "json", "--", program, pidFile])
+        defer { recording.send(SIGKILL, toGroup: true); _ = recording.wait() }
+        var pid: Int32 = 0
+        #expect(eventually(timeout: .seconds(30)) {
+            pid = Int32((try? String(contentsOfFile: pidFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+            if pid == 0 { usleep(20_000) }
+            return pid > 0
+        }, "the program never wrote its pid")
+        usleep(500_000)
+        kill(pid, SIGSTOP)
+        usleep(300_000)
+        kill(pid, SIGCONT)
+        let result = recording.wait()
+        #expect(result.status == 0, "\(result.termination): \(result.stderr)")
+        let summary = try Self.summary(result)
+        let loop = try #require(Self.loops(summary).first { $0["pid"] as? Int == Int(pid) }, "no loop: \(summary)")
+        let causes = loop["wakeCauses"] as? [String: Any] ?? [:]
+        #expect(loop["waits"] as? Int == 22 && causes["interrupted"] as? Int == 1 && causes["timedOut"] as? Int == 21, "\(loop)")
+        let sleep = try #require(loop["sleepNanoseconds"] as? Int)
+        // 3 s of poll less the 0.3 s stopped (which is the iteration between the two parts), and the 1 ms polls.
+        #expect(sleep >= 2_500_000_000, "asleep \(sleep) ns of a 3 s poll: \(loop)")
+        #expect((loop["busyNanoseconds"] as? Int ?? .max) < 1_000_000_000, "\(loop)")
+    }
+
     /// A thread the interposer claimed (it waited through libc) that then waits with raw system calls: the
     /// interposer's waits are its own, and the raw ones the kernel's, none lost and none twice.
     @Test(.enabled(if: compiler.shouldRun, compiler.skipComment))

@@ -738,6 +738,11 @@ struct open_wait {
     u32 claimed;   // rlctl's wait interposer records this thread's waits made through libc
     /// Where the interposer says, in the thread's memory, that the wait call under way is one it records.
     u64 recorded_flag;
+    /// The poll just interrupted will go on through restart_syscall (a stop and continue): its set size and when it
+    /// would have timed out (U64 max: never).
+    u32 restartable;
+    u32 restart_set_size;
+    u64 restart_deadline_ns;
 };
 
 /// `open` of a wait the interposer records: neither end is the probe's.
@@ -837,10 +842,32 @@ static __always_inline void wait_set(struct pt_regs *regs, u32 call, s32 *target
     }
 }
 
+/// x86-64's restart_syscall: how the kernel goes on with a poll a signal without a handler interrupted (a stop, then
+/// SIGCONT), with the time it had left. The interrupted part was recorded as a wait interrupted (EINTR); the rest is
+/// another wait, a poll with the timeout that was left.
+#define RL_KP_RESTART_SYSCALL 219
+
+/// A followed thread's poll goes on through restart_syscall: its second part opens as a poll of its own.
+static __always_inline void restart_poll(void) {
+    struct open_wait *w = bpf_task_storage_get(&rlctl_kp_wts, bpf_get_current_task_btf(), 0, 0);
+    if (!w || !w->restartable) return;
+    w->restartable = 0;
+    u64 now = bpf_ktime_get_ns();
+    w->call = RL_KP_POLL;
+    w->open = 1;
+    w->target = -1;
+    w->set_size = w->restart_set_size;
+    w->timeout_ns = w->restart_deadline_ns == ~0ULL ? -1 : (s64)(w->restart_deadline_ns > now ? w->restart_deadline_ns - now : 0);
+    w->begin_ns = now;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(rlctl_kp_w_in, struct pt_regs *regs, long id) {
     int call = wait_call(id);
-    if (call < 0) return 0;
+    if (call < 0) {
+        if (id == RL_KP_RESTART_SYSCALL) restart_poll();
+        return 0;
+    }
     bool followed;
     struct open_wait *w = caller_wait(bpf_get_current_task_btf(), &followed);
     if (!w) return 0;   // (not followed; or no memory: its return then reads as a wait begun before the recording)
@@ -850,6 +877,7 @@ int BPF_PROG(rlctl_kp_w_in, struct pt_regs *regs, long id) {
         w->open = RL_KP_INTERPOSERS;
         return 0;
     }
+    w->restartable = 0;
     if (w->claimed) {
         u32 recorded = 0;
         if (bpf_probe_read_user(&recorded, sizeof recorded, (void *)w->recorded_flag) == 0 && recorded) {
@@ -879,9 +907,17 @@ int BPF_PROG(rlctl_kp_w_in, struct pt_regs *regs, long id) {
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(rlctl_kp_w_out, struct pt_regs *regs, long ret) {
-    int call = wait_call((long)regs->orig_ax);
-    if (call < 0) return 0;
+    long id = (long)regs->orig_ax;
+    int call = wait_call(id);
+    // (Every other system call of the machine returns here, before any helper call.)
+    if (call < 0 && id != RL_KP_RESTART_SYSCALL) return 0;
     struct task_struct *task = bpf_get_current_task_btf();
+    if (call < 0) {
+        // The end of a restarted poll (restart_poll opened it); any other restart_syscall is not a wait.
+        struct open_wait *open = bpf_task_storage_get(&rlctl_kp_wts, task, 0, 0);
+        if (!open || open->open != 1 || open->call != RL_KP_POLL) return 0;
+        call = RL_KP_POLL;
+    }
     bool followed;
     struct open_wait *w = caller_wait(task, &followed);
     if (!w) {
@@ -902,6 +938,11 @@ int BPF_PROG(rlctl_kp_w_out, struct pt_regs *regs, long ret) {
     u64 now = bpf_ktime_get_ns();
     bool known = w->open && w->call == (u32)call;
     w->open = 0;
+    if (known && call == RL_KP_POLL && ret == -ERESTART_RESTARTBLOCK) {
+        w->restartable = 1;
+        w->restart_set_size = w->set_size;
+        w->restart_deadline_ns = w->timeout_ns < 0 ? ~0ULL : w->begin_ns + (u64)w->timeout_ns;
+    }
     struct rl_kp_wait *rec = bpf_ringbuf_reserve(&rlctl_kp_ring, sizeof *rec, 0);
     if (!rec) {
         w->lost++;
@@ -937,8 +978,9 @@ int BPF_PROG(rlctl_kp_w_out, struct pt_regs *regs, long ret) {
         rec->error = 0;
     } else {
         // A signal interrupted it. The kernel fails it with EINTR when the signal has a handler, and otherwise
-        // restarts it (a signal ignored, SIGSTOP and SIGCONT): then the one call shows as two waits, the first
-        // interrupted, and a poll or select restarted through restart_syscall not at all after the first.
+        // restarts it (a stop and SIGCONT): then the one call shows as two waits, the first interrupted, the second
+        // the call made again (select, ppoll, pselect6) or a poll gone on through restart_syscall with the time it
+        // had left (restart_poll).
         long error = -ret;
         rec->ready = -1;
         rec->error = (error >= ERESTARTSYS && error <= ERESTART_RESTARTBLOCK) ? EINTR : (s32)error;
