@@ -32,7 +32,10 @@ int32_t rl_kp_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
 
 #ifndef RLCTL_HAVE_LIBBPF
 
-static const char rl_kp_not_built[] = "rlctl was built without libbpf: install libbpf-dev and rebuild";
+// (SwiftPM keeps both the manifest's evaluation and the build plan made without libbpf: a plain rebuild after
+// installing it still leaves the probe out, as seen here. A fresh build folder does not.)
+static const char rl_kp_not_built[] =
+    "rlctl was built without libbpf: install libbpf-dev (scripts/install-deps.sh) and rebuild from a fresh build folder (rm -rf .build)";
 
 int rl_kp_built(void) { return 0; }
 
