@@ -28,6 +28,7 @@ public final class LoopSeries: @unchecked Sendable {
         public static let wakeUpDelayP99 = "runloop_wakeup_delay_p99"
         public static let runQueueTime = "runloop_runqueue_time"
         public static let throttledTime = "runloop_throttled_time"
+        public static let lateTime = "runloop_late_time"
         public static let eventsLost = "rlctl_events_lost"
         public static let kernelRecordsLost = "rlctl_kernel_records_lost"
         public static let loops = "rlctl_loops"
@@ -59,6 +60,8 @@ public final class LoopSeries: @unchecked Sendable {
         var wakeUpDelay: Gauge?
         var runQueue: Counter?
         var throttled: Counter?
+        /// Late wake-ups' time, one counter per cause (made together, on the loop's first kernel-view figure).
+        var lateTime: [(cause: String, counter: Counter)] = []
         let labels: [(String, String)]
 
         init(registry: PrometheusCollectorRegistry, labels: [(String, String)], local: Bool, processID: Int32, now: ContinuousClock.Instant) {
@@ -83,6 +86,7 @@ public final class LoopSeries: @unchecked Sendable {
             wakeUpDelay.map(registry.unregisterGauge)
             runQueue.map(registry.unregisterCounter)
             throttled.map(registry.unregisterCounter)
+            lateTime.forEach { registry.unregisterCounter($0.counter) }
         }
     }
 
@@ -148,6 +152,16 @@ public final class LoopSeries: @unchecked Sendable {
             if let throttled = row.throttledNanoseconds {
                 loop.throttled = addSeconds(throttled, to: loop.throttled, loop: loop, Name.throttledTime,
                                             "Seconds of the run-queue time the thread's cgroup was out of CPU quota (throttled), from the kernel view.")
+            }
+            if let late = row.lateTime {
+                let causes = late.byLabel
+                if loop.lateTime.isEmpty {
+                    let descriptor = Self.describe(Name.lateTime, "Seconds late wake-ups were late, by cause: slack (armed late, timer slack), wake_path (interrupt delivery, wake-up, return to user space), run_queue (waiting for a CPU), throttled (cgroup out of CPU quota), blocked and loop_work (the loop's own work before the callout, blocked and on the CPU); from the kernel view, late wake-ups it explained only.")
+                    loop.lateTime = causes.map { ($0.cause, registry.makeCounter(descriptor: descriptor, labels: loop.labels + [("cause", $0.cause)])) }
+                }
+                for (index, cause) in causes.enumerated() where index < loop.lateTime.count {
+                    loop.lateTime[index].counter.increment(by: Double(cause.nanoseconds) / 1e9)
+                }
             }
         }
         for (session, lost) in sessionLoss {

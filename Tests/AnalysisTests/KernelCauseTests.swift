@@ -132,13 +132,19 @@ extension TraceBuilder {
     }
 
     /// A timer due at 10 ms while the loop slept, called out at 12.5 ms: every part of its 2.5 ms, in order.
-    @Test func aLateWakeUpSplitsIntoPartsThatAddUpToItsLateness() throws {
+    /// A timer due at 10 ms while its loop slept, called out at 12.5 ms: every part of the way has some of the 2.5 ms.
+    static func lateTimerWakeUp() -> TraceBuilder {
         var t = TraceBuilder.kernelViewedRun(naming: [(9, 0, "kworker/1:0")])
         t.offCPU(.sleeping, left: 0.05, woken: 10.9, back: 12.0, cpu: 1, syscall: 232, throttled: 0.3, timer: (10.2, 10.25, 10.4),
                  culprits: [(9, 0.8)])
         t.sleep(from: 0, to: 12.1)
         t.offCPU(.preempted, left: 12.2, back: 12.3, cpu: 1, culprits: [(9, 0.1)])
         t.timer(1, scheduled: 10, at: 12.5, until: 12.6)
+        return t
+    }
+
+    @Test func aLateWakeUpSplitsIntoPartsThatAddUpToItsLateness() throws {
+        var t = Self.lateTimerWakeUp()
         t.activity(13, .exit)
         t.runEnd(13)
         let s = try t.inTimeOrder.summarize()

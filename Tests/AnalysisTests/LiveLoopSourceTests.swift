@@ -34,4 +34,93 @@ import TraceModel
         #expect(second.wakeLatencyP99Nanoseconds == WaitLoopSummaryTests.distribution([2 * ms, 0]).p99, "2 ms late, and on time")
         #expect(source.takeInterval().isEmpty, "nothing new: no row")
     }
+
+    /// A Node-like loop's 10 ms wait woken 2 ms late (KernelCauseTests.waitLoopsCarryTheSameFacet): the kernel's
+    /// records of it come after the loop's own events, as they do in `rlctl top`.
+    static func lateWait() -> (loop: [TraceEvent], kernel: [TraceEvent]) {
+        let us = WaitLoopSummaryTests.us
+        var w = WaitLoopSummaryTests.Waits()
+        w.named(20, pid: 4242, process: "node", name: "node")
+        w.wait(20, timeout: 10_000, from: 0, to: 12_000, ready: 0)
+        w.wait(20, timeout: -1, from: 30_000, to: 40_000, ready: 1)
+        var kernel = [TraceEvent(timestamp: 0, threadID: 0, processID: 4242, payload: .kernelBegin(pid: 4242, command: ""))]
+        func offCPU(_ reason: KernelOffCPUReason, left: UInt64, woken: UInt64? = nil, back: UInt64, timer: (UInt64, UInt64, UInt64)? = nil) {
+            if let timer {
+                kernel.append(TraceEvent(timestamp: back * us, threadID: 20, processID: 4242,
+                                         payload: .kernelTimer(threadID: 20, due: timer.0 * us, latest: timer.1 * us, fired: timer.2 * us)))
+            }
+            kernel.append(TraceEvent(timestamp: back * us, threadID: 20, processID: 4242,
+                                     payload: .kernelOffCPU(.init(threadID: 20, reason: reason, syscall: reason.leftRunnable ? -1 : 232,
+                                                                  left: left * us, woken: (woken ?? left) * us, back: back * us, cpu: 2,
+                                                                  wakerThreadID: 0, throttled: 0))))
+        }
+        offCPU(.sleeping, left: 100, woken: 11_000, back: 11_800, timer: (10_000, 10_050, 10_500))
+        offCPU(.preempted, left: 15_000, back: 25_000)
+        offCPU(.sleeping, left: 30_100, woken: 39_000, back: 39_500)
+        let loop = w.sorted.map { TraceEvent(timestamp: $0.timestamp, threadID: $0.threadID, processID: 4242, payload: $0.payload) }
+        return (loop, kernel)
+    }
+
+    /// `top --serve`'s late-time counter: the loop's events wait for the kernel's side of their time, then the
+    /// interval counts where the late wake-up's 2 ms went, by cause, adding up to its lateness.
+    @Test func aLateWakeUpsTimeIsCountedByCauseOnceTheKernelsSideCame() throws {
+        let us = WaitLoopSummaryTests.us
+        let (loop, kernel) = Self.lateWait()
+        let source = LiveLoopSource(host: "h", session: "embedded /t", stallThresholdNanoseconds: 16 * WaitLoopSummaryTests.ms)
+        source.consume(Array(loop.prefix(1)))   // the thread's naming: the process is known
+        source.consumeKernel(Array(kernel.prefix(1)), completeThrough: 0)
+        source.consume(Array(loop.dropFirst()))
+        // The kernel's records up to 12 ms are not all in: the loop's totals wait for them.
+        source.consumeKernel([], completeThrough: 11_000 * us)
+        let held = source.takeInterval()
+        #expect(held.allSatisfy { $0.iterations == 0 && ($0.lateTime?.totalNanoseconds ?? 0) == 0 }, "\(held)")
+
+        source.consumeKernel(Array(kernel.dropFirst()), completeThrough: 50_000 * us)
+        let row = try #require(source.takeInterval().first)
+        let late = try #require(row.lateTime)
+        #expect(late.explained == 1 && late.totalNanoseconds == 2_000 * us, "the causes add up to the lateness")
+        #expect(late.slackNanoseconds == 50 * us)
+        #expect(late.wakePathNanoseconds == (450 + 500 + 200) * us, "interrupt delivery, wake-up, return to user space")
+        #expect(late.runQueueNanoseconds == 800 * us)
+        #expect(late.throttledNanoseconds == 0 && late.blockedNanoseconds == 0 && late.loopWorkNanoseconds == 0)
+        #expect(row.iterations == 1 && row.stalls == 1, "the 18 ms of work between the waits")
+
+        #expect(source.takeInterval().allSatisfy { $0.lateTime == nil || $0.lateTime?.totalNanoseconds == 0 }, "counted once")
+    }
+
+    /// Without the kernel view (no `kernel_begin` for the process) nothing is held and no late time is counted.
+    @Test func withoutTheKernelViewTheLoopsTotalsAreNotHeldAndHaveNoLateTime() throws {
+        let (loop, _) = Self.lateWait()
+        let source = LiveLoopSource(host: "h", session: "embedded /t", stallThresholdNanoseconds: 16 * WaitLoopSummaryTests.ms)
+        source.consume(loop)
+        let row = try #require(source.takeInterval().first)
+        #expect(row.iterations == 1 && row.lateTime == nil)
+    }
+
+    /// A RunLoopCore timer due while its loop slept, fired 2.5 ms late (KernelCauseTests): the running totals, which
+    /// keep few figures, still split its lateness as the whole summary does.
+    @Test func aRunLoopCoreTimersLateTimeIsSplitInTheRunningTotalsToo() throws {
+        var t = KernelCauseTests.lateTimerWakeUp()
+        t.activity(13, .beforeWaiting)
+        let events = t.inTimeOrder.events.map { TraceEvent(timestamp: $0.timestamp, threadID: $0.threadID, processID: 7, payload: $0.payload) }
+        func isKernel(_ e: TraceEvent) -> Bool {
+            switch e.payload {
+            case .kernelBegin, .kernelTask, .kernelTimer, .kernelRunQueue, .kernelOffCPU, .kernelLost: true
+            default: false
+            }
+        }
+        let source = LiveLoopSource(host: "h", session: "embedded /t", stallThresholdNanoseconds: 16_000_000)
+        let loop = events.filter { !isKernel($0) }
+        source.consume(Array(loop.prefix(1)))
+        source.consumeKernel(events.filter(isKernel), completeThrough: TraceBuilder.ns(20))
+        source.consume(Array(loop.dropFirst()))
+        let row = try #require(source.takeInterval().first)
+        let late = try #require(row.lateTime)
+        let ms = { (v: Double) in TraceBuilder.ns(v) }
+        #expect(late.explained == 1 && late.totalNanoseconds == ms(2.5))
+        #expect(late.slackNanoseconds == ms(0.25), "armed 0.2 ms late, 0.05 ms of slack")
+        #expect(late.wakePathNanoseconds == ms(0.15) + ms(0.5) + ms(0.1))
+        #expect(late.runQueueNanoseconds == ms(0.8) + ms(0.1) && late.throttledNanoseconds == ms(0.3))
+        #expect(late.loopWorkNanoseconds == ms(0.3))
+    }
 }

@@ -110,4 +110,28 @@ import Testing
         #expect(Self.sample(text, "rlctl_loops") == 2)
         #expect(Self.sample(text, "rlctl_loops_not_exported") == 1)
     }
+
+    /// The kernel view's late time, one counter per cause, added interval by interval; a loop without it has none.
+    @Test func lateTimeIsCountedByCause() {
+        let series = LoopSeries()
+        var late = TraceSummary.LateTimeByCause()
+        late.runQueueNanoseconds = 30_000_000
+        late.slackNanoseconds = 1_000_000
+        late.explained = 2
+        var row = Self.row(thread: 7, iterations: 1, busy: 1, covered: 2, runQueue: 0, throttled: 0)
+        row.lateTime = late
+        series.update(with: Self.interval([row, Self.row(thread: 8, iterations: 1, busy: 1, covered: 2)], kernel: true))
+        late.runQueueNanoseconds = 10_000_000
+        late.loopWorkNanoseconds = 5_000_000
+        row.lateTime = late
+        series.update(with: Self.interval([row], kernel: true))
+        let text = String(decoding: series.exposition(), as: UTF8.self)
+        let l = Self.labels
+        #expect(Self.sample(text, "runloop_late_time{\(l),cause=\"run_queue\"}") == 0.04)
+        #expect(Self.sample(text, "runloop_late_time{\(l),cause=\"slack\"}") == 0.002)
+        #expect(Self.sample(text, "runloop_late_time{\(l),cause=\"loop_work\"}") == 0.005)
+        #expect(Self.sample(text, "runloop_late_time{\(l),cause=\"throttled\"}") == 0)
+        #expect(text.contains("# TYPE runloop_late_time counter"))
+        #expect(!text.contains(#"runloop_thread="8",runloop_id="1",runloop_name="main",runloop_kind="RunLoopCore",cause"#), "no kernel figure, no series")
+    }
 }

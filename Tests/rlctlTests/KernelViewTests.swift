@@ -256,13 +256,18 @@ extension KernelViewTests {
         /// `rlctl top`'s row of a loop that always has work (every 10 ms frame burns 10 ms of CPU), run pinned to
         /// CPU 0 as `prefix` starts it, over a 2 s interval.
         static func topRowOfABusyLoop(prefix: [String] = []) throws -> [String: Any] {
+            try topRow(of: ["jank", "--interval", "10ms", "--every", "1", "--cost", "10ms"], prefix: prefix)
+        }
+
+        /// `rlctl top`'s row of `rlctl run WORKLOAD…` run pinned to CPU 0 as `prefix` starts it, over a 2 s interval.
+        static func topRow(of workload: [String], prefix: [String] = []) throws -> [String: Any] {
             let registry = temporaryPath("live-registry")
             let trace = temporaryPath("top-busy.rltrace")
             defer { try? FileManager.default.removeItem(atPath: registry); try? FileManager.default.removeItem(atPath: trace) }
             let environment = TopEmbeddedTests.isolated(registry)
             // (taskset and the cgroup's shell exec rlctl: the pid is rlctl's.)
-            let command = prefix + ["/usr/bin/taskset", "-c", "0", CLI.binary, "run", "jank", "--interval", "10ms", "--every", "1",
-                                    "--cost", "10ms", "--duration", "120s", "--trace", trace, "--kernel", "off"]
+            let command = prefix + ["/usr/bin/taskset", "-c", "0", CLI.binary, "run"] + workload
+                + ["--duration", "120s", "--trace", trace, "--kernel", "off"]
             let run = try RunningProcess(command[0], Array(command.dropFirst()),
                                          ProcessOptions(environment: environment, timeout: .seconds(180), ownProcessGroup: true))
             defer { run.send(SIGTERM, toGroup: true); _ = run.wait() }
@@ -303,18 +308,45 @@ extension KernelViewTests {
             #expect(throttled >= 0.25 && throttled <= share + 1e-9, "a 20% quota on an always-busy loop: throttled \(throttled), run queue \(share)")
         }
 
-        /// A CPU quota (20 ms per 100 ms, spent by a hog in the same cgroup) reads as throttling, not as a slow loop.
-        @Test func aCPUQuotaReadsAsThrottled() throws {
-            guard KernelViewTests.requirement.requireMet() else { return }
+        /// A cgroup with 20 ms of CPU per 100 ms, spent by a hog in it on CPU 1; nil (the issue recorded) where no
+        /// quota can be made.
+        static func quotaSpentByAHog(_ name: String) throws -> (QuotaCgroup, RunningProcess)? {
             if let reason = QuotaCgroup.unavailableReason {
                 Issue.record("no CPU quota can be made here: \(reason)")
-                return
+                return nil
             }
-            let cgroup = try QuotaCgroup(name: "rlctl-kernel-test", quota: .milliseconds(20), period: .milliseconds(100))
-            defer { cgroup.remove() }
-            let hog = try RunningProcess("/bin/sh", ["-c", "echo $$ > '\(cgroup.path)/cgroup.procs' && exec taskset -c 1 sh -c 'while :; do :; done'"],
-                                         ProcessOptions(timeout: .seconds(300), ownProcessGroup: true))
-            defer { hog.send(SIGKILL, toGroup: true); _ = hog.wait() }
+            let cgroup = try QuotaCgroup(name: name, quota: .milliseconds(20), period: .milliseconds(100))
+            do {
+                let hog = try RunningProcess("/bin/sh", ["-c", "echo $$ > '\(cgroup.path)/cgroup.procs' && exec taskset -c 1 sh -c 'while :; do :; done'"],
+                                             ProcessOptions(timeout: .seconds(300), ownProcessGroup: true))
+                return (cgroup, hog)
+            } catch {
+                cgroup.remove()
+                throw error
+            }
+        }
+
+        /// `top --serve`'s late-time counter, as top's row has it: a loop whose one 10 ms timer wakes it while its
+        /// cgroup is out of CPU quota (20 ms per 100 ms, spent by a hog in the same cgroup on the other CPU) is late
+        /// because it was throttled, and top's row says so, by cause, adding up to no more than the interval.
+        @Test func topCountsLateTimeThrottledUnderAQuota() throws {
+            guard KernelViewTests.requirement.requireMet(), let (cgroup, hog) = try Self.quotaSpentByAHog("rlctl-top-late") else { return }
+            defer { hog.send(SIGKILL, toGroup: true); _ = hog.wait(); cgroup.remove() }
+            let loop = try Self.topRow(of: ["timers", "--count", "1", "--interval", "10ms"], prefix: cgroup.wrap([]))
+            #expect(cgroup.periodsThrottled > 0, "the cgroup (\(cgroup.hierarchy)) was never throttled")
+            let late = try #require(loop["lateTime"] as? [String: Any], "no late time in top's row: \(loop)")
+            let throttled = try #require(late["throttledNanoseconds"] as? Int), explained = try #require(late["explained"] as? Int)
+            let causes = ["runQueueNanoseconds", "throttledNanoseconds", "blockedNanoseconds", "slackNanoseconds", "wakePathNanoseconds",
+                          "loopWorkNanoseconds"].map { late[$0] as? Int ?? 0 }
+            #expect(explained > 0 && throttled > 20_000_000, "a 20% quota spent by a hog: \(late)")
+            #expect(throttled == causes.max(), "throttling is the largest cause: \(late)")
+            #expect(causes.reduce(0, +) <= 2_500_000_000, "more late time than the 2 s interval holds: \(late)")
+        }
+
+        /// A CPU quota (20 ms per 100 ms, spent by a hog in the same cgroup) reads as throttling, not as a slow loop.
+        @Test func aCPUQuotaReadsAsThrottled() throws {
+            guard KernelViewTests.requirement.requireMet(), let (cgroup, hog) = try Self.quotaSpentByAHog("rlctl-kernel-test") else { return }
+            defer { hog.send(SIGKILL, toGroup: true); _ = hog.wait(); cgroup.remove() }
             let result = try KernelViewTests.pinned(["run", "jank", "--every", "5", "--cost", "2ms", "--duration", "2s", "--stall", "8ms",
                                           "--kernel", "on", "--format", "json"], prefix: cgroup.wrap([]))
             #expect(result.status == 0, "\(result.stderr)")

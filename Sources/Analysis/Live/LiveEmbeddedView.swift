@@ -78,4 +78,8 @@ public final class LiveEmbeddedView: LiveView, @unchecked Sendable {
     public func waitUntilAttached(timeout: Duration) { followers.waitUntilAttached(timeout: timeout) }
 
     public func stop() { followers.stop() }
+
+    public func consumeKernel(_ events: [TraceEvent], completeThrough: UInt64) {
+        followers.consumeKernel(events, completeThrough: completeThrough)
+    }
 }

@@ -58,8 +58,10 @@ public final class LiveKernelColumn: LiveView, @unchecked Sendable {
         windowStart = 0
     }
 
-    /// The kernel recorder's events (any thread): keeps the times runnable and the losses.
+    /// The kernel recorder's events (any thread): keeps the times runnable and the losses, and hands them to the
+    /// loops for their late-time causes (complete up to ``lag`` ago).
     public func consume(_ events: [TraceEvent]) {
+        loops.consumeKernel(events, completeThrough: Self.monotonicNow() &- Self.lag)
         lock.lock()
         defer { lock.unlock() }
         for event in events {
@@ -79,6 +81,11 @@ public final class LiveKernelColumn: LiveView, @unchecked Sendable {
     public func stop() { loops.stop() }
 
     public func takeInterval() -> LiveInterval {
+        if notAvailable == nil {
+            // The kernel's side is complete up to `lag` ago even when no record came: the loops' events held for
+            // it go on to their totals.
+            loops.consumeKernel([], completeThrough: Self.monotonicNow() &- Self.lag)
+        }
         var interval = loops.takeInterval()
         if let notAvailable {
             interval.kernel = .notAvailable(notAvailable)
@@ -138,6 +145,12 @@ public final class LiveKernelColumn: LiveView, @unchecked Sendable {
             let now = Self.monotonicNow()
             lock.withLock {
                 if followed { followedSince[process] = now } else { refused.insert(process) }
+            }
+            // The loops of a process followed from now on have the kernel's side in their totals (the recorder's
+            // records of it come after this moment).
+            if followed {
+                loops.consumeKernel([TraceEvent(timestamp: now, threadID: 0, processID: process, payload: .kernelBegin(pid: process, command: ""))],
+                                    completeThrough: now &- Self.lag)
             }
         }
     }

@@ -45,6 +45,9 @@ public struct LiveLoopRow: Codable, Sendable, Equatable {
     /// Records the kernel recorder lost in the interval, nil without a kernel view: a share computed over a window
     /// with losses is a lower bound.
     public var kernelLostRecords: UInt64? = nil
+    /// Where the time of the late wake-ups the interval explained went, by cause; nil without a kernel view of the
+    /// loop (NIO loops, which have no wake-up to be late, have none either).
+    public var lateTime: TraceSummary.LateTimeByCause? = nil
 }
 
 extension LiveLoopRow {
@@ -126,6 +129,8 @@ public final class LiveLoopSource: @unchecked Sendable {
         var stalls: UInt64 = 0
         /// The latest stall already shown (stalls are kept in the order they happen): later ones are new.
         var shownStallAt: UInt64?
+        /// Where its late wake-ups' time went, nil without a kernel view of it.
+        var late: TraceSummary.LateTimeByCause?
     }
 
     /// What one interval counted of a loop.
@@ -154,7 +159,87 @@ public final class LiveLoopSource: @unchecked Sendable {
         // The interval's worst stall is looked for among the stalls kept since the view attached.
         options.stallsPerLoop = 4096
         intervalOptions = { var o = options; o.figures = .wakeLatencies; return o }()
-        totalsOptions = { var o = options; o.figures = .totals; return o }()
+        totalsOptions = { var o = options; o.figures = .totals; o.lateTimeByCause = true; return o }()
+    }
+
+    // ===== the kernel view's events, merged =====
+    //
+    // A late wake-up's causes come from the loop's events and the kernel's together, in time order, as in a
+    // recorded trace. The two reach `rlctl top` apart and late by different amounts (a recording's packets every few
+    // hundred ms, the kernel recorder's records within ``LiveKernelColumn/lag``), so a process the kernel view
+    // follows has both held here and handed to its running totals only up to the moment both have passed.
+
+    /// A process the kernel view follows: its events not yet handed to its running totals.
+    private struct Merging {
+        var loop: [TraceEvent] = []
+        var kernel: [TraceEvent] = []
+        /// The latest of its loop events seen (they come in time order).
+        var loopThrough: UInt64 = 0
+    }
+
+    private var merging: [Int32: Merging] = [:]
+    /// The kernel recorder's events are all here up to this moment.
+    private var kernelThrough: UInt64 = 0
+    /// Kernel events held for one process at most: past it the oldest are dropped, and said lost (a process whose
+    /// loop events stopped coming while its threads kept being switched).
+    static let kernelEventsHeld = 200_000
+
+    /// The kernel recorder's events (every followed process's, in time order), complete up to `completeThrough`:
+    /// a process's `kernel_begin` starts the merging of its events; the events of a process with none are not
+    /// this source's. A loss of the kernel recorder concerns every process.
+    public func consumeKernel(_ events: [TraceEvent], completeThrough: UInt64) {
+        lock.lock()
+        defer { lock.unlock() }
+        for event in events {
+            switch event.payload {
+            case .kernelBegin(let pid, _):
+                guard cumulative[pid] != nil, merging[pid] == nil else { continue }
+                merging[pid] = Merging()
+                merging[pid]!.kernel.append(event)
+            case .kernelLost:
+                for pid in merging.keys { merging[pid]!.kernel.append(event) }
+            case .kernelTask:
+                // Names of the tasks that held a CPU: the counters do not name them.
+                continue
+            default:
+                guard merging[event.processID] != nil else { continue }
+                merging[event.processID]!.kernel.append(event)
+            }
+        }
+        kernelThrough = max(kernelThrough, completeThrough)
+        for pid in merging.keys { release(pid) }
+    }
+
+    /// Hands process `pid`'s held events to its running totals in time order, up to where both streams are
+    /// complete.
+    private func release(_ pid: Int32) {
+        guard var m = merging[pid], let index = cumulative.index(forKey: pid) else { return }
+        if m.kernel.count > Self.kernelEventsHeld {
+            let dropped = m.kernel.count - Self.kernelEventsHeld / 2
+            let from = m.kernel[0].timestamp
+            m.kernel.removeFirst(dropped)
+            let at = m.kernel[0].timestamp
+            m.kernel.insert(TraceEvent(timestamp: at, threadID: 0, processID: pid, payload: .kernelLost(records: UInt64(dropped), from: from)), at: 0)
+        }
+        let limit = min(kernelThrough, m.loopThrough)
+        var l = 0, k = 0
+        while true {
+            let loopNext = l < m.loop.count && m.loop[l].timestamp <= limit ? m.loop[l].timestamp : nil
+            let kernelNext = k < m.kernel.count && m.kernel[k].timestamp <= limit ? m.kernel[k].timestamp : nil
+            // At one time the kernel's first: a thread is back on its CPU before its wait returns.
+            if let kt = kernelNext, loopNext.map({ kt <= $0 }) ?? true {
+                cumulative.values[index].consume(m.kernel[k])
+                k += 1
+            } else if loopNext != nil {
+                cumulative.values[index].consume(m.loop[l])
+                l += 1
+            } else {
+                break
+            }
+        }
+        m.loop.removeFirst(l)
+        m.kernel.removeFirst(k)
+        merging[pid] = m
     }
 
     /// Events in order, under one lock; a run of one process's events finds its summarizers once.
@@ -176,9 +261,15 @@ public final class LiveLoopSource: @unchecked Sendable {
                     return interval.index(forKey: event.processID)!
                 }()
             }
-            cumulative.values[totals].consume(event)
+            if merging[event.processID] != nil {
+                merging[event.processID]!.loop.append(event)
+                merging[event.processID]!.loopThrough = max(merging[event.processID]!.loopThrough, event.timestamp)
+            } else {
+                cumulative.values[totals].consume(event)
+            }
             interval.values[recent].consume(event)
         }
+        for pid in merging.keys { release(pid) }
     }
 
     /// An event from before the view attached that names a loop (`loop_create`, `loop_adapted`, `wait_thread`):
@@ -242,13 +333,14 @@ public final class LiveLoopSource: @unchecked Sendable {
             let whole = summarizer.finish(health: TraceHealth())
             let recent = taken[processID]?.finish(health: TraceHealth())
             func row(_ loopID: UInt64, thread: Int32, kind: String, utilization: Double, perSecond: Double,
-                     latency: UInt64?, stall: UInt64?, counted: Counted) -> LiveLoopRow {
+                     latency: UInt64?, stall: UInt64?, counted: Counted, late: TraceSummary.LateTimeByCause? = nil) -> LiveLoopRow {
                 let key = LoopKey(processID: processID, loopID: loopID)
                 var row = LiveLoopRow(host: host, session: session, processID: processID, threadID: thread, loopID: loopID,
                                       name: names[key], kind: kinds[key] ?? kind, utilization: utilization,
                                       iterationsPerSecond: perSecond, wakeLatencyP99Nanoseconds: latency,
                                       worstStallNanoseconds: stall, lostEvents: lost)
                 row.count(counted)
+                row.lateTime = late
                 return row
             }
             for loop in whole.loops {
@@ -256,7 +348,8 @@ public final class LiveLoopSource: @unchecked Sendable {
                 let before = previous[key] ?? Totals()
                 let stalls = loop.worstStalls.filter { stall in before.shownStallAt.map { stall.atNanoseconds > $0 } ?? true }
                 let now = Totals(busy: loop.busyNanoseconds, wall: loop.wallNanoseconds, iterations: loop.iterations, stalls: loop.stalls,
-                                 shownStallAt: loop.worstStalls.map(\.atNanoseconds).max() ?? before.shownStallAt)
+                                 shownStallAt: loop.worstStalls.map(\.atNanoseconds).max() ?? before.shownStallAt,
+                                 late: loop.kernel.map { TraceSummary.LateTimeByCause($0.lateWakeUps) })
                 previous[key] = now
                 let inInterval = recent?.loops.first { $0.loopID == loop.loopID }
                 let wall = now.wall &- before.wall
@@ -268,7 +361,7 @@ public final class LiveLoopSource: @unchecked Sendable {
                                 utilization: wall > 0 ? min(1, Double(busy) / Double(wall)) : 0,
                                 perSecond: wall > 0 ? Double(now.iterations &- before.iterations) * 1e9 / Double(wall) : 0,
                                 latency: latencies.map(\.p99).max(), stall: stalls.map(\.busyNanoseconds).max(),
-                                counted: Counted(since: before, now: now)))
+                                counted: Counted(since: before, now: now), late: now.late.map { $0.since(before.late ?? .init()) }))
             }
             for loop in recent?.nio?.loops ?? [] {
                 rows.append(row(loop.loopID, thread: loop.threadID, kind: LoopKind.nio.rawValue, utilization: loop.utilization,
@@ -284,7 +377,8 @@ public final class LiveLoopSource: @unchecked Sendable {
                 let before = previous[key] ?? Totals()
                 let stalls = loop.worstStalls.filter { stall in before.shownStallAt.map { stall.atNanoseconds > $0 } ?? true }
                 let now = Totals(busy: loop.busyNanoseconds, wall: loop.busyNanoseconds &+ loop.sleepNanoseconds, iterations: loop.iterations,
-                                 stalls: loop.stalls, shownStallAt: loop.worstStalls.map(\.atNanoseconds).max() ?? before.shownStallAt)
+                                 stalls: loop.stalls, shownStallAt: loop.worstStalls.map(\.atNanoseconds).max() ?? before.shownStallAt,
+                                 late: loop.kernel.map { TraceSummary.LateTimeByCause($0.lateWakeUps) })
                 previous[key] = now
                 let wall = now.wall &- before.wall
                 guard wall > 0 && wall <= now.wall else { continue }
@@ -298,6 +392,7 @@ public final class LiveLoopSource: @unchecked Sendable {
                                           wakeLatencyP99Nanoseconds: lateness.flatMap { $0.count > 0 ? $0.p99 : nil },
                                           worstStallNanoseconds: stalls.map(\.busyNanoseconds).max(), lostEvents: lost)
                 waitRow.count(Counted(since: before, now: now))
+                waitRow.lateTime = now.late.map { $0.since(before.late ?? .init()) }
                 rows.append(waitRow)
             }
         }

@@ -104,4 +104,9 @@ public final class LiveRelayView: LiveView, @unchecked Sendable {
 
     /// Stops following (the reader threads end within a moment).
     public func stop() { followers.stop() }
+
+    /// (Given only when its sessions are this machine's: `rlctl top` takes no kernel view with `--relayd`.)
+    public func consumeKernel(_ events: [TraceEvent], completeThrough: UInt64) {
+        followers.consumeKernel(events, completeThrough: completeThrough)
+    }
 }

@@ -6,7 +6,8 @@ public enum LiveTopTable {
                             width: Int = 132) -> String {
         var out = ["rlctl top — \(relay), \(interval.sessions) session(s), \(interval.rows.count) loop(s), every \(length), sorted by \(order.rawValue)"
                    + (interval.problem.map { " — \($0)" } ?? "") + kernelStatus(interval)]
-        let headers = ["host", "pid", "program", "thread", "loop", "kind", "util", "run queue", "throttled", "iter/s", "wake p99", "worst stall", "lost"]
+        let headers = ["host", "pid", "program", "thread", "loop", "kind", "util", "run queue", "throttled", "iter/s", "wake p99", "late",
+                       "worst stall", "lost"]
         let rows = order.sorted(interval.rows).map { row -> [String] in
             [row.host, row.processID == 0 ? "-" : String(row.processID), row.program ?? "-", String(row.threadID),
              "\(row.loopID)" + (row.name.map { " \($0)" } ?? ""), row.kind,
@@ -14,7 +15,7 @@ public enum LiveTopTable {
              row.runQueueShare.map { String(format: "%.1f%%", $0 * 100) } ?? "-",
              row.throttledShare.map { String(format: "%.1f%%", $0 * 100) } ?? "-",
              String(format: "%.0f", row.iterationsPerSecond),
-             row.wakeLatencyP99Nanoseconds.map { formatNanoseconds(Double($0)) } ?? "-",
+             row.wakeLatencyP99Nanoseconds.map { formatNanoseconds(Double($0)) } ?? "-", late(row),
              row.worstStallNanoseconds.map { formatNanoseconds(Double($0)) } ?? "-", lost(row)]
         }
         let table = [headers] + rows
@@ -40,15 +41,24 @@ public enum LiveTopTable {
     /// The columns, most important first: on a narrow screen the last ones are left out first (the host when there
     /// is one, the throttled share, which the run queue includes, …) and the loop, its program and its
     /// utilization stay.
-    static let columnsByImportance = ["loop", "util", "program", "pid", "worst stall", "run queue", "lost", "wake p99",
+    static let columnsByImportance = ["loop", "util", "program", "pid", "worst stall", "run queue", "lost", "wake p99", "late",
                                       "iter/s", "kind", "thread", "throttled", "host"]
 
     /// What the columns mean, under the table on the interactive screen.
     public static let legend = [
         "util: busy share of the interval · run queue: runnable, waiting for a CPU (kernel view) · throttled: of that, held by a CPU quota",
-        "wake p99: worst wake-up latency p99 · worst stall: busiest iteration over --stall · lost: events the tracer lost (+ kernel records)",
+        "wake p99: worst wake-up latency p99 · late: late wake-ups' time and its largest cause (kernel view) · worst stall: busiest iteration over --stall",
+        "lost: events the tracer lost (+ kernel records)",
         "sessions: the recordings followed (embedded recordings' folders, LTTng live sessions) · keys: q quit, u r i l s x sort",
     ]
+
+    /// The late wake-ups' time the kernel view explained in the interval and its largest cause ("12.0ms throttled"),
+    /// "0" when none was late, "-" without a kernel view of the loop.
+    private static func late(_ row: LiveLoopRow) -> String {
+        guard let late = row.lateTime else { return "-" }
+        guard late.totalNanoseconds > 0, let largest = late.byLabel.max(by: { $0.nanoseconds < $1.nanoseconds }) else { return "0" }
+        return "\(formatNanoseconds(Double(late.totalNanoseconds))) \(largest.cause.replacingOccurrences(of: "_", with: " "))"
+    }
 
     /// The tracer's losses, and the kernel recorder's beside them when it lost any: "12", "12 +3 kernel".
     private static func lost(_ row: LiveLoopRow) -> String {
@@ -75,7 +85,7 @@ public enum LiveTopTable {
         }
         struct Row: Encodable {
             var row: LiveLoopRow
-            enum Keys: String, CodingKey { case runQueueShare, throttledShare, kernelLostRecords }
+            enum Keys: String, CodingKey { case runQueueShare, throttledShare, kernelLostRecords, lateTime }
             func encode(to encoder: any Encoder) throws {
                 try row.encode(to: encoder)
                 // Written as null, not left out, so that a script finds the column on every row.
@@ -83,6 +93,7 @@ public enum LiveTopTable {
                 try kernel.encode(JSONNumber(row.runQueueShare), forKey: .runQueueShare)
                 try kernel.encode(JSONNumber(row.throttledShare), forKey: .throttledShare)
                 try kernel.encode(row.kernelLostRecords, forKey: .kernelLostRecords)
+                try kernel.encode(row.lateTime, forKey: .lateTime)
             }
         }
         struct Document: Encodable {

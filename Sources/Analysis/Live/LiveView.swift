@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TraceModel
 
 /// Where `rlctl top` gets its rows: a relay daemon's live sessions (``LiveRelayView``), this machine's embedded
 /// recordings being written (``LiveEmbeddedView``), or both (``LiveViews``).
@@ -12,6 +13,14 @@ public protocol LiveView: AnyObject, Sendable {
     func waitUntilAttached(timeout: Duration)
     /// Stops following (reader threads end within a moment).
     func stop()
+    /// The kernel recorder's events, complete up to `completeThrough` (``LiveLoopSource/consumeKernel(_:completeThrough:)``):
+    /// for the late-time causes of the loops of this machine's processes.
+    func consumeKernel(_ events: [TraceEvent], completeThrough: UInt64)
+}
+
+extension LiveView {
+    /// A view of loops the kernel view cannot see (another host's) takes none.
+    public func consumeKernel(_ events: [TraceEvent], completeThrough: UInt64) {}
 }
 
 /// What one interval showed.
@@ -59,6 +68,10 @@ public final class LiveViews: LiveView, @unchecked Sendable {
     public func waitUntilAttached(timeout: Duration) { views.forEach { $0.waitUntilAttached(timeout: timeout) } }
 
     public func stop() { views.forEach { $0.stop() } }
+
+    public func consumeKernel(_ events: [TraceEvent], completeThrough: UInt64) {
+        views.forEach { $0.consumeKernel(events, completeThrough: completeThrough) }
+    }
 }
 
 /// What a view follows: one ``LiveLoopSource`` per thing (a live session's URL, a recording's registration), each
@@ -121,6 +134,10 @@ final class LiveFollowers: @unchecked Sendable {
     func takeInterval() -> (rows: [LiveLoopRow], sources: Int) {
         let current = lock.withLock { Array(sources.values) }
         return (current.flatMap { $0.takeInterval() }, current.count)
+    }
+
+    func consumeKernel(_ events: [TraceEvent], completeThrough: UInt64) {
+        for source in lock.withLock({ Array(sources.values) }) { source.consumeKernel(events, completeThrough: completeThrough) }
     }
 
     func waitUntilAttached(timeout: Duration) {

@@ -98,6 +98,60 @@ extension TraceSummary {
         }
     }
 
+    /// Late wake-ups' time by cause, coarser than ``LateWakeUpParts`` and adding up to the same lateness: the
+    /// `cause` label of `rlctl top --serve`'s `runloop_late_time` counter.
+    public struct LateTimeByCause: Codable, Sendable, Equatable {
+        /// Waiting for a CPU: on the way back from the wait, and inside the loop's own work before the callout.
+        public var runQueueNanoseconds: UInt64 = 0
+        /// Runnable while the thread's cgroup was out of CPU quota, the same two places.
+        public var throttledNanoseconds: UInt64 = 0
+        /// The loop's own work blocked off the CPU (a lock, a system call, a page fault) before the callout.
+        public var blockedNanoseconds: UInt64 = 0
+        /// The wake-up was set up late: armed after the work was due (tolerance, coalescing) and timer slack.
+        public var slackNanoseconds: UInt64 = 0
+        /// The kernel's delivery: the timer's interrupt late, the wake-up itself, the return to user space.
+        public var wakePathNanoseconds: UInt64 = 0
+        /// The loop's own work on the CPU before the callout.
+        public var loopWorkNanoseconds: UInt64 = 0
+        /// Late wake-ups the kernel view explained (their time is above), and their lateness added.
+        public var explained: UInt64 = 0
+
+        public init() {}
+
+        public init(_ late: LateWakeUps) {
+            let p = late.parts
+            runQueueNanoseconds = p.runQueueNanoseconds + p.loopWork.runQueueNanoseconds
+            throttledNanoseconds = p.throttledNanoseconds + p.loopWork.throttledNanoseconds
+            blockedNanoseconds = p.loopWork.blockedNanoseconds + (p.loopWork.asleepNanoseconds ?? 0)
+            slackNanoseconds = p.armedLateNanoseconds + p.timerSlackNanoseconds
+            wakePathNanoseconds = p.interruptDeliveryNanoseconds + p.wakePathNanoseconds + p.returnPathNanoseconds
+            loopWorkNanoseconds = p.loopWork.onCPUNanoseconds
+            explained = late.explained
+        }
+
+        /// The causes as the counter labels them, in the order the time passes.
+        public var byLabel: [(cause: String, nanoseconds: UInt64)] {
+            [("slack", slackNanoseconds), ("wake_path", wakePathNanoseconds), ("run_queue", runQueueNanoseconds),
+             ("throttled", throttledNanoseconds), ("blocked", blockedNanoseconds), ("loop_work", loopWorkNanoseconds)]
+        }
+
+        public var totalNanoseconds: UInt64 { byLabel.reduce(0) { $0 + $1.nanoseconds } }
+
+        /// What was added since `before` (running totals only grow; a smaller one is a new loop's: all of it).
+        public func since(_ before: Self) -> Self {
+            func minus(_ a: UInt64, _ b: UInt64) -> UInt64 { a >= b ? a - b : a }
+            var d = Self()
+            d.runQueueNanoseconds = minus(runQueueNanoseconds, before.runQueueNanoseconds)
+            d.throttledNanoseconds = minus(throttledNanoseconds, before.throttledNanoseconds)
+            d.blockedNanoseconds = minus(blockedNanoseconds, before.blockedNanoseconds)
+            d.slackNanoseconds = minus(slackNanoseconds, before.slackNanoseconds)
+            d.wakePathNanoseconds = minus(wakePathNanoseconds, before.wakePathNanoseconds)
+            d.loopWorkNanoseconds = minus(loopWorkNanoseconds, before.loopWorkNanoseconds)
+            d.explained = minus(explained, before.explained)
+            return d
+        }
+    }
+
     /// The late wake-ups of a loop that the kernel view explains, and where their time went in all.
     public struct LateWakeUps: Codable, Sendable, Equatable {
         /// Late wake-ups (work due while the loop was asleep, called out later than the late threshold allows).

@@ -206,7 +206,7 @@ struct LoopTracker {
             slept += duration
             if options.figures == .all { sleeps.record(duration) }
             timeline?.slept(.loop(loopID), from: since, to: ts)
-            if options.figures == .all { lastWake = (since, ts, kernel.wait(from: since, to: ts)) }
+            if options.explainsLateWakeUps { lastWake = (since, ts, kernel.wait(from: since, to: ts)) }
             for index in openIterations.indices { openIterations[index].slept += duration }
             if options.figures == .all && !runStack.isEmpty {
                 holds.remember(.init(start: since, end: ts, what: .sleep, depth: runStack.count, mode: runStack[runStack.count - 1].mode))
@@ -291,9 +291,11 @@ struct LoopTracker {
         timeline?.slept(.loop(loopID), from: ts - counted, to: ts)
         wakeReasons[Int(reason.rawValue)] += 1
         for index in openIterations.indices { openIterations[index].slept += duration }
-        if options.figures == .all {
+        if options.explainsLateWakeUps {
             let from = ts >= duration ? ts - duration : 0
             lastWake = (from, ts, kernel.wait(from: from, to: ts))
+        }
+        if options.figures == .all {
             sleeps.record(duration)
             holds.remember(.init(start: ts >= duration ? ts - duration : 0, end: ts, what: .sleep,
                                  depth: runStack.count, mode: runStack[runStack.count - 1].mode))
@@ -343,13 +345,19 @@ struct LoopTracker {
     /// A source signalled while the loop was asleep and performed more than the late threshold after: a late
     /// wake-up, split by the kernel view.
     private mutating func lateIfAsleep(signaled: UInt64, at ts: UInt64) {
-        guard options.figures == .all, signaled != 0, ts >= signaled, ts - signaled > options.lateThreshold,
+        guard options.explainsLateWakeUps, signaled != 0, ts >= signaled, ts - signaled > options.lateThreshold,
               let wake = lastWake, wake.from <= signaled, signaled <= wake.end else { return }
         kernel.lateWakeUp(due: signaled, callout: ts, woke: (wake.end, wake.episode))
     }
 
     /// A timer due at `due` while the loop was asleep, fired late at `ts` (its cause is ``asleep``): the kernel's
     /// split of its lateness, along the loop's last wait when that covered the fire date.
+    /// Whether the outermost run's last wait, in the run still open, covered `due` (no nested run open now).
+    func sleptThroughOutermost(_ due: UInt64) -> Bool {
+        guard runStack.count == 1, let wake = lastWake else { return false }
+        return runStack[0].start <= wake.from && wake.from <= due && due <= wake.end
+    }
+
     mutating func lateWakeUp(due: UInt64, at ts: UInt64) {
         let woke = lastWake.flatMap { $0.from <= due && due <= $0.end ? ($0.end, $0.episode) : nil }
         kernel.lateWakeUp(due: due, callout: ts, woke: woke)

@@ -44,6 +44,12 @@ public struct TraceSummarizer {
         public var timelineBuckets: Int?
         /// Which figures RunLoopCore loops keep (``Figures/all`` unless set): `rlctl top` needs less, every event.
         public var figures = Figures.all
+        /// Keeps where late wake-ups' time went (the kernel view's split of each) with fewer ``figures`` too: the
+        /// running totals behind `rlctl top --serve`'s late-time counters. A timer then counts as due while its loop
+        /// slept when the outermost run's last wait covered its fire date (the nesting and modes that ``Figures/all``
+        /// tells apart are not kept).
+        public var lateTimeByCause = false
+        var explainsLateWakeUps: Bool { figures == .all || lateTimeByCause }
         /// When set, the events of other processes are left out (events that name no process are kept): `record --any`
         /// following children through LTTng, whose session takes every interposed process's events, a concurrent
         /// recording's too.
@@ -215,6 +221,8 @@ public struct TraceSummarizer {
                     ? loops[l].cause(at: scheduled, timerModes: timers[t].modes) : nil
                 if cause == LoopTracker.asleep { loops[l].lateWakeUp(due: scheduled, at: ts) }
                 timers[t].record(firing, interval: interval, missed: missed, lateCause: cause)
+            } else if options.lateTimeByCause, firing.isLate(threshold: options.lateThreshold), loops[l].sleptThroughOutermost(scheduled) {
+                loops[l].lateWakeUp(due: scheduled, at: ts)
             }
             timeline?.start(at: ts)
             timeline?.firing(timerID: timerID, loopID: loopID, at: ts, lateness: firing.lateness, tolerance: tolerance,

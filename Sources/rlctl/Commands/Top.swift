@@ -21,7 +21,8 @@ struct Top: ParsableCommand {
         kind (RunLoopCore, Foundation, NIO, or a wait loop of any program), and over the last interval its utilization, its run queue (the share of the interval the loop's \
         thread was runnable but not running: waiting for a CPU behind other tasks, or throttled) and of that the \
         throttled share (its cgroup out of CPU quota), iterations per second, worst wake-up latency p99 (timer, \
-        source, block, port or job; a wait loop's waits past their timeouts; none for NIO and Foundation loops), its busiest iteration over --stall, and the events \
+        source, block, port or job; a wait loop's waits past their timeouts; none for NIO and Foundation loops), the late \
+        wake-ups' time the kernel view explained and its largest cause (late: "12.0ms throttled"), its busiest iteration over --stall, and the events \
         the tracer lost. A view starts when it attaches: loops created before it show by id, without name. The \
         status line counts the sessions followed: each embedded recording's folder and each LTTng live session is \
         one. On a screen narrower than the table the least important columns are left out first (the host, the \
@@ -39,7 +40,8 @@ struct Top: ParsableCommand {
         kernel recorder's lost records are shown beside the tracer's in the lost column ("12 +3 kernel") and on \
         the status line: the shares of such an interval are lower bounds. What top loaded is removed when it ends \
         however it ends (q, a signal, SIGKILL: the programs belong to its file descriptors). The kernel figures \
-        cover the interval moved back 60 ms, as the kernel recorder hands its records out a few ms late.
+        cover the interval moved back 60 ms, as the kernel recorder hands its records out a few ms late; a followed \
+        process's loop figures wait for them too, so that its late wake-ups are split by cause.
 
         With no --relayd, rlctl top shows every traced loop on this machine. Programs whose loops emit to LTTng \
         (the LTTng sink, or rlctl record with LTTng): it starts a relay daemon of its own on free loopback ports \
@@ -71,8 +73,9 @@ struct Top: ParsableCommand {
         --serve HOST:PORT serves every loop to Prometheus at http://HOST:PORT/metrics instead of drawing the \
         table (docs/metrics.md): per loop, labelled by host, pid, program, runloop_thread, runloop_id, \
         runloop_name and runloop_kind, the counters runloop_iterations, runloop_time (runloop_state active or \
-        idle, seconds), runloop_stalls (over --stall), and with the kernel view runloop_runqueue_time and \
-        runloop_throttled_time (seconds); the gauges runloop_utilization and, for RunLoopCore and wait loops, \
+        idle, seconds), runloop_stalls (over --stall), and with the kernel view runloop_runqueue_time, \
+        runloop_throttled_time and runloop_late_time (seconds late of the late wake-ups, by cause: slack, \
+        wake_path, run_queue, throttled, blocked, loop_work); the gauges runloop_utilization and, for RunLoopCore and wait loops, \
         runloop_wakeup_delay_p99 (seconds; NaN for an interval with no wake-up) over the last interval; and \
         rlctl_events_lost (per session), rlctl_kernel_records_lost, rlctl_loops, rlctl_loops_not_exported, \
         rlctl_sessions and rlctl_kernel_view. The counters start when top first sees the loop (an embedded \
