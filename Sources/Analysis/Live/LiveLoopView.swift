@@ -171,7 +171,8 @@ public final class LiveLoopSource: @unchecked Sendable {
 
     /// A process the kernel view follows: its events not yet handed to its running totals.
     private struct Merging {
-        var loop: [TraceEvent] = []
+        /// Runs of its loop events as they came (slices of the reader's batches: held without a copy of each).
+        var loop: [ArraySlice<TraceEvent>] = []
         var kernel: [TraceEvent] = []
         /// The latest of its loop events seen (they come in time order).
         var loopThrough: UInt64 = 0
@@ -197,7 +198,7 @@ public final class LiveLoopSource: @unchecked Sendable {
                 merging[pid] = Merging()
                 merging[pid]!.kernel.append(event)
             case .kernelLost:
-                for pid in merging.keys { merging[pid]!.kernel.append(event) }
+                for pid in Array(merging.keys) { merging[pid]!.kernel.append(event) }
             case .kernelTask:
                 // Names of the tasks that held a CPU: the counters do not name them.
                 continue
@@ -207,13 +208,14 @@ public final class LiveLoopSource: @unchecked Sendable {
             }
         }
         kernelThrough = max(kernelThrough, completeThrough)
-        for pid in merging.keys { release(pid) }
+        for pid in Array(merging.keys) { release(pid) }
     }
 
     /// Hands process `pid`'s held events to its running totals in time order, up to where both streams are
     /// complete.
     private func release(_ pid: Int32) {
-        guard var m = merging[pid], let index = cumulative.index(forKey: pid) else { return }
+        // (Taken out while it changes: the arrays are not copied.)
+        guard let index = cumulative.index(forKey: pid), var m = merging.removeValue(forKey: pid) else { return }
         if m.kernel.count > Self.kernelEventsHeld {
             let dropped = m.kernel.count - Self.kernelEventsHeld / 2
             let from = m.kernel[0].timestamp
@@ -222,54 +224,86 @@ public final class LiveLoopSource: @unchecked Sendable {
             m.kernel.insert(TraceEvent(timestamp: at, threadID: 0, processID: pid, payload: .kernelLost(records: UInt64(dropped), from: from)), at: 0)
         }
         let limit = min(kernelThrough, m.loopThrough)
-        var l = 0, k = 0
+        var run = 0, k = 0
         while true {
-            let loopNext = l < m.loop.count && m.loop[l].timestamp <= limit ? m.loop[l].timestamp : nil
+            while run < m.loop.count && m.loop[run].isEmpty { run += 1 }
+            let loopNext = run < m.loop.count && m.loop[run][m.loop[run].startIndex].timestamp <= limit
+                ? m.loop[run][m.loop[run].startIndex].timestamp : nil
             let kernelNext = k < m.kernel.count && m.kernel[k].timestamp <= limit ? m.kernel[k].timestamp : nil
             // At one time the kernel's first: a thread is back on its CPU before its wait returns.
             if let kt = kernelNext, loopNext.map({ kt <= $0 }) ?? true {
                 cumulative.values[index].consume(m.kernel[k])
                 k += 1
             } else if loopNext != nil {
-                cumulative.values[index].consume(m.loop[l])
-                l += 1
+                cumulative.values[index].consume(m.loop[run][m.loop[run].startIndex])
+                m.loop[run].removeFirst()
             } else {
                 break
             }
         }
-        m.loop.removeFirst(l)
+        m.loop.removeFirst(run)
         m.kernel.removeFirst(k)
         merging[pid] = m
     }
 
-    /// Events in order, under one lock; a run of one process's events finds its summarizers once.
+    /// Events in order, under one lock; a run of one process's events finds its summarizers once (and, for a
+    /// process whose events wait for the kernel's, is held in one append).
     public func consume(_ events: [TraceEvent]) {
         lock.lock()
         defer { lock.unlock() }
-        var process: Int32?
-        var totals = cumulative.startIndex, recent = interval.startIndex
-        for event in events {
-            remember(event)
-            if event.processID != process {
-                process = event.processID
-                totals = cumulative.index(forKey: event.processID) ?? {
-                    cumulative[event.processID] = TraceSummarizer(options: totalsOptions)
-                    return cumulative.index(forKey: event.processID)!
-                }()
-                recent = interval.index(forKey: event.processID) ?? {
-                    interval[event.processID] = TraceSummarizer(options: intervalOptions)
-                    return interval.index(forKey: event.processID)!
-                }()
-            }
-            if merging[event.processID] != nil {
-                merging[event.processID]!.loop.append(event)
-                merging[event.processID]!.loopThrough = max(merging[event.processID]!.loopThrough, event.timestamp)
-            } else {
+        var start = events.startIndex
+        var heldAny = false
+        while start < events.endIndex {
+            let process = events[start].processID
+            var end = start + 1
+            while end < events.endIndex && events[end].processID == process { end += 1 }
+            heldAny = consume(events[start..<end], of: process) || heldAny
+            start = end
+        }
+        if heldAny { for pid in Array(merging.keys) { release(pid) } }
+    }
+
+    /// One run of process `pid`'s events; whether some were held for the kernel's.
+    private func consume(_ run: ArraySlice<TraceEvent>, of pid: Int32) -> Bool {
+        let recent = interval.index(forKey: pid) ?? {
+            interval[pid] = TraceSummarizer(options: intervalOptions)
+            return interval.index(forKey: pid)!
+        }()
+        if cumulative[pid] == nil { cumulative[pid] = TraceSummarizer(options: totalsOptions) }
+        let totals = cumulative.index(forKey: pid)!
+        guard !merging.isEmpty, var m = merging.removeValue(forKey: pid) else {
+            for event in run {
+                remember(event)
                 cumulative.values[totals].consume(event)
+                interval.values[recent].consume(event)
             }
+            return false
+        }
+        for event in run {
+            remember(event)
             interval.values[recent].consume(event)
         }
-        for pid in merging.keys { release(pid) }
+        m.loopThrough = max(m.loopThrough, run[run.endIndex - 1].timestamp)
+        var rest = run
+        if m.loop.isEmpty {
+            // Usually the kernel's side of these moments is in already (its records come within ``LiveKernelColumn/lag``,
+            // a recording's packets later): the run goes on to the totals at once, the kernel's events merged in.
+            var k = 0, i = run.startIndex
+            while i < run.endIndex && run[i].timestamp <= kernelThrough {
+                let time = run[i].timestamp
+                while k < m.kernel.count && m.kernel[k].timestamp <= time {
+                    cumulative.values[totals].consume(m.kernel[k])
+                    k += 1
+                }
+                cumulative.values[totals].consume(run[i])
+                i += 1
+            }
+            m.kernel.removeFirst(k)
+            rest = run[i...]
+        }
+        if !rest.isEmpty { m.loop.append(rest) }
+        merging[pid] = m
+        return !rest.isEmpty
     }
 
     /// An event from before the view attached that names a loop (`loop_create`, `loop_adapted`, `wait_thread`):
