@@ -262,7 +262,9 @@ struct KernelRecorderTests {
         let (pingpong, _, _, tid) = try Self.record([Self.workload, "pingpong", "5000"], options: options)
         let reads = Self.offCPU(pingpong.events, thread: tid).filter { $0.reason == .sleeping && $0.syscall == 0 }
         let fromAnotherThread = reads.filter { $0.wakerThreadID > 0 && $0.wakerThreadID != tid }
-        #expect(reads.count >= 2_500 && fromAnotherThread.count * 10 >= reads.count * 9, "\(fromAnotherThread.count) of \(reads.count) reads woken by another thread")
+        // Of the 5000 round trips, the reads that found nothing yet and slept: nearly all on an idle machine, fewer
+        // beside a loaded CI's other tests (2,255 once: the writer had often written already).
+        #expect(reads.count >= 1_000 && fromAnotherThread.count * 10 >= reads.count * 9, "\(fromAnotherThread.count) of \(reads.count) reads woken by another thread")
     }
 
     @Test func excludedThreadsAreLeftOut() throws {
