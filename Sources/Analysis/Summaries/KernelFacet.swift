@@ -129,11 +129,15 @@ extension TraceSummary {
             explained = late.explained
         }
 
-        /// The causes as the counter labels them, in the order the time passes.
-        public var byLabel: [(cause: String, nanoseconds: UInt64)] {
-            [("slack", slackNanoseconds), ("wake_path", wakePathNanoseconds), ("run_queue", runQueueNanoseconds),
-             ("throttled", throttledNanoseconds), ("blocked", blockedNanoseconds), ("loop_work", loopWorkNanoseconds)]
+        /// The causes by the counter's label, in the order the time passes: written once for ``byLabel`` and
+        /// ``since(_:)``.
+        private static var causes: [(label: String, time: WritableKeyPath<Self, UInt64>)] {
+            [("slack", \.slackNanoseconds), ("wake_path", \.wakePathNanoseconds), ("run_queue", \.runQueueNanoseconds),
+             ("throttled", \.throttledNanoseconds), ("blocked", \.blockedNanoseconds), ("loop_work", \.loopWorkNanoseconds)]
         }
+
+        /// The causes as the counter labels them, in the order the time passes.
+        public var byLabel: [(cause: String, nanoseconds: UInt64)] { Self.causes.map { ($0.label, self[keyPath: $0.time]) } }
 
         public var totalNanoseconds: UInt64 { byLabel.reduce(0) { $0 + $1.nanoseconds } }
 
@@ -141,12 +145,7 @@ extension TraceSummary {
         public func since(_ before: Self) -> Self {
             func minus(_ a: UInt64, _ b: UInt64) -> UInt64 { a >= b ? a - b : a }
             var d = Self()
-            d.runQueueNanoseconds = minus(runQueueNanoseconds, before.runQueueNanoseconds)
-            d.throttledNanoseconds = minus(throttledNanoseconds, before.throttledNanoseconds)
-            d.blockedNanoseconds = minus(blockedNanoseconds, before.blockedNanoseconds)
-            d.slackNanoseconds = minus(slackNanoseconds, before.slackNanoseconds)
-            d.wakePathNanoseconds = minus(wakePathNanoseconds, before.wakePathNanoseconds)
-            d.loopWorkNanoseconds = minus(loopWorkNanoseconds, before.loopWorkNanoseconds)
+            for cause in Self.causes { d[keyPath: cause.time] = minus(self[keyPath: cause.time], before[keyPath: cause.time]) }
             d.explained = minus(explained, before.explained)
             return d
         }
