@@ -159,6 +159,14 @@ let package = Package(
         ),
         // An application built on RunLoopCore with the LTTng sink installed: what `rlctl record` traces.
         .executableTarget(name: "runloop-demo", dependencies: ["RunLoopCore", "Tracing"], path: "Examples/runloop-demo"),
+        // A RunLoopCore program with its loop's metrics on swift-prometheus, serving the scrape from the loop itself
+        // (docs/metrics.md; the test of the library against a real Prometheus runs it).
+        .executableTarget(
+            name: "metrics-demo",
+            dependencies: ["RunLoopCore", "Tracing", "RunLoopMetrics", .product(name: "Metrics", package: "swift-metrics"),
+                           .product(name: "Prometheus", package: "swift-prometheus")],
+            path: "Examples/metrics-demo"
+        ),
         // The README's RunLoopCore example as a program: Loop.main serving timers, sources and the main queue.
         .executableTarget(name: "main-queue-demo", dependencies: ["RunLoopCore"], path: "Examples/main-queue-demo"),
         // A Foundation RunLoop program with timers and one blocking callout, traced by the Foundation adapter.
@@ -196,7 +204,7 @@ let package = Package(
         .executableTarget(name: "kernel-recorder-fixture", dependencies: ["KernelTracing"], path: "Tests/KernelRecorderFixture"),
         // End to end: runs the built rlctl binary.
         .testTarget(
-            name: "rlctlTests", dependencies: ["rlctl", "runloop-demo", "TestSupport"],
+            name: "rlctlTests", dependencies: ["rlctl", "runloop-demo", "metrics-demo", "TestSupport"],
             // AnyPrograms: the programs `rlctl record --any` is tested on; Fleet: the relay daemon test's hosts, as
             // network namespaces; Pages: what checks a report's screenshot. All run from #filePath.
             exclude: ["AnyPrograms", "Fleet", "Pages"]

@@ -30,6 +30,14 @@ public enum LoopMetrics {
         public static let stalls = "runloop.stalls"
     }
 
+    /// Histogram buckets for the delays (`runloop.wakeup.delay`, `runloop.timer.lateness`), 10 µs to 500 ms, for a
+    /// backend that asks for them: backends' defaults are made for requests (swift-prometheus's start at 5 ms), and
+    /// a loop's delays are microseconds. With swift-prometheus: `factory.durationHistogramBuckets[name] = …`.
+    public static let delayBuckets: [Duration] = [
+        .microseconds(10), .microseconds(50), .microseconds(100), .microseconds(500), .milliseconds(1),
+        .milliseconds(5), .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(500),
+    ]
+
     /// How often the attached loops' time, utilization and iterations are updated (timers and stalls are recorded
     /// as they happen). Default 1 s; set it before attaching.
     nonisolated(unsafe) public static var updateInterval: Duration = .seconds(1)

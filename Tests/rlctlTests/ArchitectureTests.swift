@@ -29,6 +29,7 @@ import Testing
         "Exporter": ["Analysis", "TraceModel"],
         "rlctl": ["RunLoopCore", "TraceModel", "Tracing", "TraceReading", "Analysis", "Workloads", "CProcess", "KernelTracing", "Exporter"],
         "runloop-demo": ["RunLoopCore", "TraceModel", "Tracing"],
+        "metrics-demo": ["RunLoopCore", "TraceModel", "Tracing", "RunLoopMetrics"],
         "main-queue-demo": ["RunLoopCore", "TraceModel"],
         "CFoundationRunLoop": [],
         "RunLoopFoundation": ["CFoundationRunLoop", "RunLoopCore", "TraceModel", "Tracing"],

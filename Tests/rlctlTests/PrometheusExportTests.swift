@@ -3,9 +3,9 @@ import Glibc
 import Testing
 import TestSupport
 
-/// `rlctl top --serve` scraped by a real Prometheus (issue 32): a Node server seen through `record --any` and a
-/// RunLoopCore loop recorded by `rlctl run`, both embedded recordings on this machine; Prometheus's figures
-/// against the recording's own summary. The test keeps its own recording registry and hides LTTng (PATH), so top
+/// Loop metrics scraped by a real Prometheus (issue 32), against the recording's own summary: `rlctl top --serve`
+/// with a Node server seen through `record --any` and a RunLoopCore loop recorded by `rlctl run`, both embedded
+/// recordings on this machine; and a program's own loop through RunLoopMetrics on swift-prometheus. The test keeps its own recording registry and hides LTTng (PATH), so top
 /// sees only its recordings. Fails, not skips, under CI=true when Node or Prometheus is missing.
 @Suite(.serialized) struct PrometheusExportTests {
     static let requirement = AnyProgramTests.requirement(["node", "prometheus"])
@@ -78,6 +78,56 @@ import TestSupport
         #expect(abs(active / (active + idle) - utilization) <= 0.02,
                 "Prometheus: \(active) s active, \(idle) s idle; the recording's utilization \(utilization)")
     }
+
+    /// RunLoopMetrics in a RunLoopCore program on swift-prometheus (Examples/metrics-demo: the one call, and the
+    /// scrape served from the loop itself), scraped by a real Prometheus while `rlctl record` records the program:
+    /// Prometheus's stalls, utilization and timer callouts against the recording's own summary.
+    @Test(.enabled(if: libraryRequirement.shouldRun, libraryRequirement.skipComment))
+    func prometheusHasTheLibrarysLoopFiguresAsTheRecordingsSummary() throws {
+        guard Self.libraryRequirement.requireMet() else { return }
+        let trace = temporaryPath("metrics-demo.rltrace")
+        defer { try? FileManager.default.removeItem(atPath: trace) }
+        let port = freeLoopbackPort()
+        let recording = try CLI.start(["record", "--tracer", "embedded", "--output", trace, "--",
+                                       CLI.sibling("metrics-demo"), "--port", "\(port)", "--duration", "20s"],
+                                      environment: ["RLCTL_STALL_THRESHOLD": "40ms"])
+        defer { recording.send(SIGKILL, toGroup: true); _ = recording.wait() }
+        try #require(AnyProgramTests.waitForPort(port), "metrics-demo did not listen on \(port): \(recording.outputSoFar.stderr)")
+        let prometheus = try LocalPrometheus(scraping: ["127.0.0.1:\(port)"])
+        defer { prometheus.stop() }
+        let loop = "runloop_name=\"main\""
+        #expect(prometheus.value("runloop_iterations{\(loop)}", timeout: .seconds(60)) { $0 > 0 } != nil, "Prometheus has the loop")
+
+        // Five 60 ms answers: each a stall of the loop that serves them.
+        for _ in 0..<5 {
+            #expect(loopbackGet(port: port, path: "/burn?ms=60")?.status == 200)
+            usleep(100_000)
+        }
+        // At least the five (a loaded machine may add its own); equal to the recording's count below.
+        #expect((prometheus.value("runloop_stalls{\(loop)}", timeout: .seconds(30)) { $0 >= 5 } ?? 0) >= 5)
+
+        let recorded = recording.wait()
+        try #require(recorded.status == 0, "\(recorded.termination): \(recorded.stderr)")
+        let summary = try #require((try AnyProgramTests.summaryObject(trace, stall: "40ms"))["loops"] as? [[String: Any]])
+        try #require(summary.count == 1, "one loop: \(summary.map { $0["name"] ?? "?" })")
+        let own = summary[0]
+        // The last scrape, up to a second before the program ended.
+        let stalls = prometheus.value("max_over_time(runloop_stalls{\(loop)}[5m])")
+        #expect(stalls == (own["stalls"] as? Int).map(Double.init), "Prometheus \(stalls ?? -1), the recording \(own["stalls"] ?? "none")")
+        let active = try #require(prometheus.value("max_over_time(runloop_time{\(loop),runloop_state=\"active\"}[5m])"))
+        let idle = try #require(prometheus.value("max_over_time(runloop_time{\(loop),runloop_state=\"idle\"}[5m])"))
+        let utilization = try #require(own["utilization"] as? Double)
+        #expect(abs(active / (active + idle) - utilization) <= 0.02,
+                "Prometheus: \(active) s active, \(idle) s idle; the recording's utilization \(utilization)")
+        // Every timer callout's lateness, as a histogram in seconds: the 10 ms timer's firings, less those after
+        // the last scrape.
+        let timed = try #require(prometheus.value("max_over_time(runloop_timer_lateness_count{\(loop)}[5m])"))
+        let firings = try #require(own["timerFirings"] as? Int)
+        #expect(timed <= Double(firings) && timed >= Double(firings - 300), "Prometheus \(timed) timer callouts, the recording \(firings)")
+    }
+
+    static let libraryRequirement = TestRequirement(missing: TestEnvironment.executable("prometheus") == nil ? "prometheus" : nil,
+                                                    problem: "the test's Prometheus server is not installed")
 
     /// The pid of `parent`'s child (the program `record --any` started).
     static func nodePID(parent: Int32) -> Int? {

@@ -18,11 +18,10 @@ var loopMetrics: LoopMetricsHandle?
 if options.metrics {
     let registry = PrometheusCollectorRegistry()
     var factory = PrometheusMetricsFactory(registry: registry)
-    // swift-prometheus's default buckets start at 5 ms; a loop's delays are microseconds.
-    let loopBuckets: [Duration] = [.microseconds(10), .microseconds(50), .microseconds(100), .microseconds(500), .milliseconds(1),
-                                   .milliseconds(5), .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(500)]
-    factory.durationHistogramBuckets[LoopMetrics.Name.wakeUpDelay] = loopBuckets
-    factory.durationHistogramBuckets[LoopMetrics.Name.timerLateness] = loopBuckets
+    // Buckets for microseconds: swift-prometheus's default ones start at 5 ms.
+    for name in [LoopMetrics.Name.wakeUpDelay, LoopMetrics.Name.timerLateness] {
+        factory.durationHistogramBuckets[name] = LoopMetrics.delayBuckets
+    }
     MetricsSystem.bootstrap(factory)
     // The one line: a group whose loops export their metrics.
     (group, loopMetrics) = NIOLoopTracing.makeEventLoopGroup(numberOfThreads: options.threads, metrics: MetricsSystem.factory)
