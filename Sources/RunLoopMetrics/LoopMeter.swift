@@ -4,9 +4,10 @@ import Synchronization
 
 /// One attached loop's instruments (docs/metrics.md), and what its thread adds up between two updates.
 ///
-/// The loop's thread records timers and stalls straight into their instruments as the sink hears of them, and adds
-/// its sleeps into ``slept``; the updater turns the sleeps and the loop's own counters into time, utilization and
-/// iterations once per interval, so a sleep costs one relaxed store, not a call into the backend.
+/// The loop's thread counts stalls straight into their instrument, keeps its wake-up delays in a ring and adds its
+/// sleeps into ``slept``; the updater records the delays and turns the sleeps and the loop's own counters into
+/// time, utilization and iterations once per interval, so neither a callout nor a sleep costs the loop's thread a
+/// call into the backend.
 final class LoopMeter: @unchecked Sendable {
     let loopID: UInt64
     /// A RunLoopCore loop's meter reads its iterations from the loop; an adapted loop's (a SwiftNIO event loop
@@ -30,6 +31,9 @@ final class LoopMeter: @unchecked Sendable {
 
     /// Nanoseconds asleep in the loop's waits since it was attached: written by the loop's thread only.
     private let slept = Atomic<UInt64>(0)
+    /// Wake-up delays measured on the loop's thread, recorded into ``wakeUpDelay`` and ``timerLateness`` by the
+    /// updater (``drainDelays()``), so that the loop's thread does not pay the backend's record per callout.
+    private let delays = DelayRing()
 
     // The updater's own, guarded by the registry's lock.
     private var lastIterations: UInt64
@@ -87,16 +91,36 @@ final class LoopMeter: @unchecked Sendable {
         slept.store(slept.load(ordering: .relaxed) &+ nanoseconds, ordering: .relaxed)
     }
 
-    /// Loop thread: a callout began `delay` ns after what it serves was due or signalled.
+    /// Loop thread: a callout began `delay` ns after what it serves was due or signalled. Kept for the updater;
+    /// recorded here only when the updater has fallen a whole ring behind. True when the updater should come now
+    /// (half the ring is waiting).
     @inline(__always)
-    func wokeLate(_ delay: UInt64, timer: Bool) {
-        wakeUpDelay.recordNanoseconds(Int64(clamping: delay))
-        if timer { timerLateness.recordNanoseconds(Int64(clamping: delay)) }
+    func wokeLate(_ delay: UInt64, timer: Bool) -> Bool {
+        let value = min(delay, DelayRing.timerFlag - 1) | (timer ? DelayRing.timerFlag : 0)
+        switch delays.push(value) {
+        case .stored: return false
+        case .storedHalfFull: return true
+        case .full:   // the updater was asked at half and has not come yet
+            record(value)
+            return false
+        }
+    }
+
+    private func record(_ value: UInt64) {
+        let delay = Int64(value & (DelayRing.timerFlag - 1))
+        wakeUpDelay.recordNanoseconds(delay)
+        if value & DelayRing.timerFlag != 0 { timerLateness.recordNanoseconds(delay) }
+    }
+
+    /// Updater (the registry's lock held, so one at a time): the delays the loop's thread kept, into the backend.
+    func drainDelays() {
+        delays.drain(record)
     }
 
     /// Updater: the iterations, time and utilization since the last update. The loop's counters are those it
     /// published at its last sleep (``Loop/statistics``), so a busy interval's iterations may show in the next.
     func update() {
+        drainDelays()
         let count: UInt64
         if adaptedGroup != nil {
             count = ticks.load(ordering: .relaxed)
@@ -122,8 +146,10 @@ final class LoopMeter: @unchecked Sendable {
         lastUpdate = now
     }
 
-    /// Ends the loop's series in the backend.
+    /// Ends the loop's series in the backend (after recording the delays still kept: the meter is out of the
+    /// registry, so nothing else drains it).
     func destroy() {
+        drainDelays()
         iterations.destroy()
         stalls.destroy()
         activeTime.destroy()

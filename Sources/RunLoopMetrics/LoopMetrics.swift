@@ -7,11 +7,13 @@ import RunLoopCore
 /// `runloop.thread` only; docs/metrics.md has the table) go to the factory the application bootstrapped
 /// (`MetricsSystem.bootstrap`: swift-prometheus, swift-otel, …); this library bootstraps none. The figures come
 /// from the event seam and the loop's own counters: a tracer installed before or after keeps receiving every
-/// event, and the loop pays nothing more than an installed sink costs it (two clock reads per sleep), plus one
-/// clock read per callout where the tracer below cannot lend its timestamp.
+/// event, and the loop pays nothing more than an installed sink costs it (two clock reads per sleep), plus, per
+/// callout, a clock read where the tracer below cannot lend its timestamp and a store: the backend records the
+/// wake-up delays on the library's updater thread, so they reach it at the next update
+/// (``LoopMetricsHandle/update()`` makes them current).
 ///
-/// A loop's events reach the metrics from its next run on (a run keeps the sink it started with): attach before
-/// the loop runs, or expect the first figures after its current run returns.
+/// A loop's events reach the metrics from its next iteration on (a loop that is asleep when attached adopts them
+/// when it wakes).
 public enum LoopMetrics {
     /// The instruments' names.
     public enum Name {
@@ -44,9 +46,11 @@ public enum LoopMetrics {
 
     /// Starts recording `loop`'s metrics into `factory` (the bootstrapped one by default), until
     /// ``LoopMetricsHandle/detach()`` or the loop is deallocated (its series end at the next update). Attaching a
-    /// loop again replaces its instruments.
+    /// loop again replaces its instruments. With no backend (swift-metrics' no-op factory, what
+    /// `MetricsSystem.factory` is before a bootstrap) it does nothing: the loop's path stays as it was.
     @discardableResult
     public static func attach(to loop: Loop, factory: any MetricsFactory = MetricsSystem.factory) -> LoopMetricsHandle {
+        if factory is NOOPMetricsHandler { return LoopMetricsHandle(.nothing) }
         return LoopMetricsHandle(.loop(MeterRegistry.shared.attach(loop, factory: factory, interval: updateInterval)))
     }
 }
@@ -60,6 +64,7 @@ extension LoopMetrics {
     /// rlctl's summary counts them. Call it before the group's loops first tick.
     @discardableResult
     public static func attach(adaptedGroup groupID: UInt64, factory: any MetricsFactory = MetricsSystem.factory) -> LoopMetricsHandle {
+        if factory is NOOPMetricsHandler { return LoopMetricsHandle(.nothing) }
         MeterRegistry.shared.attach(adaptedGroup: groupID, factory: factory, interval: updateInterval)
         return LoopMetricsHandle(.group(groupID))
     }
@@ -70,6 +75,9 @@ public final class LoopMetricsHandle: Sendable {
     enum Attached {
         case loop(LoopMeter)
         case group(UInt64)
+        /// Attached to swift-metrics' no-op factory (no backend bootstrapped): nothing is installed, the loop's path
+        /// is unchanged.
+        case nothing
     }
 
     private let attached: Attached
@@ -84,6 +92,7 @@ public final class LoopMetricsHandle: Sendable {
         switch attached {
         case .loop(let meter): MeterRegistry.shared.update(meter)
         case .group(let groupID): MeterRegistry.shared.update(adaptedGroup: groupID)
+        case .nothing: break
         }
     }
 
@@ -92,6 +101,7 @@ public final class LoopMetricsHandle: Sendable {
         switch attached {
         case .loop(let meter): MeterRegistry.shared.detach(meter)
         case .group(let groupID): MeterRegistry.shared.detach(adaptedGroup: groupID)
+        case .nothing: break
         }
     }
 }

@@ -16,6 +16,8 @@ final class MeterRegistry: @unchecked Sendable {
     private var meters: [UInt64: LoopMeter] = [:]
     private var installed: MetricsSink?
     private var updaterRunning = false
+    /// A loop's delay ring is half full: the updater records the waiting delays before its next update.
+    private var drainRequested = false
     private var interval: Duration = .seconds(1)
     /// Bumped by every attach and detach: a thread's cached lookup made before is made again.
     private let generation = Atomic<UInt64>(1)
@@ -195,12 +197,29 @@ final class MeterRegistry: @unchecked Sendable {
         pthread_detach(thread)
     }
 
+    /// A loop's thread: its meter's delay ring is half full.
+    func requestDrain() {
+        lock.withLock {
+            drainRequested = true
+            lock.broadcast()
+        }
+    }
+
+    /// Every interval an update; in between, the delays of a ring that filled up to half (the update's interval,
+    /// which utilization is over, stays whole).
     private func runUpdater() {
+        var next = Loop.Instant.now.advanced(by: interval).nanoseconds
         while true {
-            lock.withLock {
-                _ = lock.wait(until: Loop.Instant.now.advanced(by: interval).nanoseconds)
+            let drained: Bool = lock.withLock {
+                if !drainRequested { _ = lock.wait(until: next) }
+                let drainOnly = drainRequested && Loop.Instant.now.nanoseconds < next
+                drainRequested = false
+                if drainOnly { for meter in meters.values { meter.drainDelays() } }
+                return drainOnly
             }
+            if drained { continue }
             if !updateAll() { return }
+            next = Loop.Instant.now.advanced(by: interval).nanoseconds
         }
     }
 }

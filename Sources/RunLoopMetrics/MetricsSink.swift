@@ -28,7 +28,7 @@ final class MetricsSink: LoopEventSink, @unchecked Sendable {
     private func callout(_ context: Context, since due: UInt64, timer: Bool) {
         guard due != 0, let meter = registry.meter(for: context.loopID) else { return }
         let at = now()
-        meter.wokeLate(at > due ? at - due : 0, timer: timer)
+        if meter.wokeLate(at > due ? at - due : 0, timer: timer) { registry.requestDrain() }
     }
 
     // ===== what the metrics use =====
@@ -92,7 +92,7 @@ final class MetricsSink: LoopEventSink, @unchecked Sendable {
 
     override func probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64) {
         next?.probeFire(loopID: loopID, scheduled: scheduled, lateness: lateness, cost: cost)
-        registry.meter(for: loopID)?.wokeLate(lateness, timer: true)
+        if registry.meter(for: loopID)?.wokeLate(lateness, timer: true) == true { registry.requestDrain() }
     }
 
     // ===== passed on only =====

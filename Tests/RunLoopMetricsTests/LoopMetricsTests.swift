@@ -143,11 +143,91 @@ final class CountingSink: LoopEventSink, @unchecked Sendable {
         let ran = Shared(false)
         thread.loop.perform { ran.value = true }
         #expect(Self.waitUntil { ran.value })
+        handle.update()   // the delays the loop's thread kept, recorded
         let lateness = try factory.expectTimer(LoopMetrics.Name.timerLateness,
                                                [("runloop.name", "traced"), ("runloop.thread", String(thread.loop.threadID))])
         #expect(lateness.values.count == fired.value)
         #expect(tracer.counts.value["timerFireBegin"] == fired.value, "\(tracer.counts.value)")
         #expect(tracer.counts.value["timerFireEnd"] == fired.value)
+    }
+
+    /// A busy loop's delays are kept on its thread and recorded by the updater, drained when half its ring waits,
+    /// and recorded by the loop's thread itself when the ring is full: whichever way, each callout is one value,
+    /// none lost and none twice, while the updater drains concurrently.
+    @Test func everyDelayOfABusyLoopIsRecordedOnceWhileTheUpdaterDrains() throws {
+        recordingLock.lock()
+        defer { recordingLock.unlock() }
+        let factory = TestMetrics()
+        let thread = LoopThread(name: "busy")
+        defer { thread.close() }
+        let handle = LoopMetrics.attach(to: thread.loop, factory: factory)
+        defer { handle.detach() }
+        Self.beginAnIteration(thread.loop)
+        handle.update()
+        let dimensions = [("runloop.name", "busy"), ("runloop.thread", String(thread.loop.threadID))]
+        // The blocks that began the iteration (the first may have run before the loop adopted the metrics).
+        let before = try factory.expectTimer(LoopMetrics.Name.wakeUpDelay, dimensions).values.count
+
+        // A source that re-signals itself from its perform: a callout per iteration, as fast as the loop goes.
+        let callouts = 50 * DelayRing.capacity
+        let left = Shared(callouts)
+        let finished = Shared(false)
+        let itself = Shared<LoopSource?>(nil)
+        let resignal = LoopSource(label: "resignal") {
+            let remaining = left.mutate { value -> Int in
+                value -= 1
+                return value
+            }
+            if remaining > 0 { _ = itself.value?.signal() } else { finished.value = true }
+        }
+        itself.value = resignal
+        defer { itself.value = nil }
+        thread.loop.add(resignal, forMode: .default)
+        _ = resignal.signalAndWakeUp()
+        #expect(Self.waitUntil { finished.value }, "\(left.value) callouts left")
+        handle.update()
+        let delays = try factory.expectTimer(LoopMetrics.Name.wakeUpDelay, dimensions)
+        #expect(delays.values.count - before == callouts, "\(delays.values.count - before) delays for \(callouts) callouts")
+        #expect(delays.values.allSatisfy { $0 >= 0 })
+    }
+
+    /// The ring alone: values come out in order, a full ring refuses the next, and half full is said once.
+    @Test func theDelayRingKeepsOrderAndSaysWhenItIsHalfAndWholeFull() {
+        let ring = DelayRing()
+        var halves = 0
+        for value in 0..<UInt64(DelayRing.capacity) {
+            switch ring.push(value) {
+            case .stored: break
+            case .storedHalfFull: halves += 1
+            case .full: Issue.record("full at \(value)")
+            }
+        }
+        #expect(halves == 1)
+        if case .full = ring.push(99) {} else { Issue.record("a full ring stored a value") }
+        var out: [UInt64] = []
+        ring.drain { out.append($0) }
+        #expect(out == Array(0..<UInt64(DelayRing.capacity)))
+        if case .stored = ring.push(7) {} else { Issue.record("an empty ring refused a value") }
+        out.removeAll()
+        ring.drain { out.append($0) }
+        #expect(out == [7])
+    }
+
+    /// With no backend (swift-metrics' no-op factory: nothing bootstrapped) attaching installs nothing, so the
+    /// loop's path is the one it had.
+    @Test func withNoBackendNothingIsInstalled() {
+        recordingLock.lock()
+        defer { recordingLock.unlock() }
+        let tracer = CountingSink()
+        LoopEventSink.install(tracer)
+        defer { LoopEventSink.install(nil) }
+        let handle = LoopMetrics.attach(to: Loop.current, factory: NOOPMetricsHandler.instance)
+        #expect(LoopEventSink.current === tracer)
+        handle.update()
+        handle.detach()
+        let group = LoopMetrics.attach(adaptedGroup: 7, factory: NOOPMetricsHandler.instance)
+        #expect(LoopEventSink.current === tracer)
+        group.detach()
     }
 
     /// The metrics' sink passes on every one of the seam's calls, the clock lookups included.

@@ -5,8 +5,9 @@ import TestSupport
 
 /// Loop metrics scraped by a real Prometheus (issue 32), against the recording's own summary: `rlctl top --serve`
 /// with a Node server seen through `record --any` and a RunLoopCore loop recorded by `rlctl run`, both embedded
-/// recordings on this machine; and a program's own loop through RunLoopMetrics on swift-prometheus. The test keeps its own recording registry and hides LTTng (PATH), so top
-/// sees only its recordings. Fails, not skips, under CI=true when Node or Prometheus is missing.
+/// recordings on this machine; and a program's own loop through RunLoopMetrics on swift-prometheus. The exporter's
+/// test keeps its own recording registry and hides LTTng (PATH), so top sees only its recordings. Fails, not
+/// skips, under CI=true when Node or Prometheus is missing.
 @Suite(.serialized) struct PrometheusExportTests {
     static let requirement = AnyProgramTests.requirement(["node", "prometheus"])
 

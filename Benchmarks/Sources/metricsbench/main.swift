@@ -1,6 +1,6 @@
 // metricsbench: what RunLoopMetrics costs a loop, per iteration, and whether it allocates.
 //
-//   swift run -c release --package-path Benchmarks metricsbench [--iterations N] [--rounds R]
+//   swift run -c release --package-path Benchmarks metricsbench [--iterations N] [--rounds R] [--only VARIANT]
 //
 // One RunLoopCore loop whose only source re-signals itself from its perform (stallbench's loop): every iteration
 // is one callout and a poll, the busiest a loop gets, so the metrics' share is as large as it ever is (each
@@ -9,7 +9,9 @@
 //   - an empty sink: what any installed sink costs the loop (the seam's calls, a signal's timestamp);
 //   - metrics, no backend: attached with swift-metrics' no-op factory (an application that never bootstrapped);
 //   - metrics on swift-prometheus: attached with a PrometheusMetricsFactory of its own registry.
-// With the malloc interposer built in (the default), each variant's mallocs per iteration over a whole round.
+// Each variant's wall time per iteration (the loop's thread) and the process's CPU time per iteration (every thread's:
+// the metrics' updater records the delays the loop's thread kept). With the malloc interposer built in (the
+// default), each variant's mallocs per iteration over a whole round.
 import CoreMetrics
 import Foundation
 import Glibc
@@ -23,12 +25,14 @@ import RunLoopMetrics
 var iterations = 1_000_000
 var rounds = 7
 var exposition = false
+var only: String?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
     case "--iterations": iterations = Int(arguments.next() ?? "") ?? -1
     case "--rounds": rounds = Int(arguments.next() ?? "") ?? -1
     case "--exposition": exposition = true
+    case "--only": only = arguments.next() ?? ""   // one variant (none, empty, noop, prometheus), for a profiler
     default: iterations = -1
     }
 }
@@ -60,6 +64,8 @@ guard iterations > 0, rounds > 0 else {
 }
 
 enum Variant: String, CaseIterable {
+    static var names: [String: Variant] { ["none": .none, "empty": .empty, "noop": .noop, "prometheus": .prometheus] }
+
     case none = "no sink"
     case empty = "an empty sink"
     case noop = "metrics, no backend"
@@ -73,8 +79,23 @@ final class Countdown: @unchecked Sendable {
     func decrement() -> Int { value -= 1; return value }
 }
 
+/// The process's CPU time so far (every thread's: the metrics' updater records the loop's delays on its own).
+func processCPUNanoseconds() -> UInt64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec)
+    return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+}
+
+struct Measurement {
+    /// Wall time per iteration: what the loop's thread spends.
+    var nanoseconds: Double
+    /// The process's CPU time per iteration, every thread's.
+    var cpuNanoseconds: Double
+    var mallocs: Double?
+}
+
 /// Nanoseconds and mallocs per iteration of `count` iterations of a loop whose source re-signals itself.
-func measure(_ variant: Variant, _ count: Int) -> (nanoseconds: Double, mallocs: Double?) {
+func measure(_ variant: Variant, _ count: Int) -> Measurement {
     let loop = Loop.current
     var handle: LoopMetricsHandle?
     switch variant {
@@ -95,8 +116,12 @@ func measure(_ variant: Variant, _ count: Int) -> (nanoseconds: Double, mallocs:
     MallocInterposerSwift.hook()
     #endif
     let start = Loop.Instant.now.nanoseconds
+    let cpuStart = processCPUNanoseconds()
     loop.run(mode: .default, timeout: .seconds(600))
     let ns = Double(Loop.Instant.now.nanoseconds &- start) / Double(count)
+    // The updater's share of this round: what it still holds is recorded now, on the clock.
+    handle?.update()
+    let cpu = Double(processCPUNanoseconds() &- cpuStart) / Double(count)
     var mallocs: Double?
     #if canImport(MallocInterposerSwift)
     MallocInterposerSwift.unhook()
@@ -105,11 +130,21 @@ func measure(_ variant: Variant, _ count: Int) -> (nanoseconds: Double, mallocs:
     loop.remove(source, forMode: .default)
     handle?.detach()
     LoopEventSink.install(nil)
-    return (ns, mallocs)
+    return Measurement(nanoseconds: ns, cpuNanoseconds: cpu, mallocs: mallocs)
 }
 
+if let only {
+    guard let variant = Variant.names[only] else {
+        FileHandle.standardError.write(Data("metricsbench: --only none|empty|noop|prometheus\n".utf8))
+        exit(2)
+    }
+    _ = measure(variant, 10_000)
+    let result = (0..<rounds).map { _ in measure(variant, iterations).nanoseconds }
+    print("\(variant.rawValue): " + result.map { String(format: "%.1f ns", $0) }.joined(separator: " "))
+    exit(0)
+}
 for variant in Variant.allCases { _ = measure(variant, 10_000) }   // warm-up: first allocations of each path
-var results: [Variant: [(nanoseconds: Double, mallocs: Double?)]] = [:]
+var results: [Variant: [Measurement]] = [:]
 for round in 0..<rounds {
     for offset in 0..<Variant.allCases.count {
         let variant = Variant.allCases[(offset + round) % Variant.allCases.count]
@@ -125,13 +160,14 @@ for variant in Variant.allCases {
     let values = results[variant]!
     let mallocs = values.compactMap(\.mallocs)
     print("  " + variant.rawValue.padding(toLength: 30, withPad: " ", startingAt: 0)
-          + String(format: "%8.1f ns", median(values.map(\.nanoseconds)))
+          + String(format: "%8.1f ns  %8.1f CPU ns", median(values.map(\.nanoseconds)), median(values.map(\.cpuNanoseconds)))
           + (mallocs.isEmpty ? "" : String(format: "  %6.3f mallocs", median(mallocs)))
           + "  (rounds " + values.map { String(format: "%.1f", $0.nanoseconds) }.joined(separator: " ") + ")")
 }
 print("  added per iteration (median of per-round differences):")
 for (variant, base) in [(Variant.noop, Variant.none), (.noop, .empty), (.prometheus, .none), (.prometheus, .empty)] {
     let differences = zip(results[variant]!, results[base]!).map { $0.nanoseconds - $1.nanoseconds }
+    let cpu = zip(results[variant]!, results[base]!).map { $0.cpuNanoseconds - $1.cpuNanoseconds }
     print("  " + "\(variant.rawValue) − \(base.rawValue)".padding(toLength: 50, withPad: " ", startingAt: 0)
-          + String(format: "%+8.1f ns", median(differences)))
+          + String(format: "%+8.1f ns  %+8.1f CPU ns", median(differences), median(cpu)))
 }
