@@ -194,17 +194,22 @@ struct KernelFacetRecorder {
     }
 
     /// The loop's kernel facet, nil when the kernel view never followed its thread. `utilization` is the loop's
-    /// busy ÷ wall, of which the on-CPU share is the part its covered iterations spent on the CPU.
-    func facet(utilization: Double, first: UInt64, last: UInt64, notAvailable: [String]?) -> TraceSummary.KernelFacet? {
+    /// busy ÷ wall, of which the on-CPU share is the part its covered iterations spent on the CPU. Without
+    /// `distributions` (a summary of fewer ``TraceSummarizer/Figures``: `rlctl top`'s, every second) the three
+    /// distributions are left empty: each is several walks of a histogram.
+    func facet(utilization: Double, first: UInt64, last: UInt64, notAvailable: [String]?,
+               distributions: Bool = true) -> TraceSummary.KernelFacet? {
         guard views.isOn, covered || uncoveredWindows > 0 else { return nil }
         var f = TraceSummary.KernelFacet()
         f.followedSinceNanoseconds = views.followedSince
         f.coversWholeLoop = uncoveredWindows == 0 && views.followedSince <= first
         f.busy = busy.split(onCPU: onCPUCovered, names: views)
         f.onCPUShare = busyCovered > 0 ? utilization * Double(onCPUCovered) / Double(busyCovered) : 0
-        f.onCPUPerIteration = onCPUPerIteration.summary
-        f.onCPUPerCallout = onCPUPerCallout.summary
-        f.runQueuePerWakeUp = runQueuePerWakeUp.summary
+        if distributions {
+            f.onCPUPerIteration = onCPUPerIteration.summary
+            f.onCPUPerCallout = onCPUPerCallout.summary
+            f.runQueuePerWakeUp = runQueuePerWakeUp.summary
+        }
         f.lateWakeUps = late
         f.lateWakeUps.culprits = Array(views.culprits(lateWaits.culprits).prefix(TraceSummary.KernelSplit.culpritsKept))
         f.lostRecordsAffecting = first <= last ? views.lostRecords(from: first, to: last) : 0

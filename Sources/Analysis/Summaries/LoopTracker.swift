@@ -545,7 +545,8 @@ struct LoopTracker {
         s.stalls = stalls
         s.worstStalls = worstStalls.sorted { $0.busyNanoseconds > $1.busyNanoseconds }
         s.kernel = kernel.facet(utilization: s.utilization, first: firstTimestamp, last: lastTimestamp,
-                                notAvailable: activitiesOnly ? TraceSummary.NotAvailable.kernelFoundation : nil)
+                                notAvailable: activitiesOnly ? TraceSummary.NotAvailable.kernelFoundation : nil,
+                                distributions: options.figures == .all)
         if activitiesOnly {
             s.adapter = LoopAdapter.foundation.description
             s.notAvailable = TraceSummary.NotAvailable.foundation

@@ -87,10 +87,8 @@ struct TimerStatistics {
     }
 
     func summary(label: String) -> TraceSummary.TimerSummary {
-        var lateness = totals.lateness.summary, beyond = totals.beyondTolerance.summary
         // Per-timer figures carry no bucket list (reports draw histograms per loop only).
-        lateness.buckets = []
-        beyond.buckets = []
+        let lateness = totals.lateness.summary(withBuckets: false), beyond = totals.beyondTolerance.summary(withBuckets: false)
         return TraceSummary.TimerSummary(timerID: timerID, label: label, loopID: loopID, firings: totals.firings,
                                          missed: totals.missed, toleranceNanoseconds: tolerance, intervalNanoseconds: interval,
                                          lateness: lateness, beyondTolerance: beyond,

@@ -22,10 +22,12 @@ public struct TraceSummarizer {
         case all
         /// The totals (runs, iterations, wall, busy, sleep, wake-ups, stalls) and the wake-up latencies (timer
         /// lateness, source, port, block and job): no busy, sleep or backlog distribution, no callout durations,
-        /// slowest callouts or late timers' causes; of each latency distribution held in a histogram, its count,
-        /// mean, p99 and maximum only (its other percentiles read 0). What `rlctl top` shows for each interval.
+        /// slowest callouts or late timers' causes, no per-timer summaries and no kernel distributions; of each
+        /// latency distribution held in a histogram, its count, mean, p99 and maximum only (its other percentiles
+        /// read 0). What `rlctl top` shows for each interval.
         case wakeLatencies
-        /// The totals alone: the running totals `rlctl top` differences each interval.
+        /// The totals alone (with no per-timer summaries, nor kernel distributions): the running totals `rlctl top`
+        /// differences each interval.
         case totals
     }
 
@@ -313,7 +315,8 @@ public struct TraceSummarizer {
         overallSummary.worstStalls = Array(loopSummaries.flatMap(\.worstStalls)
             .sorted { $0.busyNanoseconds > $1.busyNanoseconds }.prefix(options.keep))
 
-        let timerSummaries = timers.map { timer -> TraceSummary.TimerSummary in
+        // Per timer only with every figure: `rlctl top`'s summaries, every second, show loops.
+        let timerSummaries = options.figures != .all ? [] : timers.map { timer -> TraceSummary.TimerSummary in
             var summary = timer.summary(label: labels[timer.timerID] ?? "timer-\(timer.timerID)")
             let threadID = loopIndexes[timer.loopID].map { loops[$0].threadID } ?? 0
             let loss = Self.losses(in: health, threadID: threadID, from: timer.first, to: timer.last)
@@ -407,7 +410,8 @@ public struct TraceSummarizer {
         let traced = Set(loops.map(\.threadID) + nioLoops.map(\.threadID))
         for tracker in waits.loops where !traced.contains(tracker.threadID) { all.absorb(tracker.kernel) }
         let first = min(firstTimestamp, lastTimestamp)
-        return kernel.status(overall: all.facet(utilization: overall.utilization, first: first, last: lastTimestamp, notAvailable: nil))
+        return kernel.status(overall: all.facet(utilization: overall.utilization, first: first, last: lastTimestamp, notAvailable: nil,
+                                                distributions: options.figures == .all))
     }
 
     /// The reader's health, with the events left out past ``Limits`` counted as lost over the whole trace. The kernel

@@ -247,7 +247,7 @@ struct WaitLoopTracker {
             parkedNanoseconds: sharedBy == nil ? nil : parked, parkedSeparated: sharedBy == nil ? nil : !parkedUnseparated,
             lostEventsAffecting: 0, lossWindowsAffecting: 0,
             kernel: kernel.facet(utilization: span > 0 ? Double(busy) / Double(span) : 0, first: firstTimestamp, last: lastTimestamp,
-                                 notAvailable: TraceSummary.NotAvailable.kernelWait))
+                                 notAvailable: TraceSummary.NotAvailable.kernelWait, distributions: options.figures == .all))
     }
 }
 
