@@ -135,6 +135,17 @@ public final class LocalPrometheus {
     }
 }
 
+/// The port an `rlctl top --serve 127.0.0.1:0` says on stderr it serves on (within 30 s), else nil.
+public func exporterPort(of top: RunningProcess) -> Int? {
+    var port: Int?
+    _ = eventually(timeout: .seconds(30)) {
+        port = top.outputSoFar.stderr.firstMatch(of: /metrics at http:\/\/127\.0\.0\.1:(\d+)\/metrics/).flatMap { Int($0.output.1) }
+        usleep(50_000)
+        return port != nil
+    }
+    return port
+}
+
 /// A TCP port free on loopback right now (the kernel's pick).
 public func freeLoopbackPort() -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

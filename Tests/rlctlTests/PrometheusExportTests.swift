@@ -26,7 +26,7 @@ import TestSupport
         // own summary does (stalls the load of a CI machine adds included).
         let top = try CLI.start(["top", "--serve", "127.0.0.1:0", "--stall", "40ms", "--interval", "500ms"], environment: environment)
         defer { top.send(SIGTERM); _ = top.wait() }
-        let exporter = try #require(ServeCommandTests.servedPort(top), "top says where it serves: \(top.outputSoFar.stderr)")
+        let exporter = try #require(exporterPort(of: top), "top says where it serves: \(top.outputSoFar.stderr)")
         let prometheus = try LocalPrometheus(scraping: ["127.0.0.1:\(exporter)"])
         defer { prometheus.stop() }
 
@@ -125,6 +125,12 @@ import TestSupport
         let timed = try #require(prometheus.value("max_over_time(runloop_timer_lateness_count{\(loop)}[5m])"))
         let firings = try #require(own["timerFirings"] as? Int)
         #expect(timed <= Double(firings) && timed >= Double(firings - 300), "Prometheus \(timed) timer callouts, the recording \(firings)")
+        // The lag: each callout's lateness is the recording's own (the embedded tracer lends the metrics its
+        // timestamps), so the means agree, less the callouts after the last scrape.
+        let lateness = try #require(prometheus.value("max_over_time(runloop_timer_lateness_sum{\(loop)}[5m])")) / max(timed, 1)
+        let recordedLateness = try #require((own["timerLateness"] as? [String: Any])?["mean"] as? Double) / 1e9
+        #expect(abs(lateness - recordedLateness) <= max(0.1 * recordedLateness, 20e-6),
+                "Prometheus's mean timer lateness \(lateness) s, the recording's \(recordedLateness) s")
     }
 
     static let libraryRequirement = TestRequirement(missing: TestEnvironment.executable("prometheus") == nil ? "prometheus" : nil,
@@ -145,17 +151,6 @@ import TestSupport
 
 /// `rlctl top --serve`'s mistakes and endings, without Prometheus.
 @Suite struct ServeCommandTests {
-    /// The port a `top --serve` says on stderr it serves on (within 30 s), else nil.
-    static func servedPort(_ top: RunningProcess) -> Int? {
-        var port: Int?
-        _ = eventually(timeout: .seconds(30)) {
-            port = top.outputSoFar.stderr.firstMatch(of: /metrics at http:\/\/127\.0\.0\.1:(\d+)\/metrics/).flatMap { Int($0.output.1) }
-            usleep(50_000)
-            return port != nil
-        }
-        return port
-    }
-
     @Test(arguments: [
         (["--serve", "0.0.0.0:0"], "not a loopback address, so other machines could read this machine's loops; give --serve-public"),
         (["--serve", "9464"], "give HOST:PORT"),
@@ -173,7 +168,7 @@ import TestSupport
     @Test func aPortInUseFailsBeforeAnythingStartsAndSigtermEndsServing() throws {
         let environment = TopEmbeddedTests.isolated(temporaryPath("live-registry"))
         let first = try CLI.start(["top", "--serve", "127.0.0.1:0", "--kernel", "off"], environment: environment)
-        let served = try #require(Self.servedPort(first), "\(first.outputSoFar.stderr)")
+        let served = try #require(exporterPort(of: first), "\(first.outputSoFar.stderr)")
         let scrape = loopbackGet(port: served, path: "/metrics")
         #expect(scrape?.status == 200 && scrape?.body.contains("rlctl_loops 0") == true, "\(scrape?.body ?? "no answer")")
 
