@@ -1,6 +1,7 @@
 @testable import Analysis
 import Foundation
 import Testing
+import TestSupport
 import TraceModel
 
 /// `rlctl top`'s rows from a live source, interval by interval, in virtual time: what each interval counted (the
@@ -86,6 +87,48 @@ import TraceModel
         #expect(row.iterations == 1 && row.stalls == 1, "the 18 ms of work between the waits")
 
         #expect(source.takeInterval().allSatisfy { $0.lateTime == nil || $0.lateTime?.totalNanoseconds == 0 }, "counted once")
+    }
+
+    /// A recording that ends while its last events wait for the kernel's records: they go into the totals at its
+    /// end, for the next interval (the late wake-up among them, its kernel records not in, is not counted).
+    @Test func theEventsHeldForTheKernelAreCountedWhenTheRecordingEnds() throws {
+        let us = WaitLoopSummaryTests.us
+        let (loop, kernel) = Self.lateWait()
+        let source = LiveLoopSource(host: "h", session: "embedded /t", stallThresholdNanoseconds: 16 * WaitLoopSummaryTests.ms)
+        source.consume(Array(loop.prefix(1)))
+        source.consumeKernel(Array(kernel.prefix(1)), completeThrough: 0)
+        source.consume(Array(loop.dropFirst()))
+        source.consumeKernel([], completeThrough: 11_000 * us)
+        #expect(source.takeInterval().allSatisfy { $0.iterations == 0 }, "held")
+
+        source.end("the recording ended")
+        let row = try #require(source.takeInterval().first)
+        #expect(row.iterations == 1 && row.stalls == 1, "the waits' iteration, counted at the end")
+        #expect((row.lateTime?.totalNanoseconds ?? 0) == 0, "not explained: no kernel records of it came")
+    }
+
+    /// A source whose reading ended (a recording that finished, a session that closed) still gives the interval
+    /// that ends next the events of its last read: `rlctl top --serve` counts a program's last moments.
+    @Test func aFollowedSourcesLastEventsReachTheIntervalAfterItsReadingEnded() throws {
+        let (loop, _) = Self.lateWait()
+        let followers = LiveFollowers(relistEvery: .seconds(1))
+        let ended = Shared(false)
+        followers.follow([1], key: { "recording-\($0)" },
+                         source: { _ in LiveLoopSource(host: "h", session: "embedded /t", stallThresholdNanoseconds: 16 * WaitLoopSummaryTests.ms) },
+                         endsForGood: { _ in
+                             ended.value = true
+                             return true
+                         },
+                         read: { _, source in
+                             source.consume(loop)
+                             return "the recording ended"
+                         })
+        for _ in 0..<2_000 where !ended.value { usleep(10_000) }
+        #expect(ended.value)
+        let (rows, sources) = followers.takeInterval()
+        #expect(sources == 0, "no longer followed")
+        #expect(rows.count == 1 && rows.first?.iterations == 1, "\(rows)")
+        #expect(followers.takeInterval().rows.isEmpty, "given once")
     }
 
     /// Without the kernel view (no `kernel_begin` for the process) nothing is held and no late time is counted.

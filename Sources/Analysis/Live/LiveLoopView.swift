@@ -213,7 +213,7 @@ public final class LiveLoopSource: @unchecked Sendable {
 
     /// Hands process `pid`'s held events to its running totals in time order, up to where both streams are
     /// complete.
-    private func release(_ pid: Int32) {
+    private func release(_ pid: Int32, final: Bool = false) {
         // (Taken out while it changes: the arrays are not copied.)
         guard let index = cumulative.index(forKey: pid), var m = merging.removeValue(forKey: pid) else { return }
         if m.kernel.count > Self.kernelEventsHeld {
@@ -223,7 +223,8 @@ public final class LiveLoopSource: @unchecked Sendable {
             let at = m.kernel[0].timestamp
             m.kernel.insert(TraceEvent(timestamp: at, threadID: 0, processID: pid, payload: .kernelLost(records: UInt64(dropped), from: from)), at: 0)
         }
-        let limit = min(kernelThrough, m.loopThrough)
+        // At the end of the recording, everything held: no more of either side is coming.
+        let limit = final ? .max : min(kernelThrough, m.loopThrough)
         var run = 0, k = 0
         while true {
             while run < m.loop.count && m.loop[run].isEmpty { run += 1 }
@@ -334,9 +335,12 @@ public final class LiveLoopSource: @unchecked Sendable {
         lock.unlock()
     }
 
+    /// The recording ended: what was held for the kernel's records goes into the totals now (a late wake-up whose
+    /// kernel records are not in reads as unexplained, and is not counted), for the interval that ends next.
     public func end(_ why: String) {
         lock.lock()
         ended = why
+        for pid in Array(merging.keys) { release(pid, final: true) }
         lock.unlock()
     }
 

@@ -81,6 +81,8 @@ final class LiveFollowers: @unchecked Sendable {
     private let relistEvery: Duration
     private let lock = NSLock()
     private var sources: [String: LiveLoopSource] = [:]
+    /// Sources whose reading ended since the last interval: their last events are that interval's.
+    private var endedSinceInterval: [LiveLoopSource] = []
     private var finished: Set<String> = []
     private var lastListing = ContinuousClock.now - .seconds(3600)
     private var stopped = false
@@ -113,6 +115,7 @@ final class LiveFollowers: @unchecked Sendable {
                     follower.end(why)
                     lock.withLock {
                         sources[name] = nil
+                        endedSinceInterval.append(follower)
                         if endsForGood(why) { finished.insert(name) }
                     }
                 }
@@ -130,10 +133,14 @@ final class LiveFollowers: @unchecked Sendable {
     /// Whether `name` is followed now, or was read to its end.
     func isFollowedOrDone(_ name: String) -> Bool { lock.withLock { sources[name] != nil || finished.contains(name) } }
 
-    /// The rows of the interval that ends now, every source's, and how many sources there are.
+    /// The rows of the interval that ends now, every source's (those that ended since the last one included, for
+    /// the events of their last read), and how many sources there are.
     func takeInterval() -> (rows: [LiveLoopRow], sources: Int) {
-        let current = lock.withLock { Array(sources.values) }
-        return (current.flatMap { $0.takeInterval() }, current.count)
+        let (current, ended) = lock.withLock {
+            defer { endedSinceInterval.removeAll() }
+            return (Array(sources.values), endedSinceInterval)
+        }
+        return ((current + ended).flatMap { $0.takeInterval() }, current.count)
     }
 
     func consumeKernel(_ events: [TraceEvent], completeThrough: UInt64) {
