@@ -84,8 +84,15 @@ public struct LatencyHistogram {
     /// Its summary as a summarizer's options ask: the power-of-two buckets only when every figure is wanted
     /// (``TraceSummarizer/Figures/all``); `rlctl top`'s interval summaries (``TraceSummarizer/Figures/wakeLatencies``)
     /// show p99s, and take the p99 and the maximum alone: each percentile of a histogram is a walk of its counts
-    /// through the library's unspecialized generic code, every second, for every loop.
+    /// through the library's unspecialized generic code, every second, for every loop. Its running totals
+    /// (``TraceSummarizer/Figures/totals``) take the count and the mean alone.
     func summary(for options: TraceSummarizer.Options) -> DistributionSummary {
+        if options.figures == .totals {
+            var summary = DistributionSummary()
+            summary.count = count
+            summary.mean = count > 0 ? sum / Double(count) : 0
+            return summary
+        }
         guard options.figures == .wakeLatencies, inHistogram else { return summary(withBuckets: options.figures == .all) }
         var summary = DistributionSummary()
         summary.count = count
