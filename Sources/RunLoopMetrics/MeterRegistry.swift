@@ -16,8 +16,9 @@ final class MeterRegistry: @unchecked Sendable {
     private var meters: [UInt64: LoopMeter] = [:]
     private var installed: MetricsSink?
     private var updaterRunning = false
-    /// A loop's delay ring is half full: the updater records the waiting delays before its next update.
-    private var drainRequested = false
+    /// A loop's delay ring is half full: the updater records the waiting delays before its next update. Set by
+    /// the loop's thread without the lock, which the updater may hold while it records.
+    private let drainRequested = Atomic<Bool>(false)
     private var interval: Duration = .seconds(1)
     /// Bumped by every attach and detach: a thread's cached lookup made before is made again.
     private let generation = Atomic<UInt64>(1)
@@ -197,12 +198,12 @@ final class MeterRegistry: @unchecked Sendable {
         pthread_detach(thread)
     }
 
-    /// A loop's thread: its meter's delay ring is half full.
+    /// A loop's thread: its meter's delay ring is half full. No lock: the updater may hold it for a while (it
+    /// records into the backend under it). A request that comes just as the updater starts to wait is seen at its
+    /// next wake-up; meanwhile a full ring is recorded by the loop's thread itself, so nothing is lost.
     func requestDrain() {
-        lock.withLock {
-            drainRequested = true
-            lock.broadcast()
-        }
+        drainRequested.store(true, ordering: .releasing)
+        lock.broadcast()
     }
 
     /// Every interval an update; in between, the delays of a ring that filled up to half (the update's interval,
@@ -211,9 +212,9 @@ final class MeterRegistry: @unchecked Sendable {
         var next = Loop.Instant.now.advanced(by: interval).nanoseconds
         while true {
             let drained: Bool = lock.withLock {
-                if !drainRequested { _ = lock.wait(until: next) }
-                let drainOnly = drainRequested && Loop.Instant.now.nanoseconds < next
-                drainRequested = false
+                if !drainRequested.load(ordering: .acquiring) { _ = lock.wait(until: next) }
+                let requested = drainRequested.exchange(false, ordering: .acquiringAndReleasing)
+                let drainOnly = requested && Loop.Instant.now.nanoseconds < next
                 if drainOnly { for meter in meters.values { meter.drainDelays() } }
                 return drainOnly
             }

@@ -28,7 +28,13 @@ final class MetricsSink: LoopEventSink, @unchecked Sendable {
     private func callout(_ context: Context, since due: UInt64, timer: Bool) {
         guard due != 0, let meter = registry.meter(for: context.loopID) else { return }
         let at = now()
-        if meter.wokeLate(at > due ? at - due : 0, timer: timer) { registry.requestDrain() }
+        wokeLate(meter, at > due ? at - due : 0, timer: timer)
+    }
+
+    /// Keeps a callout's delay for the updater, and calls it when half its ring waits.
+    @inline(__always)
+    private func wokeLate(_ meter: LoopMeter, _ delay: UInt64, timer: Bool) {
+        if meter.wokeLate(delay, timer: timer) { registry.requestDrain() }
     }
 
     // ===== what the metrics use =====
@@ -92,7 +98,7 @@ final class MetricsSink: LoopEventSink, @unchecked Sendable {
 
     override func probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64) {
         next?.probeFire(loopID: loopID, scheduled: scheduled, lateness: lateness, cost: cost)
-        if registry.meter(for: loopID)?.wokeLate(lateness, timer: true) == true { registry.requestDrain() }
+        if let meter = registry.meter(for: loopID) { wokeLate(meter, lateness, timer: true) }
     }
 
     // ===== passed on only =====
