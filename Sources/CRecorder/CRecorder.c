@@ -688,21 +688,27 @@ uint64_t rlrec_last_timestamp(void) {
 
 // ===== flight-recorder snapshots =====
 
-void rlrec_close_thread_packet(void) {
+rlrec_snapshot_cut rlrec_close_thread_packet(uint64_t at_ns) {
+    rlrec_snapshot_cut cut = { NULL, 0, at_ns };
     uint64_t state = atomic_load_explicit(&g_hot.state, memory_order_acquire);
-    if (!(state & 1)) return;
+    if (!(state & 1)) return cut;
     thread_buffer *tb = t_buffer;
-    if (!tb || tb->tag != state) return;
+    if (!tb || tb->tag != state) return cut;
     // The handshake with rlrec_stop, as an event does it (see reserve).
     atomic_store_explicit(&tb->busy, 1, memory_order_relaxed);
     if (LIKELY(atomic_load_explicit(&g_hot.asymmetric, memory_order_relaxed))) atomic_signal_fence(memory_order_seq_cst);
     else atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&g_hot.state, memory_order_acquire) == state && tb->current != UINT32_MAX && tb->events > 0) {
-        // When the next sub-buffer cannot be had (a snapshot copies it), the packet is closed all the same and
-        // the thread's next event looks for room again.
-        switch_sub_buffer(tb, tb->last_ts);
+    if (atomic_load_explicit(&g_hot.state, memory_order_acquire) == state) {
+        if (tb->current != UINT32_MAX && tb->events > 0) {
+            // When the next sub-buffer cannot be had (a snapshot copies it), the packet is closed all the same and
+            // the thread's next event looks for room again.
+            switch_sub_buffer(tb, tb->last_ts);
+        }
+        cut.thread = tb;
+        cut.packets = tb->seq;
     }
     atomic_store_explicit(&tb->busy, 0, memory_order_release);
+    return cut;
 }
 
 static uint64_t packet_sequence(thread_buffer *tb, uint32_t index) {
@@ -711,13 +717,26 @@ static uint64_t packet_sequence(thread_buffer *tb, uint32_t index) {
     return seq;
 }
 
+static uint64_t packet_end(thread_buffer *tb, uint32_t index) {
+    uint64_t ts;
+    memcpy(&ts, sub_base(tb, index) + 28, 8);
+    return ts;
+}
+
+/// Whether a snapshot cut at `cut` holds the packet: the asking thread's up to the one it closed, others' closed
+/// by the cut's moment.
+static int within_cut(thread_buffer *tb, uint32_t index, const rlrec_snapshot_cut *cut) {
+    if (cut->thread == tb) return packet_sequence(tb, index) < cut->packets;
+    return packet_end(tb, index) <= cut->at_ns;
+}
+
 static uint32_t packet_bytes(thread_buffer *tb, uint32_t index) {
     uint64_t bits;
     memcpy(&bits, sub_base(tb, index) + 36, 8);
     return (uint32_t)(bits / 8);
 }
 
-int rlrec_copy_ring(rlrec_stream_sink sink, void *context) {
+int rlrec_copy_ring(rlrec_stream_sink sink, void *context, const rlrec_snapshot_cut *cut) {
     if (!g_config.overwrite) return -1;
     int copied = 0;
     for (uint32_t i = 0;; i++) {
@@ -754,15 +773,21 @@ int rlrec_copy_ring(rlrec_stream_sink sink, void *context) {
             while (b > 0 && packet_sequence(tb, pinned[b - 1]) > seq) { pinned[b] = pinned[b - 1]; b--; }
             pinned[b] = index;
         }
+        // Packets closed after the cut are newer than the moment the snapshot shows (the newest, so the last
+        // ones); the calling thread's own (a snapshot thread's names) are always in.
+        uint32_t end = count;
+        if (cut && tb != t_buffer) {
+            while (end > 0 && !within_cut(tb, pinned[end - 1], cut)) end--;
+        }
         // Should the sequence still break (a packet taken back between two passes), the copy keeps the unbroken
         // run of the newest packets: a gap would be a hole with no count.
         uint32_t first = 0;
-        for (uint32_t a = 1; a < count; a++) {
+        for (uint32_t a = 1; a < end; a++) {
             if (packet_sequence(tb, pinned[a]) != packet_sequence(tb, pinned[a - 1]) + 1) first = a;
         }
         size_t total = 0;
-        for (uint32_t a = first; a < count; a++) total += packet_bytes(tb, pinned[a]);
-        uint8_t *stream = count > first ? rlrec_calloc(1, total) : NULL;
+        for (uint32_t a = first; a < end; a++) total += packet_bytes(tb, pinned[a]);
+        uint8_t *stream = end > first ? rlrec_calloc(1, total) : NULL;
         if (stream) {
             // A packet's events_discarded counts what the ring overwrote too; in a snapshot only drops inside its
             // span are losses: the count becomes the drops since the snapshot's first packet opened.
@@ -770,7 +795,7 @@ int rlrec_copy_ring(rlrec_stream_sink sink, void *context) {
             // before it are not missing from the snapshot.
             uint64_t base = tb->subs[pinned[first]].drops_at_open, first_seq = packet_sequence(tb, pinned[first]);
             size_t at = 0;
-            for (uint32_t a = first; a < count; a++) {
+            for (uint32_t a = first; a < end; a++) {
                 uint32_t index = pinned[a], bytes = packet_bytes(tb, index);
                 memcpy(stream + at, sub_base(tb, index), bytes);
                 uint64_t discarded;
@@ -785,7 +810,7 @@ int rlrec_copy_ring(rlrec_stream_sink sink, void *context) {
             atomic_store_explicit(&tb->state[pinned[a]], SUB_READY, memory_order_release);
         }
         rlrec_free(pinned);
-        if (count > first && !stream) return -1;
+        if (end > first && !stream) return -1;
         if (stream) {
             sink(context, tb->tid, stream, total);
             rlrec_free(stream);

@@ -64,6 +64,10 @@ import Tracing
             #expect(trigger.before.count == (index == 0 ? 3 : StallSnapshotReader.iterationsBefore), "\(trigger.before)")
             #expect(trigger.before.allSatisfy { $0.longestCallout == nil || $0.longestCallout == "timer 'tick'" }, "\(trigger.before)")
             #expect(trigger.report.reportedAtNanoseconds <= snapshot.seenAtNanoseconds)
+            // The snapshot says which stall took it, and is cut there: the later stalls stay out however late
+            // the snapshot thread copied it.
+            #expect(snapshot.takenAtNanoseconds == trigger.report.reportedAtNanoseconds)
+            #expect(root.snapshots[index].takenAtNanoseconds == snapshot.takenAtNanoseconds)
         }
     }
 

@@ -1,11 +1,14 @@
 /// What `rlctl record --snapshot-on-stall` prints when the program has ended: every snapshot, the stall that
-/// took it (the last one the loops reported before the snapshot's folder appeared), what led to it, and how long
+/// took it (the embedded recorder's snapshot says which; LTTng's: the last one the loops reported before the
+/// snapshot's folder appeared), what led to it, and how long
 /// after the stall the snapshot appeared (LTTng: when rlctl first saw its folder; the embedded recorder: when it
 /// had written it).
 public struct SnapshotListing: Encodable, Sendable {
     public var snapshots: [StallSnapshot]
     /// When rlctl first saw each snapshot's folder (CLOCK_MONOTONIC ns, the trace's clock).
     public var seenAt: [UInt64]
+    /// The moment each snapshot shows, when its recorder says (the timestamp of the stall that took it).
+    public var takenAt: [UInt64?]
     public var threshold: UInt64
     public var maxSnapshots: Int
     public var folder: String
@@ -13,20 +16,25 @@ public struct SnapshotListing: Encodable, Sendable {
     /// Who took the snapshots: "LTTng", or "embedded flight recorder".
     public var tracer: String
 
-    public init(snapshots: [StallSnapshot], seenAt: [UInt64], threshold: UInt64, maxSnapshots: Int, folder: String, program: String,
+    public init(snapshots: [StallSnapshot], seenAt: [UInt64], takenAt: [UInt64?]? = nil, threshold: UInt64, maxSnapshots: Int, folder: String, program: String,
                 tracer: String) {
         self.tracer = tracer
         self.snapshots = snapshots
         self.seenAt = seenAt
+        self.takenAt = takenAt ?? seenAt.map { _ in nil }
         self.threshold = threshold
         self.maxSnapshots = maxSnapshots
         self.folder = folder
         self.program = program
     }
 
-    /// The stall that took snapshot `index`: the last reported before its folder was seen, at the threshold.
+    /// The stall that took snapshot `index`: the one reported at the moment the snapshot shows, when its
+    /// recorder says; otherwise the last reported before its folder was seen, at the threshold.
     func trigger(_ index: Int) -> StallSnapshot.Stall? {
-        snapshots[index].stalls.last { $0.report.busyNanoseconds >= threshold && $0.report.reportedAtNanoseconds <= seenAt[index] }
+        if let takenAt = takenAt[index] {
+            return snapshots[index].stalls.last { $0.report.busyNanoseconds >= threshold && $0.report.reportedAtNanoseconds == takenAt }
+        }
+        return snapshots[index].stalls.last { $0.report.busyNanoseconds >= threshold && $0.report.reportedAtNanoseconds <= seenAt[index] }
     }
 
     public func text() -> String {

@@ -63,9 +63,18 @@ void rlrec_reset(void);
 
 // ===== flight-recorder snapshots (overwrite mode) =====
 
-/// Closes the calling thread's packet now, so that its events so far are in the next rlrec_copy_ring (a loop
-/// calls it after reporting the stall that takes a snapshot). A no-op when not recording.
-void rlrec_close_thread_packet(void);
+/// Where a snapshot asked for at one moment ends, though it is copied later: the asking thread's packets up to
+/// the one it closed, and the other threads' packets closed by `at_ns`.
+typedef struct {
+    const void *thread;               // the asking thread's buffer (NULL: it had none)
+    uint64_t packets;                 // how many packets the asking thread had closed
+    uint64_t at_ns;                   // the moment (CLOCK_MONOTONIC ns, the events' clock)
+} rlrec_snapshot_cut;
+
+/// Closes the calling thread's packet now, so that its events so far are in a snapshot (a loop calls it after
+/// reporting the stall that takes one), and returns the snapshot's cut at `at_ns`. Closes nothing when not
+/// recording.
+rlrec_snapshot_cut rlrec_close_thread_packet(uint64_t at_ns);
 
 /// Receives one thread's stream: its closed packets, oldest first, one after another.
 typedef void (*rlrec_stream_sink)(void *context, int32_t tid, const uint8_t *data, size_t size);
@@ -74,10 +83,11 @@ typedef void (*rlrec_stream_sink)(void *context, int32_t tid, const uint8_t *dat
 /// events_discarded counts only the events dropped since the copy's first packet began, not what the ring
 /// overwrote before it, and sequence numbers start at 0 with the first packet. While a
 /// thread's packets are copied, that thread drops (and counts) events rather than overwrite one of them, should
-/// its ring come round to it. Returns the number of threads copied, or -1 (not in overwrite mode, or out of
-/// memory: then the copy is incomplete). One caller at a time, never while rlrec_stop, rlrec_take or rlrec_reset
-/// run.
-int rlrec_copy_ring(rlrec_stream_sink sink, void *context);
+/// its ring come round to it. With a `cut` (NULL: none), packets closed after it are left out, except the
+/// calling thread's own: the copy shows the rings as they were at the cut. Returns the number of threads
+/// copied, or -1 (not in overwrite mode, or out of memory: then the copy is incomplete). One caller at a time,
+/// never while rlrec_stop, rlrec_take or rlrec_reset run.
+int rlrec_copy_ring(rlrec_stream_sink sink, void *context, const rlrec_snapshot_cut *cut);
 
 typedef struct {
     uint64_t events_recorded;   // events written into packets

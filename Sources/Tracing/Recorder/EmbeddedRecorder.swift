@@ -428,7 +428,8 @@ public final class EmbeddedRecorder: LoopEventSink, @unchecked Sendable {
     public override func loopStall(_ context: Context, start: UInt64, busy: UInt64, threshold: UInt64, culprit: Culprit) {
         rlrec_loop_stall(context.loopID, context.modeCString, context.iteration, start, busy, threshold,
                          culprit.kind.rawValue, culprit.id, culprit.duration, culprit.label)
-        snapshots?.stallReported(busy: busy, at: start &+ busy)
+        // The stall event's own stamp: the snapshot's cut, and how its listing finds the stall that took it.
+        snapshots?.stallReported(busy: busy, at: rlrec_last_timestamp())
     }
 
     public override func loopHang(loopID: UInt64, iteration: UInt64, busy: UInt64, threshold: UInt64) {

@@ -8,10 +8,14 @@ import TraceModel
 public struct StallSnapshotFolder: Sendable, Equatable {
     public var path: String
     public var seenAtNanoseconds: UInt64
+    /// The moment the snapshot shows, when its recorder knows it: the embedded recorder's is the timestamp of
+    /// the `loop_stall` event that asked for it (it is copied later, but cut there). Nil for LTTng's.
+    public var takenAtNanoseconds: UInt64?
 
-    public init(path: String, seenAtNanoseconds: UInt64) {
+    public init(path: String, seenAtNanoseconds: UInt64, takenAtNanoseconds: UInt64? = nil) {
         self.path = path
         self.seenAtNanoseconds = seenAtNanoseconds
+        self.takenAtNanoseconds = takenAtNanoseconds
     }
 }
 
@@ -35,12 +39,14 @@ public struct StallSnapshotPolicy: Sendable, Equatable {
 ///
 /// The loop thread that reported the stall only closes its own packet (so that the stall and the iterations
 /// before it are in the copy) and wakes the snapshot thread; the copy and the writing happen there, while the
-/// loops go on. Other threads contribute the packets they had closed. Names are in every snapshot: a loop's
+/// loops go on. Other threads contribute the packets they had closed. The copy is cut at the stall: packets
+/// closed after it (the same loop's next stall, under load before the copy is made) stay out, so that each
+/// snapshot shows the rings as they were when its stall asked for it. Names are in every snapshot: a loop's
 /// `loop_create` and an item's `item_label` are emitted once, when the loop or item is made, and a ring that came
 /// round has long overwritten them, so the snapshot thread emits the names it remembers (the newest
 /// ``namesKept`` of each) into its own packet before each copy, as LTTng's state dump does for its sessions.
 /// A snapshot's `.end` file says when it
-/// was complete (`snapshot_written_at`, CLOCK_MONOTONIC ns); the root's `.snapshots` file, written when the
+/// was complete (`snapshot_written_at`, CLOCK_MONOTONIC ns) and the moment it shows (`snapshot_taken_at`); the root's `.snapshots` file, written when the
 /// recording stops, counts the events of the whole run.
 final class EmbeddedStallSnapshots: @unchecked Sendable {
     static let rootFileName = ".snapshots"
@@ -55,9 +61,10 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
     private var taken: [StallSnapshotFolder] = []
     private var accepted = 0
     private var lastAcceptedAt: UInt64?
-    /// Snapshots accepted whose thread is closing its packet, then those waiting for the snapshot thread.
+    /// Snapshots accepted whose thread is closing its packet, then those waiting for the snapshot thread (where
+    /// each is cut, and the moment it shows), oldest first.
     private var preparing = 0
-    private var pending = 0
+    private var pending: [(cut: rlrec_snapshot_cut, at: UInt64)] = []
     /// Snapshot folders made so far, complete or not: a failed one's number is not used again.
     private var attempts = 0
     private var finishing = false
@@ -79,7 +86,8 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
         thread.start()
     }
 
-    /// A loop's stall report, on the loop's thread: takes a snapshot when the policy allows one.
+    /// A loop's stall report, on the loop's thread, right after its `loop_stall` event (stamped `time`): takes a
+    /// snapshot when the policy allows one.
     func stallReported(busy: UInt64, at time: UInt64) {
         guard busy >= policy.thresholdNanoseconds else { return }
         _ = request(at: time)
@@ -98,10 +106,10 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
         }
         guard take else { return false }
         // Before the snapshot thread may copy: the stall event is in this thread's open packet.
-        rlrec_close_thread_packet()
+        let cut = rlrec_close_thread_packet(time)
         lock.withLock {
             preparing -= 1
-            pending += 1
+            pending.append((cut, time))
             lock.broadcast()
         }
         return true
@@ -137,18 +145,19 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
     private func work() {
         lock.lock()
         while true {
-            while pending == 0 && (!finishing || preparing > 0) { lock.wait() }
-            if pending > 0 {
+            while pending.isEmpty && (!finishing || preparing > 0) { lock.wait() }
+            if let (cut, takenAt) = pending.first {
                 attempts += 1
                 let number = attempts
                 let names = loopNames.all, labels = itemLabels.all
                 lock.unlock()
+                // Into this thread's own packet, which every copy takes whole, whatever its cut.
                 for (loopID, loop) in names { rlrec_loop_create(loopID, loop.tid, loop.name) }
                 for (id, item) in labels { rlrec_item_label(id, item.kind, item.label) }
-                rlrec_close_thread_packet()
-                let outcome = write(number: number)
+                _ = rlrec_close_thread_packet(takenAt)
+                let outcome = write(number: number, cut: cut, takenAt: takenAt)
                 lock.lock()
-                pending -= 1
+                pending.removeFirst()
                 switch outcome {
                 case .success(let folder): taken.append(folder)
                 case .failure(let error): if failure == nil { failure = error.description }
@@ -162,8 +171,9 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
         lock.unlock()
     }
 
-    /// Copies the rings into ROOT/snapshot-NUMBER: metadata, a stream file per thread, then `.end`.
-    private func write(number: Int) -> Result<StallSnapshotFolder, RecorderError> {
+    /// Copies the rings as they were at `cut` into ROOT/snapshot-NUMBER: metadata, a stream file per thread,
+    /// then `.end`.
+    private func write(number: Int, cut: rlrec_snapshot_cut, takenAt: UInt64) -> Result<StallSnapshotFolder, RecorderError> {
         let folder = root + "/" + Self.folderPrefix + "\(number)"
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -172,10 +182,11 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
             return .failure(RecorderError("cannot write the snapshot \(folder): \(error.localizedDescription)"))
         }
         let streams = SnapshotStreams(folder: folder)
+        var cut = cut
         let copied = withExtendedLifetime(streams) {
             rlrec_copy_ring({ context, tid, data, size in
                 Unmanaged<SnapshotStreams>.fromOpaque(context!).takeUnretainedValue().write(tid: tid, data: data!, size: size)
-            }, Unmanaged.passUnretained(streams).toOpaque())
+            }, Unmanaged.passUnretained(streams).toOpaque(), &cut)
         }
         if copied < 0 { return .failure(RecorderError("the snapshot \(folder) is incomplete: out of memory while copying the rings")) }
         if let error = streams.error { return .failure(RecorderError("the snapshot \(folder) is incomplete: \(error)")) }
@@ -183,11 +194,11 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
         do {
             // The streams' sizes too: a reader then finds a stream file deleted or cut short afterwards.
             let accounting = TraceAccounting(streams: streams.bytes.mapValues { .init(events: nil, bytes: $0) })
-            try ("snapshot_written_at = \(written);\n" + accounting.text).write(toFile: folder + "/" + TraceSchema.endFileName, atomically: true, encoding: .utf8)
+            try ("snapshot_written_at = \(written);\nsnapshot_taken_at = \(takenAt);\n" + accounting.text).write(toFile: folder + "/" + TraceSchema.endFileName, atomically: true, encoding: .utf8)
         } catch {
             return .failure(RecorderError("the snapshot \(folder) is incomplete: cannot write its end file: \(error.localizedDescription)"))
         }
-        return .success(StallSnapshotFolder(path: folder, seenAtNanoseconds: written))
+        return .success(StallSnapshotFolder(path: folder, seenAtNanoseconds: written, takenAtNanoseconds: takenAt))
     }
 
     /// The root's `.snapshots` file, once the recording stopped.
@@ -273,7 +284,8 @@ extension EmbeddedRecorder {
         var result = SnapshotRoot(snapshots: [], cutOff: [], eventsRecorded: nil)
         for (_, path) in numbered {
             if let written = field("snapshot_written_at", inFile: path + "/" + TraceSchema.endFileName) {
-                result.snapshots.append(StallSnapshotFolder(path: path, seenAtNanoseconds: written))
+                let takenAt = field("snapshot_taken_at", inFile: path + "/" + TraceSchema.endFileName)
+                result.snapshots.append(StallSnapshotFolder(path: path, seenAtNanoseconds: written, takenAtNanoseconds: takenAt))
             } else {
                 result.cutOff.append(path)
             }
