@@ -23,9 +23,9 @@ import TraceModel
         }
 
         /// One wait from `from` to `to` (µs); `timeout` in µs, -1 for none.
-        mutating func wait(_ thread: Int32, _ call: WaitCall = .epollPwait, fd: Int32 = 5, timeout: Int64, from: UInt64, to: UInt64,
-                           ready: Int32, error: Int32 = 0) {
-            add(from, thread, .waitBegin(call: call, target: call.isEpoll ? fd : -1, setSize: 64, timeout: timeout < 0 ? -1 : timeout * 1_000))
+        mutating func wait(_ thread: Int32, _ call: WaitCall = .epollPwait, fd: Int32 = 5, events: UInt32 = 64, timeout: Int64, from: UInt64,
+                           to: UInt64, ready: Int32, error: Int32 = 0) {
+            add(from, thread, .waitBegin(call: call, target: call.isEpoll ? fd : -1, setSize: events, timeout: timeout < 0 ? -1 : timeout * 1_000))
             add(to, thread, .waitEnd(ready: ready, error: error))
         }
 
@@ -485,6 +485,67 @@ import TraceModel
         let waits = try #require(try w.summarize().waits)
         #expect(waits.sets == nil)
         #expect(waits.loops.allSatisfy { $0.sharedWith == nil && $0.parkedNanoseconds == nil })
+    }
+
+    /// Go's 5 ms ticker, as its netpoller waits for it: `epoll_pwait` for 128 events with whole milliseconds, rounded
+    /// down, so each tick is a 4 ms wait that times out before the tick, then, 15 µs later, a 1 ms rest for the
+    /// remaining fraction, taken by whichever runtime thread polls next.
+    static func goTicker(events: UInt32 = 128, threads: [Int32] = [20, 21]) -> Waits {
+        var w = Waits()
+        for thread in threads { w.named(thread, pid: 4242, process: "ticker", name: "ticker") }
+        var at: UInt64 = 0
+        for tick in 0..<10 {
+            let first = threads[tick % threads.count], second = threads[(tick + 1) % threads.count]
+            w.wait(first, events: events, timeout: 4_000, from: at, to: at + 4_050, ready: 0)
+            w.wait(second, events: events, timeout: 1_000, from: at + 4_065, to: at + 5_100, ready: 0)
+            at += 5_200
+        }
+        return w
+    }
+
+    /// Both waits of each tick are on time, yet the tick is late: the rests are named as Go's rounding (issue 29,
+    /// item 3), on the set and on the thread that took each.
+    @Test func goNetpollersMillisecondRestsAreNamedOnTheSetAndTheThreadThatTookThem() throws {
+        let summary = try Self.goTicker().summarize()
+        let waits = try #require(summary.waits)
+        let set = try #require(waits.sets?.first)
+        #expect(set.millisecondRests == 10 && set.blockingWaits == 20)
+        #expect(waits.loops.map { $0.millisecondRests } == [5, 5])
+        let text = SummaryReport.text(summary)
+        #expect(text.contains("rounded up to a millisecond (Go's netpoller, by its shape: threads taking turns at epoll_pwait for 128 events): 10 of 20 blocking waits (50.0%) were a 1 ms rest right after a longer wait timed out"), "\(text)")
+        #expect(text.contains("128 events): 5 of 10 blocking waits (50.0%)"))
+        #expect(SummaryReport.markdown(summary).contains("ticker (pid 4242), epoll fd 5, rounded up to a millisecond"))
+    }
+
+    /// The same waits in a loop that is not Go's netpoller (another set size, or one thread alone at its
+    /// descriptor) are no named cause: two deadlines 1 ms apart make them too (libuv's timers).
+    @Test(arguments: [true, false])
+    func theSameWaitsElsewhereAreNoNamedCause(otherSetSize: Bool) throws {
+        let summary = try (otherSetSize ? Self.goTicker(events: 64) : Self.goTicker(threads: [20])).summarize()
+        #expect(summary.waits?.loops.allSatisfy { $0.millisecondRests == nil } == true)
+        #expect(summary.waits?.sets?.allSatisfy { $0.millisecondRests == nil } ?? true)
+        #expect(!SummaryReport.text(summary).contains("rounded up to a millisecond"))
+    }
+
+    /// What is not a rest, even in Go's shape: a 1 ms wait after a wait that returned events, one begun after work
+    /// (more than 100 µs later), one after a 1 ms wait (each its own deadline).
+    @Test func oneMillisecondWaitsThatRoundNothingAreNoRests() throws {
+        var w = Waits()
+        w.named(20, pid: 4242, process: "server", name: "server")
+        w.named(21, pid: 4242, process: "server", name: "server")
+        var at: UInt64 = 0
+        for _ in 0..<5 {
+            w.wait(20, events: 128, timeout: 1_000, from: at, to: at + 1_060, ready: 0)
+            at += 1_080
+        }
+        w.wait(21, events: 128, timeout: 4_000, from: at, to: at + 2_000, ready: 2)
+        w.wait(20, events: 128, timeout: 1_000, from: at + 2_010, to: at + 3_020, ready: 0)
+        w.wait(21, events: 128, timeout: 4_000, from: at + 3_030, to: at + 7_040, ready: 0)
+        w.wait(20, events: 128, timeout: 1_000, from: at + 7_300, to: at + 8_310, ready: 0)
+        let summary = try w.summarize()
+        #expect(summary.waits?.sets?.count == 1)
+        #expect(summary.waits?.loops.allSatisfy { $0.millisecondRests == nil } == true)
+        #expect(!SummaryReport.text(summary).contains("rounded up to a millisecond"))
     }
 
     @Test func theTextReportHasASectionPerLoopAndSaysWhatIsNotAvailableOnce() throws {

@@ -32,6 +32,13 @@ extension SummaryReport {
         d.count == 0 ? "none (no wait returned events)" : "p50 \(d.p50)  p99 \(d.p99)  max \(d.max)  mean \(threeDigits(d.mean))  (n=\(d.count))"
     }
 
+    /// The millisecond rests of a loop or set, when it had any (the summary counts them only where they are Go's).
+    static func millisecondRestsText(_ rests: UInt64?, of blockingWaits: UInt64) -> String? {
+        guard let rests, rests > 0 else { return nil }
+        let share = blockingWaits > 0 ? " (\(formatPercent(Double(rests) / Double(blockingWaits))))" : ""
+        return "rounded up to a millisecond (Go's netpoller, by its shape: threads taking turns at epoll_pwait for 128 events): \(rests) of \(blockingWaits) blocking waits\(share) were a 1 ms rest right after a longer wait timed out — Go asks for whole milliseconds, rounding down, and waits out what is left as 1 ms: a timer due then fired up to 1 ms late, though no wait woke late"
+    }
+
     private static func latenessText(_ d: DistributionSummary, late: UInt64, threshold: UInt64) -> String {
         d.count == 0 ? "none (no wait timed out with a timeout > 0)" : row(d) + "; \(late) woke more than \(formatNanoseconds(threshold)) late"
     }
@@ -59,6 +66,7 @@ extension SummaryReport {
             out.append("  iterations \(set.iterations), busy \(formatNanoseconds(set.busyNanoseconds)) (\(threeDigits(set.busyThreads)) threads busy at once on average), asleep \(formatNanoseconds(set.sleepNanoseconds)), parked \(formatNanoseconds(set.parkedNanoseconds)) (blocked outside the wait while another thread held the loop: not busy)"
                        + (set.parkedSeparated ? "" : "; without the kernel view some parked time could not be told from busy time, and counts as busy"))
             out.append("  stalls (> threshold): \(set.stalls) iterations busier than \(formatNanoseconds(stallThreshold))" + waitStalls(set.worstStalls, health: health, named: true))
+            if let rests = millisecondRestsText(set.millisecondRests, of: set.blockingWaits ?? 0) { out.append("  " + rests) }
         }
         for l in w.loops {
             out.append("")
@@ -70,6 +78,7 @@ extension SummaryReport {
             out.append("  sleep (one blocking wait): " + row(l.sleep))
             out.append("  wake causes: " + causesText(l.wakeCauses))
             out.append("  wake lateness (sleep − timeout of waits that timed out): " + latenessText(l.lateness, late: l.lateWakeUps, threshold: lateThreshold))
+            if let rests = millisecondRestsText(l.millisecondRests, of: l.wakeCauses.blockingWaits) { out.append("  " + rests) }
             out.append("  ready events per wake-up: " + readyText(l.readyPerWakeUp))
             out.append("  stalls (> threshold): \(l.stalls) iterations busier than \(formatNanoseconds(stallThreshold))" + waitStalls(l.worstStalls, health: health, named: false))
             if l.chainBreaks > 0 {
@@ -124,6 +133,12 @@ extension SummaryReport {
             out.append("- all wait loops: \(t.loops) loop(s), \(t.iterations) iterations, utilization mean \(formatPercent(t.utilizationMean)), max \(formatPercent(t.utilizationMax)) (\(t.busiestLoop.markdownEscaped)), \(t.stalls) stalls (iterations busier than \(formatNanoseconds(stallThreshold)))" + waitStalls(t.worstStalls, health: health, named: true).markdownEscaped + ".")
         } else {
             out.append("- no thread waited often enough to be a loop.")
+        }
+        for set in w.sets ?? [] {
+            if let rests = millisecondRestsText(set.millisecondRests, of: set.blockingWaits ?? 0) { out.append("- \(set.name.markdownEscaped), " + rests + ".") }
+        }
+        for l in w.loops where l.sharedWith == nil {
+            if let rests = millisecondRestsText(l.millisecondRests, of: l.wakeCauses.blockingWaits) { out.append("- \(heading(l).markdownEscaped), " + rests + ".") }
         }
         if !w.rareWaiters.isEmpty {
             out.append("- threads that waited rarely (fewer than \(TraceSummary.WaitSummary.rareWaitLimit) waits and less than one per second; not loops): "

@@ -262,8 +262,8 @@ public struct TraceSummarizer {
             if let n = nioLoop(loopID, event) { nioLoops[n].io(channelID: channelID, event: io, start: start, end: end) }
         case .probeFire(let loopID, _, let lateness, let cost):
             if let n = nioLoop(loopID, event) { nioLoops[n].probe(lateness: lateness, cost: cost, at: ts) }
-        case .waitBegin(let call, let target, _, let timeout):
-            waits.begin(event.threadID, call: call, target: target, timeout: timeout, at: ts)
+        case .waitBegin(let call, let target, let setSize, let timeout):
+            waits.begin(event.threadID, call: call, target: target, setSize: setSize, timeout: timeout, at: ts)
         case .waitEnd(let ready, let error):
             waits.end(event.threadID, ready: ready, error: error, at: ts)
         case .waitThread(let pid, let ppid, let thread, let process):

@@ -69,6 +69,11 @@ extension TraceSummary {
         public var lateness: DistributionSummary
         /// Of those, how many woke later than the summary's late threshold.
         public var lateWakeUps: UInt64
+        /// Blocking waits that were a millisecond rest: a whole 1 ms begun right after a longer whole-millisecond
+        /// wait of the loop or its wait set timed out. The program rounded a deadline down to whole milliseconds
+        /// and waits out the remainder, under a millisecond, as 1 ms (Go's netpoller): what was due then ran up to
+        /// 1 ms late though no wait woke late, lateness wake lateness cannot show. Nil when there was none.
+        public var millisecondRests: UInt64? = nil
         /// `ready` of blocking waits that returned events.
         public var readyPerWakeUp: DistributionSummary
         public var stalls: UInt64
@@ -170,6 +175,10 @@ extension TraceSummary {
         public var busyThreads: Double
         /// false when some of its threads' parked time could not be told from busy time (no kernel view).
         public var parkedSeparated: Bool
+        /// Its threads' millisecond rests (``WaitLoopSummary/millisecondRests``), and their blocking waits; both nil
+        /// when there was none.
+        public var millisecondRests: UInt64? = nil
+        public var blockingWaits: UInt64? = nil
         public var stalls: UInt64
         /// Worst first, from every thread.
         public var worstStalls: [WaitStall]
@@ -197,7 +206,9 @@ extension TraceSummary {
         public var nonBlockingChecks: UInt64 = 0
         public var nonBlockingChecksReady: UInt64 = 0
 
-        public var calls: UInt64 { ready + timedOut + interrupted + failed + emptyWithoutTimeout + nonBlockingChecks }
+        public var calls: UInt64 { blockingWaits + nonBlockingChecks }
+        /// Calls with a timeout ≠ 0: sleeps.
+        public var blockingWaits: UInt64 { ready + timedOut + interrupted + failed + emptyWithoutTimeout }
 
         /// `cause` ÷ every call (0 without calls).
         public func share(_ count: UInt64) -> Double { calls > 0 ? Double(count) / Double(calls) : 0 }

@@ -41,6 +41,12 @@ struct WaitLoopTracker {
     fileprivate(set) var readyPerWakeUp = LatencyHistogram()
     private(set) var causes = TraceSummary.WakeCauses()
     private(set) var lateWakeUps: UInt64 = 0
+    /// Blocking waits of exactly 1 ms that began right after a longer whole-millisecond wait of the loop (or its
+    /// wait set) timed out (``WaitTracking/isMillisecondRest``).
+    fileprivate(set) var millisecondRests: UInt64 = 0
+    /// Whether every blocking wait was `epoll_pwait` for 128 events: Go's netpoller (its `netpoll` polls with an
+    /// array of 128). With a wait set shared by threads, that is the shape that says the rests are Go's rounding.
+    fileprivate(set) var netpollerShaped = true
     private(set) var stalls: UInt64 = 0
     private var worstStalls: [TraceSummary.WaitStall] = []
     fileprivate(set) var chainBreaks: UInt64 = 0
@@ -240,7 +246,8 @@ struct WaitLoopTracker {
             spanNanoseconds: lastTimestamp >= firstTimestamp ? lastTimestamp - firstTimestamp : 0,
             busyNanoseconds: busy, sleepNanoseconds: slept, utilization: span > 0 ? Double(busy) / Double(span) : 0,
             busyPerIteration: busyPerIteration.summary(for: options), sleep: sleeps.summary(for: options), wakeCauses: causes,
-            lateness: lateness.summary(for: options), lateWakeUps: lateWakeUps, readyPerWakeUp: readyPerWakeUp.summary(for: options),
+            lateness: lateness.summary(for: options), lateWakeUps: lateWakeUps,
+            millisecondRests: millisecondRests > 0 && sharedBy != nil && netpollerShaped ? millisecondRests : nil, readyPerWakeUp: readyPerWakeUp.summary(for: options),
             stalls: self.stalls, worstStalls: stalls, chainBreaks: chainBreaks, waitingAtEnd: waitingAtEnd,
             waitingAtStart: waitingAtStart ? true : nil, busyAtStart: busyAtStart ? true : nil,
             lastIterationUnended: trailingIteration ? true : nil,
@@ -273,7 +280,7 @@ struct WaitTracking {
         /// The thread's loops, as indexes into `loops` (a thread has one or two).
         var loopIndexes: [Int] = []
         var epoch: UInt64 = 0
-        var open: (loop: Int, call: WaitCall, timeout: Int64, begin: UInt64, busyBefore: (from: UInt64, busy: UInt64)?)?
+        var open: (loop: Int, call: WaitCall, setSize: UInt32, timeout: Int64, begin: UInt64, busyBefore: (from: UInt64, busy: UInt64)?)?
         var lastEvent: UInt64 = 0
         /// How many of the thread's loss windows (and of the per-CPU ones) were applied to its chain.
         var ownLossesApplied = 0
@@ -297,6 +304,14 @@ struct WaitTracking {
         var target: Int32
     }
     private var sharedLosses: [(from: UInt64, to: UInt64)] = []
+    /// The last wait that timed out, per wait set (an epoll descriptor of a process) or, without one, per thread and
+    /// target (the key's pid is then minus the thread id): its end and timeout.
+    private var lastTimeouts: [SetKey: (end: UInt64, timeout: Int64)] = [:]
+    /// How soon after a timed-out wait a 1 ms wait must begin to be its rest: Go's runtime checks its timers and
+    /// polls again within tens of µs; a loop that does work between the two is waiting for something else.
+    static let restGap: UInt64 = 100_000
+    /// The events Go's netpoller asks `epoll_pwait` for.
+    static let netpollerEvents: UInt32 = 128
 
     init(options: TraceSummarizer.Options, kernel: KernelViews) {
         self.options = options
@@ -364,10 +379,10 @@ struct WaitTracking {
         threads[index].identity = ThreadIdentity(pid: pid, ppid: ppid, thread: name, process: process)
     }
 
-    mutating func begin(_ threadID: Int32, call: WaitCall, target: Int32, timeout: Int64, at ts: UInt64) {
+    mutating func begin(_ threadID: Int32, call: WaitCall, target: Int32, setSize: UInt32, timeout: Int64, at ts: UInt64) {
         guard let index = thread(threadID) else { return }
         applyLosses(index, threadID: threadID, at: ts)
-        begin(index, threadID, call: call, target: target, timeout: timeout, at: ts)
+        begin(index, threadID, call: call, target: target, setSize: setSize, timeout: timeout, at: ts)
     }
 
     /// The waits of one `wait_batch`, sent at `ts` after they ended: losses are applied at the batch's own time
@@ -384,7 +399,7 @@ struct WaitTracking {
                 if let end = wait.end { joined(index, batch.threadID, wait, at: end) }
                 continue
             }
-            begin(index, batch.threadID, call: wait.call, target: wait.target, timeout: wait.timeout, at: wait.begin)
+            begin(index, batch.threadID, call: wait.call, target: wait.target, setSize: wait.setSize, timeout: wait.timeout, at: wait.begin)
             if let end = wait.end { self.end(index, ready: wait.ready, error: wait.error, at: end) }
         }
     }
@@ -431,13 +446,13 @@ struct WaitTracking {
         return made
     }
 
-    private mutating func begin(_ index: Int, _ threadID: Int32, call: WaitCall, target: Int32, timeout: Int64, at ts: UInt64) {
+    private mutating func begin(_ index: Int, _ threadID: Int32, call: WaitCall, target: Int32, setSize: UInt32, timeout: Int64, at ts: UInt64) {
         timeline?.start(at: ts)
         // A wait still open: its end was lost, and what happened since is unknown.
         if threads[index].open != nil { breakChain(index) }
         guard let loop = loop(index, threadID, epoll: call.isEpoll, target: target) else { return }
         let busyBefore = loops[loop].busyBefore(ts, epoch: threads[index].epoch)
-        threads[index].open = (loop, call, timeout, ts, busyBefore)
+        threads[index].open = (loop, call, setSize, timeout, ts, busyBefore)
     }
 
     mutating func end(_ threadID: Int32, ready: Int32, error: Int32, at ts: UInt64) {
@@ -456,6 +471,34 @@ struct WaitTracking {
         threads[index].open = nil
         loops[open.loop].wait(open.call, timeout: open.timeout, begin: open.begin, end: ts, ready: ready, error: error,
                               busyBefore: open.busyBefore, epoch: threads[index].epoch)
+        if open.timeout != 0 && (open.call != .epollPwait || open.setSize != Self.netpollerEvents) { loops[open.loop].netpollerShaped = false }
+        let key = timeoutKey(index, loop: open.loop)
+        if let previous = lastTimeouts[key], Self.isMillisecondRest(timeout: open.timeout, begin: open.begin, after: previous) {
+            loops[open.loop].millisecondRests += 1
+        }
+        if open.timeout > 0 && ready == 0 && error == 0 { lastTimeouts[key] = (ts, open.timeout) }
+    }
+
+    /// Whether a wait (its timeout and begin) is a millisecond rest after the timed-out wait `previous`: a whole
+    /// 1 ms, begun within ``restGap`` of a longer whole-millisecond wait's timeout. That is how a program that can
+    /// only ask for whole milliseconds and rounds down (Go's netpoller: `epoll_pwait` with `delay / 1 ms`) waits
+    /// out a deadline that was not a whole number of milliseconds away: the first wait ends before the deadline,
+    /// and what is left of it, under a millisecond, becomes a 1 ms wait. Whatever was due then runs up to 1 ms late,
+    /// though neither wait woke late. The same two waits are also what a program with two deadlines 1 ms apart
+    /// makes (libuv, whose milliseconds are its own clock's): so the summary names the rests only for a wait set of
+    /// Go's netpoller shape (``WaitLoopTracker/netpollerShaped``, shared by threads).
+    static func isMillisecondRest(timeout: Int64, begin: UInt64, after previous: (end: UInt64, timeout: Int64)) -> Bool {
+        let millisecond: Int64 = 1_000_000
+        return timeout == millisecond && previous.timeout > millisecond && previous.timeout % millisecond == 0
+            && begin >= previous.end && begin - previous.end <= restGap
+    }
+
+    /// Where a loop's last timed-out wait is kept: its wait set's, when the thread's process is known and the loop
+    /// waits on an epoll descriptor (Go's runtime threads take turns at its netpoller), its own otherwise.
+    private func timeoutKey(_ index: Int, loop: Int) -> SetKey {
+        let tracker = loops[loop]
+        if tracker.epoll, let pid = threads[index].identity?.pid { return SetKey(pid: pid, target: tracker.target) }
+        return SetKey(pid: -tracker.threadID, target: tracker.target)
     }
 
     /// The summary, loops apart from rare waiters by ``TraceSummary/WaitSummary/rareWaitLimit``: `traceSpan` is the
@@ -514,6 +557,7 @@ struct WaitTracking {
             let span = end > begin ? end - begin : 0
             let busy = loops.reduce(0) { $0 + $1.busyNanoseconds }
             let stalls = loops.flatMap(\.worstStalls).sorted { $0.busyNanoseconds > $1.busyNanoseconds }
+            let rests = loops.reduce(0) { $0 + ($1.millisecondRests ?? 0) }
             result.append(TraceSummary.WaitSetSummary(
                 pid: key.pid, process: loops.compactMap(\.process).first, target: key.target, threads: loops.map(\.threadID),
                 threadNames: loops.map { $0.thread ?? String($0.threadID) }, waits: loops.reduce(0) { $0 + $1.waits },
@@ -522,6 +566,7 @@ struct WaitTracking {
                 parkedNanoseconds: loops.reduce(0) { $0 + ($1.parkedNanoseconds ?? 0) },
                 busyThreads: span > 0 ? Double(busy) / Double(span) : 0,
                 parkedSeparated: loops.allSatisfy { $0.parkedSeparated != false },
+                millisecondRests: rests > 0 ? rests : nil, blockingWaits: rests > 0 ? loops.reduce(0) { $0 + $1.wakeCauses.blockingWaits } : nil,
                 stalls: loops.reduce(0) { $0 + $1.stalls }, worstStalls: Array(stalls.prefix(options.stallsKeptPerLoop))))
         }
         return result.isEmpty ? nil : result.sorted { ($0.pid, $0.target) < ($1.pid, $1.target) }
