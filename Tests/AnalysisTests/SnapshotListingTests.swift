@@ -22,7 +22,19 @@ import Testing
                 "\(listing.text())")
     }
 
-    @Test func withoutItTheLastStallBeforeTheFolderAppearedIs() throws {
+    /// LTTng's trigger fires once, on the first stall it sees after it was armed: the later stall, reported while
+    /// the session daemon wrote the snapshot, did not take it.
+    @Test func theFirstStallSinceTheTriggerWasArmedTookAnLTTngSnapshot() throws {
+        let listing = SnapshotListing(snapshots: [Self.snapshot], seenAt: [1_060_000_000], armedAt: [900_000_000], threshold: 20_000_000,
+                                      maxSnapshots: 2, folder: "/t", program: "janky", tracer: "LTTng")
+        #expect(listing.trigger(0)?.report.iteration == 4)
+        // Re-armed after the first stall (the gap): the second took it.
+        let rearmed = SnapshotListing(snapshots: [Self.snapshot], seenAt: [1_060_000_000], armedAt: [1_020_000_000], threshold: 20_000_000,
+                                      maxSnapshots: 2, folder: "/t", program: "janky", tracer: "LTTng")
+        #expect(rearmed.trigger(0)?.report.iteration == 8)
+    }
+
+    @Test func withoutEitherTheLastStallBeforeTheFolderAppearedIs() throws {
         let listing = SnapshotListing(snapshots: [Self.snapshot], seenAt: [1_060_000_000], threshold: 20_000_000, maxSnapshots: 2,
                                       folder: "/t", program: "janky", tracer: "LTTng")
         #expect(listing.trigger(0)?.report.iteration == 8)

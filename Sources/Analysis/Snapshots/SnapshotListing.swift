@@ -1,6 +1,6 @@
 /// What `rlctl record --snapshot-on-stall` prints when the program has ended: every snapshot, the stall that
-/// took it (the embedded recorder's snapshot says which; LTTng's: the last one the loops reported before the
-/// snapshot's folder appeared), what led to it, and how long
+/// took it (the embedded recorder's snapshot says which; LTTng's: the first one at the threshold since its
+/// trigger was armed), what led to it, and how long
 /// after the stall the snapshot appeared (LTTng: when rlctl first saw its folder; the embedded recorder: when it
 /// had written it).
 public struct SnapshotListing: Encodable, Sendable {
@@ -9,6 +9,8 @@ public struct SnapshotListing: Encodable, Sendable {
     public var seenAt: [UInt64]
     /// The moment each snapshot shows, when its recorder says (the timestamp of the stall that took it).
     public var takenAt: [UInt64?]
+    /// When the trigger that took each was armed (LTTng's), when known.
+    public var armedAt: [UInt64?]
     public var threshold: UInt64
     public var maxSnapshots: Int
     public var folder: String
@@ -16,25 +18,29 @@ public struct SnapshotListing: Encodable, Sendable {
     /// Who took the snapshots: "LTTng", or "embedded flight recorder".
     public var tracer: String
 
-    public init(snapshots: [StallSnapshot], seenAt: [UInt64], takenAt: [UInt64?]? = nil, threshold: UInt64, maxSnapshots: Int, folder: String, program: String,
+    public init(snapshots: [StallSnapshot], seenAt: [UInt64], takenAt: [UInt64?]? = nil, armedAt: [UInt64?]? = nil, threshold: UInt64, maxSnapshots: Int, folder: String, program: String,
                 tracer: String) {
         self.tracer = tracer
         self.snapshots = snapshots
         self.seenAt = seenAt
         self.takenAt = takenAt ?? seenAt.map { _ in nil }
+        self.armedAt = armedAt ?? seenAt.map { _ in nil }
         self.threshold = threshold
         self.maxSnapshots = maxSnapshots
         self.folder = folder
         self.program = program
     }
 
-    /// The stall that took snapshot `index`: the one reported at the moment the snapshot shows, when its
-    /// recorder says; otherwise the last reported before its folder was seen, at the threshold.
+    /// The stall that took snapshot `index`, at the threshold: the one reported at the moment the snapshot shows,
+    /// when its recorder says; or the first reported since its trigger was armed (a trigger fires once), when that
+    /// is known; otherwise the last reported before its folder was seen.
     func trigger(_ index: Int) -> StallSnapshot.Stall? {
-        if let takenAt = takenAt[index] {
-            return snapshots[index].stalls.last { $0.report.busyNanoseconds >= threshold && $0.report.reportedAtNanoseconds == takenAt }
+        let atThreshold = snapshots[index].stalls.filter { $0.report.busyNanoseconds >= threshold }
+        if let takenAt = takenAt[index] { return atThreshold.last { $0.report.reportedAtNanoseconds == takenAt } }
+        if let armedAt = armedAt[index] {
+            return atThreshold.filter { $0.report.reportedAtNanoseconds >= armedAt }.min { $0.report.reportedAtNanoseconds < $1.report.reportedAtNanoseconds }
         }
-        return snapshots[index].stalls.last { $0.report.busyNanoseconds >= threshold && $0.report.reportedAtNanoseconds <= seenAt[index] }
+        return atThreshold.last { $0.report.reportedAtNanoseconds <= seenAt[index] }
     }
 
     public func text() -> String {

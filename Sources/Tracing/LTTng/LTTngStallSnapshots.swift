@@ -40,6 +40,8 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
     // Guarded by lock.
     private var snapshots: [Snapshot] = []
     private var armedTrigger: String?
+    /// When the armed trigger's arming began: the snapshot it takes is of the first stall from then on.
+    private var armedAt: UInt64?
     private var triggersMade = 0
     private var finished = false
     private var watcher: Thread?
@@ -79,6 +81,8 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
     private func arm() throws(LTTngError) {
         let name = lock.withLock { () -> String in
             triggersMade += 1
+            // Before the command: a stall while it registers the trigger may already fire it.
+            armedAt = Loop.Instant.now.nanoseconds
             return "\(session.name)-stall-\(triggersMade)"
         }
         try LTTngTools.lttng(["add-trigger", "--name=\(name)", "--condition=event-rule-matches", "--type=user",
@@ -114,7 +118,7 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
             let known = lock.withLock { Set(snapshots.map(\.path)) }
             let new = folders().map { output + "/" + $0 }.filter { !known.contains($0) }
             if !new.isEmpty {
-                lock.withLock { snapshots += new.map { Snapshot(path: $0, seenAtNanoseconds: now) } }
+                lock.withLock { snapshots += new.map { Snapshot(path: $0, seenAtNanoseconds: now, armedAtNanoseconds: armedAt) } }
                 disarm()
                 let taken = lock.withLock { snapshots.count }
                 rearmAt = taken < options.maxSnapshots ? now &+ Self.nanoseconds(options.minimumGap) : nil
@@ -151,7 +155,7 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
         let now = Loop.Instant.now.nanoseconds
         let known = Set(lock.withLock { snapshots.map(\.path) })
         let late = folders().map { output + "/" + $0 }.filter { !known.contains($0) }
-        lock.withLock { snapshots += late.map { Snapshot(path: $0, seenAtNanoseconds: now) } }
+        lock.withLock { snapshots += late.map { Snapshot(path: $0, seenAtNanoseconds: now, armedAtNanoseconds: armedAt) } }
         session.destroy()
         return lock.withLock {
             snapshots = Self.numberedInOrder(snapshots)
@@ -170,7 +174,9 @@ public final class LTTngStallSnapshots: @unchecked Sendable {
             let numbered = folder + "/snapshot-\(index + 1)"
             guard numbered != snapshot.path, !FileManager.default.fileExists(atPath: numbered),
                   rename(snapshot.path, numbered) == 0 else { return snapshot }
-            return Snapshot(path: numbered, seenAtNanoseconds: snapshot.seenAtNanoseconds)
+            var renamed = snapshot
+            renamed.path = numbered
+            return renamed
         }
     }
 

@@ -11,11 +11,15 @@ public struct StallSnapshotFolder: Sendable, Equatable {
     /// The moment the snapshot shows, when its recorder knows it: the embedded recorder's is the timestamp of
     /// the `loop_stall` event that asked for it (it is copied later, but cut there). Nil for LTTng's.
     public var takenAtNanoseconds: UInt64?
+    /// LTTng's: when the trigger that took it was being armed (it fires once, on the first stall it sees). Nil for
+    /// the embedded recorder's.
+    public var armedAtNanoseconds: UInt64?
 
-    public init(path: String, seenAtNanoseconds: UInt64, takenAtNanoseconds: UInt64? = nil) {
+    public init(path: String, seenAtNanoseconds: UInt64, takenAtNanoseconds: UInt64? = nil, armedAtNanoseconds: UInt64? = nil) {
         self.path = path
         self.seenAtNanoseconds = seenAtNanoseconds
         self.takenAtNanoseconds = takenAtNanoseconds
+        self.armedAtNanoseconds = armedAtNanoseconds
     }
 }
 

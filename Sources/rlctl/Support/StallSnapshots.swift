@@ -33,7 +33,8 @@ enum StallSnapshots {
                 throw Failure.input("cannot read the snapshot \(snapshot.path): \(error)")
             }
         }
-        return SnapshotListing(snapshots: explained, seenAt: taken.map(\.seenAtNanoseconds), takenAt: taken.map(\.takenAtNanoseconds), threshold: threshold,
+        return SnapshotListing(snapshots: explained, seenAt: taken.map(\.seenAtNanoseconds), takenAt: taken.map(\.takenAtNanoseconds),
+                               armedAt: taken.map(\.armedAtNanoseconds), threshold: threshold,
                                maxSnapshots: maxSnapshots, folder: folder, program: program, tracer: tracer)
     }
 }
