@@ -57,6 +57,7 @@ var metricsBenchmarkDependencies: [Target.Dependency] = [
     .product(name: "RunLoopMetrics", package: "rlctl"),
     .product(name: "CoreMetrics", package: "swift-metrics"),
     .product(name: "Prometheus", package: "swift-prometheus"),
+    .product(name: "Tracing", package: "rlctl"),
 ]
 if countMallocs {
     dependencies.append(.package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"))

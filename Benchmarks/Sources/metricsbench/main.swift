@@ -8,7 +8,10 @@
 //   - no sink: the loop alone;
 //   - an empty sink: what any installed sink costs the loop (the seam's calls, a signal's timestamp);
 //   - metrics, no backend: attached with swift-metrics' no-op factory (an application that never bootstrapped);
-//   - metrics on swift-prometheus: attached with a PrometheusMetricsFactory of its own registry.
+//   - metrics on swift-prometheus: attached with a PrometheusMetricsFactory of its own registry;
+//   - the embedded recorder (a flight recorder: nothing written while the loop runs), and the same with metrics on
+//     swift-prometheus over it: what metrics add to a loop that is traced already (they take the recorder's
+//     timestamps instead of reading the clock).
 // Each variant's wall time per iteration (the loop's thread) and the process's CPU time per iteration (every thread's:
 // the metrics' updater records the delays the loop's thread kept). With the malloc interposer built in (the
 // default), each variant's mallocs per iteration over a whole round.
@@ -21,6 +24,7 @@ import MallocInterposerSwift
 import Prometheus
 import RunLoopCore
 import RunLoopMetrics
+import Tracing
 
 var iterations = 1_000_000
 var rounds = 7
@@ -64,12 +68,25 @@ guard iterations > 0, rounds > 0 else {
 }
 
 enum Variant: String, CaseIterable {
-    static var names: [String: Variant] { ["none": .none, "empty": .empty, "noop": .noop, "prometheus": .prometheus] }
+    static var names: [String: Variant] {
+        ["none": .none, "empty": .empty, "noop": .noop, "prometheus": .prometheus, "traced": .traced, "traced-prometheus": .tracedPrometheus]
+    }
 
     case none = "no sink"
     case empty = "an empty sink"
     case noop = "metrics, no backend"
     case prometheus = "metrics on swift-prometheus"
+    case traced = "embedded recorder"
+    case tracedPrometheus = "embedded recorder + metrics"
+}
+
+/// A flight-recorder recording's folder, removed when the bench ends.
+nonisolated let traceFolder = NSTemporaryDirectory() + "metricsbench-\(getpid())"
+atexit { try? FileManager.default.removeItem(atPath: traceFolder) }
+nonisolated var flightRecorder: EmbeddedRecorder.Options {
+    var options = EmbeddedRecorder.Options()
+    options.mode = .overwrite
+    return options
 }
 
 final class Countdown: @unchecked Sendable {
@@ -98,11 +115,21 @@ struct Measurement {
 func measure(_ variant: Variant, _ count: Int) -> Measurement {
     let loop = Loop.current
     var handle: LoopMetricsHandle?
+    var recording: Recording?
+    if variant == .traced || variant == .tracedPrometheus {
+        try? FileManager.default.removeItem(atPath: traceFolder)
+        do { recording = try Recording.start(.embedded(flightRecorder), into: traceFolder) } catch {
+            FileHandle.standardError.write(Data("metricsbench: cannot record: \(error)\n".utf8))
+            exit(1)
+        }
+    }
     switch variant {
     case .none: LoopEventSink.install(nil)
     case .empty: LoopEventSink.install(LoopEventSink())
     case .noop: handle = LoopMetrics.attach(to: loop, factory: NOOPMetricsHandler.instance)
-    case .prometheus: handle = LoopMetrics.attach(to: loop, factory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry()))
+    case .prometheus, .tracedPrometheus:
+        handle = LoopMetrics.attach(to: loop, factory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry()))
+    case .traced: break
     }
     let remaining = Countdown(count)
     let source = LoopSource(label: "resignal") {
@@ -129,13 +156,14 @@ func measure(_ variant: Variant, _ count: Int) -> Measurement {
     #endif
     loop.remove(source, forMode: .default)
     handle?.detach()
+    if let recording { _ = try? recording.stop() }
     LoopEventSink.install(nil)
     return Measurement(nanoseconds: ns, cpuNanoseconds: cpu, mallocs: mallocs)
 }
 
 if let only {
     guard let variant = Variant.names[only] else {
-        FileHandle.standardError.write(Data("metricsbench: --only none|empty|noop|prometheus\n".utf8))
+        FileHandle.standardError.write(Data("metricsbench: --only none|empty|noop|prometheus|traced|traced-prometheus\n".utf8))
         exit(2)
     }
     _ = measure(variant, 10_000)
@@ -165,7 +193,8 @@ for variant in Variant.allCases {
           + "  (rounds " + values.map { String(format: "%.1f", $0.nanoseconds) }.joined(separator: " ") + ")")
 }
 print("  added per iteration (median of per-round differences):")
-for (variant, base) in [(Variant.noop, Variant.none), (.noop, .empty), (.prometheus, .none), (.prometheus, .empty)] {
+for (variant, base) in [(Variant.noop, Variant.none), (.noop, .empty), (.prometheus, .none), (.prometheus, .empty), (.traced, .none),
+                        (.tracedPrometheus, .traced)] {
     let differences = zip(results[variant]!, results[base]!).map { $0.nanoseconds - $1.nanoseconds }
     let cpu = zip(results[variant]!, results[base]!).map { $0.cpuNanoseconds - $1.cpuNanoseconds }
     print("  " + "\(variant.rawValue) − \(base.rawValue)".padding(toLength: 50, withPad: " ", startingAt: 0)
