@@ -515,6 +515,7 @@ import TraceModel
         #expect(text.contains("rounded up to a millisecond (Go's netpoller, by its shape: threads taking turns at epoll_pwait for 128 events): 10 of 20 blocking waits (50.0%) were a 1 ms rest right after a longer wait timed out"), "\(text)")
         #expect(text.contains("128 events): 5 of 10 blocking waits (50.0%)"))
         #expect(SummaryReport.markdown(summary).contains("ticker (pid 4242), epoll fd 5, rounded up to a millisecond"))
+        #expect(HTMLReport.summary(summary, context: .init(title: "ticker")).contains("1 ms rests (Go&#39;s rounding)"))
     }
 
     /// The same waits in a loop that is not Go's netpoller (another set size, or one thread alone at its

@@ -418,7 +418,8 @@ public enum HTMLReport {
                     key: .wait(threadID: loop.threadID, target: loop.target, epoll: loop.family == TraceSummary.WaitLoopSummary.epollFamily),
                     heading: loop.name + (loop.affectedByLoss ? lossMark : ""),
                     figures: [("utilization", formatPercent(loop.utilization)), ("iterations", "\(loop.iterations)"),
-                              ("iterations/s", threeDigits(loop.iterationsPerSecond)), ("late wake-ups", "\(loop.lateWakeUps)"), ("stalls", "\(loop.stalls)")],
+                              ("iterations/s", threeDigits(loop.iterationsPerSecond)), ("late wake-ups", "\(loop.lateWakeUps)"), ("stalls", "\(loop.stalls)")]
+                        + (loop.millisecondRests.map { [("1 ms rests (Go's rounding)", "\($0)")] } ?? []),
                     notAvailable: waits.notAvailable,
                     distributions: [("busy per iteration", loop.busyPerIteration, false), ("sleep (one blocking wait)", loop.sleep, false),
                                     ("wake lateness (timed-out waits)", loop.lateness, false), ("ready per wake-up", loop.readyPerWakeUp, true)],
