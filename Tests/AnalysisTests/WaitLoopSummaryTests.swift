@@ -518,6 +518,31 @@ import TraceModel
         #expect(HTMLReport.summary(summary, context: .init(title: "ticker")).contains("1 ms rests (Go&#39;s rounding)"))
     }
 
+    /// The kernel recorder sends each thread's waits in batches, read thread by thread: here every rest of thread 21
+    /// is read before the timed-out wait of thread 20 it follows, and the pairs are the same.
+    @Test func restsPairWithTheirWaitsWhateverTheOrderTheyAreRead() throws {
+        let ticker = Self.goTicker()
+        var batched = Waits()
+        batched.named(20, pid: 4242, process: "ticker", name: "ticker")
+        batched.named(21, pid: 4242, process: "ticker", name: "ticker")
+        for (sentAt, thread) in [(UInt64(60_000), Int32(21)), (60_001, 20)] {
+            var waits: [TraceEvent.WaitBatch.Wait] = []
+            var open: TraceEvent?
+            for event in ticker.sorted where event.threadID == thread {
+                if case .waitBegin = event.payload { open = event }
+                if case .waitEnd(let ready, let error) = event.payload, let begin = open,
+                   case .waitBegin(let call, let target, let setSize, let timeout) = begin.payload {
+                    waits.append(.init(call: call, target: target, setSize: setSize, timeout: timeout, begin: begin.timestamp,
+                                       end: event.timestamp, ready: ready, error: error))
+                }
+            }
+            batched.add(sentAt, thread, .waitBatch(.init(threadID: thread, waits: waits)))
+        }
+        let waits = try #require(try batched.summarize().waits)
+        #expect(waits.sets?.first?.millisecondRests == 10)
+        #expect(waits.loops.map { $0.millisecondRests } == [5, 5])
+    }
+
     /// The same waits in a loop that is not Go's netpoller (another set size, or one thread alone at its
     /// descriptor) are no named cause: two deadlines 1 ms apart make them too (libuv's timers).
     @Test(arguments: [true, false])

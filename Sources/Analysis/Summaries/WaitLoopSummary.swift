@@ -72,7 +72,8 @@ extension TraceSummary {
         /// Blocking waits that were a millisecond rest: a whole 1 ms begun right after a longer whole-millisecond
         /// wait of the loop or its wait set timed out. The program rounded a deadline down to whole milliseconds
         /// and waits out the remainder, under a millisecond, as 1 ms (Go's netpoller): what was due then ran up to
-        /// 1 ms late though no wait woke late, lateness wake lateness cannot show. Nil when there was none.
+        /// 1 ms late though no wait woke late, lateness wake lateness cannot show. Nil when there was none. Waits
+        /// the kernel recorder sends in batches, thread by thread, pair up in whatever order they are read.
         public var millisecondRests: UInt64? = nil
         /// `ready` of blocking waits that returned events.
         public var readyPerWakeUp: DistributionSummary

@@ -42,7 +42,7 @@ struct WaitLoopTracker {
     private(set) var causes = TraceSummary.WakeCauses()
     private(set) var lateWakeUps: UInt64 = 0
     /// Blocking waits of exactly 1 ms that began right after a longer whole-millisecond wait of the loop (or its
-    /// wait set) timed out (``WaitTracking/isMillisecondRest``).
+    /// wait set) timed out (``WaitTracking/RestMatcher``).
     fileprivate(set) var millisecondRests: UInt64 = 0
     /// Whether every blocking wait was `epoll_pwait` for 128 events: Go's netpoller (its `netpoll` polls with an
     /// array of 128). With a wait set shared by threads, that is the shape that says the rests are Go's rounding.
@@ -304,9 +304,9 @@ struct WaitTracking {
         var target: Int32
     }
     private var sharedLosses: [(from: UInt64, to: UInt64)] = []
-    /// The last wait that timed out, per wait set (an epoll descriptor of a process) or, without one, per thread and
-    /// target (the key's pid is then minus the thread id): its end and timeout.
-    private var lastTimeouts: [SetKey: (end: UInt64, timeout: Int64)] = [:]
+    /// The recent waits that may be a rest or the wait before one, per wait set (an epoll descriptor of a process)
+    /// or, without one, per thread and target (the key's pid is then minus the thread id).
+    private var rests: [SetKey: RestMatcher] = [:]
     /// How soon after a timed-out wait a 1 ms wait must begin to be its rest: Go's runtime checks its timers and
     /// polls again within tens of µs; a loop that does work between the two is waiting for something else.
     static let restGap: UInt64 = 100_000
@@ -473,24 +473,59 @@ struct WaitTracking {
                               busyBefore: open.busyBefore, epoch: threads[index].epoch)
         if open.timeout != 0 && (open.call != .epollPwait || open.setSize != Self.netpollerEvents) { loops[open.loop].netpollerShaped = false }
         let key = timeoutKey(index, loop: open.loop)
-        if let previous = lastTimeouts[key], Self.isMillisecondRest(timeout: open.timeout, begin: open.begin, after: previous) {
-            loops[open.loop].millisecondRests += 1
+        if open.timeout == RestMatcher.millisecond {
+            if rests[key, default: RestMatcher()].rest(begin: open.begin, loop: open.loop) { loops[open.loop].millisecondRests += 1 }
+        } else if open.timeout > RestMatcher.millisecond && open.timeout % RestMatcher.millisecond == 0 && ready == 0 && error == 0,
+                  let loop = rests[key, default: RestMatcher()].timedOut(end: ts) {
+            loops[loop].millisecondRests += 1
         }
-        if open.timeout > 0 && ready == 0 && error == 0 { lastTimeouts[key] = (ts, open.timeout) }
     }
 
-    /// Whether a wait (its timeout and begin) is a millisecond rest after the timed-out wait `previous`: a whole
-    /// 1 ms, begun within ``restGap`` of a longer whole-millisecond wait's timeout. That is how a program that can
-    /// only ask for whole milliseconds and rounds down (Go's netpoller: `epoll_pwait` with `delay / 1 ms`) waits
-    /// out a deadline that was not a whole number of milliseconds away: the first wait ends before the deadline,
-    /// and what is left of it, under a millisecond, becomes a 1 ms wait. Whatever was due then runs up to 1 ms late,
-    /// though neither wait woke late. The same two waits are also what a program with two deadlines 1 ms apart
-    /// makes (libuv, whose milliseconds are its own clock's): so the summary names the rests only for a wait set of
-    /// Go's netpoller shape (``WaitLoopTracker/netpollerShaped``, shared by threads).
-    static func isMillisecondRest(timeout: Int64, begin: UInt64, after previous: (end: UInt64, timeout: Int64)) -> Bool {
-        let millisecond: Int64 = 1_000_000
-        return timeout == millisecond && previous.timeout > millisecond && previous.timeout % millisecond == 0
-            && begin >= previous.end && begin - previous.end <= restGap
+    /// Pairs millisecond rests with the waits before them, in one wait set. A rest is a whole 1 ms wait begun within
+    /// ``restGap`` of a longer whole-millisecond wait's timeout. That is how a program that can only ask for whole
+    /// milliseconds and rounds down (Go's netpoller: `epoll_pwait` with `delay / 1 ms`) waits out a deadline that
+    /// was not a whole number of milliseconds away: the first wait ends before the deadline, and what is left of it,
+    /// under a millisecond, becomes a 1 ms wait. Whatever was due then runs up to 1 ms late, though neither wait woke
+    /// late. The same two waits are also what a program with two deadlines 1 ms apart makes (libuv, whose
+    /// milliseconds are its own clock's): so the summary names the rests only for a wait set of Go's netpoller
+    /// shape (``WaitLoopTracker/netpollerShaped``, shared by threads).
+    ///
+    /// Either of a pair may be read first: the kernel recorder sends each thread's waits in batches, read thread by
+    /// thread, and a rest is often another thread's than the wait before it. Each side keeps its newest unpaired
+    /// waits (``kept``), and each wait pairs once.
+    struct RestMatcher {
+        static let millisecond: Int64 = 1_000_000
+        static let kept = 64
+        /// Ends of timed-out longer waits, and begins of rests (with their loop), not paired yet.
+        private var timedOut: [UInt64] = []
+        private var waiting: [(begin: UInt64, loop: Int)] = []
+
+        static func pairs(rest begin: UInt64, after end: UInt64) -> Bool { begin >= end && begin - end <= WaitTracking.restGap }
+
+        /// A 1 ms wait begun at `begin`: whether it pairs with a timed-out wait read before it (else it waits for one).
+        mutating func rest(begin: UInt64, loop: Int) -> Bool {
+            if let index = timedOut.lastIndex(where: { Self.pairs(rest: begin, after: $0) }) {
+                timedOut.remove(at: index)
+                return true
+            }
+            Self.keep((begin, loop), in: &waiting)
+            return false
+        }
+
+        /// A longer whole-millisecond wait that timed out at `end`: the loop of a rest read before it that it pairs
+        /// with, if any (else it waits for one).
+        mutating func timedOut(end: UInt64) -> Int? {
+            if let index = waiting.firstIndex(where: { Self.pairs(rest: $0.begin, after: end) }) {
+                return waiting.remove(at: index).loop
+            }
+            Self.keep(end, in: &timedOut)
+            return nil
+        }
+
+        private static func keep<T>(_ value: T, in list: inout [T]) {
+            if list.count == kept { list.removeFirst() }
+            list.append(value)
+        }
     }
 
     /// Where a loop's last timed-out wait is kept: its wait set's, when the thread's process is known and the loop
