@@ -307,9 +307,6 @@ struct WaitTracking {
     /// The recent waits that may be a rest or the wait before one, per wait set (an epoll descriptor of a process)
     /// or, without one, per thread and target (the key's pid is then minus the thread id).
     private var rests: [SetKey: RestMatcher] = [:]
-    /// How soon after a timed-out wait a 1 ms wait must begin to be its rest: Go's runtime checks its timers and
-    /// polls again within tens of µs; a loop that does work between the two is waiting for something else.
-    static let restGap: UInt64 = 100_000
     /// The events Go's netpoller asks `epoll_pwait` for.
     static let netpollerEvents: UInt32 = 128
 
@@ -472,17 +469,14 @@ struct WaitTracking {
         loops[open.loop].wait(open.call, timeout: open.timeout, begin: open.begin, end: ts, ready: ready, error: error,
                               busyBefore: open.busyBefore, epoch: threads[index].epoch)
         if open.timeout != 0 && (open.call != .epollPwait || open.setSize != Self.netpollerEvents) { loops[open.loop].netpollerShaped = false }
-        let key = timeoutKey(index, loop: open.loop)
-        if open.timeout == RestMatcher.millisecond {
-            if rests[key, default: RestMatcher()].rest(begin: open.begin, loop: open.loop) { loops[open.loop].millisecondRests += 1 }
-        } else if open.timeout > RestMatcher.millisecond && open.timeout % RestMatcher.millisecond == 0 && ready == 0 && error == 0,
-                  let loop = rests[key, default: RestMatcher()].timedOut(end: ts) {
-            loops[loop].millisecondRests += 1
+        if let rest = rests[restKey(index, loop: open.loop), default: RestMatcher()]
+            .waited(timeout: open.timeout, begin: open.begin, end: ts, timedOut: ready == 0 && error == 0, loop: open.loop) {
+            loops[rest].millisecondRests += 1
         }
     }
 
     /// Pairs millisecond rests with the waits before them, in one wait set. A rest is a whole 1 ms wait begun within
-    /// ``restGap`` of a longer whole-millisecond wait's timeout. That is how a program that can only ask for whole
+    /// ``gap`` of a longer whole-millisecond wait's timeout. That is how a program that can only ask for whole
     /// milliseconds and rounds down (Go's netpoller: `epoll_pwait` with `delay / 1 ms`) waits out a deadline that
     /// was not a whole number of milliseconds away: the first wait ends before the deadline, and what is left of it,
     /// under a millisecond, becomes a 1 ms wait. Whatever was due then runs up to 1 ms late, though neither wait woke
@@ -495,15 +489,26 @@ struct WaitTracking {
     /// waits (``kept``), and each wait pairs once.
     struct RestMatcher {
         static let millisecond: Int64 = 1_000_000
+        /// How soon after a timed-out wait a 1 ms wait must begin to be its rest: Go's runtime checks its timers and
+        /// polls again within tens of µs; a loop that does work between the two is waiting for something else.
+        static let gap: UInt64 = 100_000
         static let kept = 64
         /// Ends of timed-out longer waits, and begins of rests (with their loop), not paired yet.
         private var timedOut: [UInt64] = []
         private var waiting: [(begin: UInt64, loop: Int)] = []
 
-        static func pairs(rest begin: UInt64, after end: UInt64) -> Bool { begin >= end && begin - end <= WaitTracking.restGap }
+        static func pairs(rest begin: UInt64, after end: UInt64) -> Bool { begin >= end && begin - end <= gap }
+
+        /// A blocking wait of `loop` (its timeout, begin and end, and whether it timed out): the loop of the rest it
+        /// completes a pair with, if it does.
+        mutating func waited(timeout: Int64, begin: UInt64, end: UInt64, timedOut: Bool, loop: Int) -> Int? {
+            if timeout == Self.millisecond { return rest(begin: begin, loop: loop) ? loop : nil }
+            guard timedOut, timeout > Self.millisecond, timeout % Self.millisecond == 0 else { return nil }
+            return self.timedOut(end: end)
+        }
 
         /// A 1 ms wait begun at `begin`: whether it pairs with a timed-out wait read before it (else it waits for one).
-        mutating func rest(begin: UInt64, loop: Int) -> Bool {
+        private mutating func rest(begin: UInt64, loop: Int) -> Bool {
             if let index = timedOut.lastIndex(where: { Self.pairs(rest: begin, after: $0) }) {
                 timedOut.remove(at: index)
                 return true
@@ -514,7 +519,7 @@ struct WaitTracking {
 
         /// A longer whole-millisecond wait that timed out at `end`: the loop of a rest read before it that it pairs
         /// with, if any (else it waits for one).
-        mutating func timedOut(end: UInt64) -> Int? {
+        private mutating func timedOut(end: UInt64) -> Int? {
             if let index = waiting.firstIndex(where: { Self.pairs(rest: $0.begin, after: end) }) {
                 return waiting.remove(at: index).loop
             }
@@ -528,9 +533,9 @@ struct WaitTracking {
         }
     }
 
-    /// Where a loop's last timed-out wait is kept: its wait set's, when the thread's process is known and the loop
-    /// waits on an epoll descriptor (Go's runtime threads take turns at its netpoller), its own otherwise.
-    private func timeoutKey(_ index: Int, loop: Int) -> SetKey {
+    /// Whose rests a loop's waits pair with: its wait set's, when the thread's process is known and the loop waits
+    /// on an epoll descriptor (Go's runtime threads take turns at its netpoller), its own otherwise.
+    private func restKey(_ index: Int, loop: Int) -> SetKey {
         let tracker = loops[loop]
         if tracker.epoll, let pid = threads[index].identity?.pid { return SetKey(pid: pid, target: tracker.target) }
         return SetKey(pid: -tracker.threadID, target: tracker.target)

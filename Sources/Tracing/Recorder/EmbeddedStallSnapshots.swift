@@ -66,9 +66,9 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
     private var accepted = 0
     private var lastAcceptedAt: UInt64?
     /// Snapshots accepted whose thread is closing its packet, then those waiting for the snapshot thread (where
-    /// each is cut, and the moment it shows), oldest first.
+    /// each is cut: its `at_ns` is the moment it shows), oldest first.
     private var preparing = 0
-    private var pending: [(cut: rlrec_snapshot_cut, at: UInt64)] = []
+    private var pending: [rlrec_snapshot_cut] = []
     /// Snapshot folders made so far, complete or not: a failed one's number is not used again.
     private var attempts = 0
     private var finishing = false
@@ -113,7 +113,7 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
         let cut = rlrec_close_thread_packet(time)
         lock.withLock {
             preparing -= 1
-            pending.append((cut, time))
+            pending.append(cut)
             lock.broadcast()
         }
         return true
@@ -150,7 +150,7 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
         lock.lock()
         while true {
             while pending.isEmpty && (!finishing || preparing > 0) { lock.wait() }
-            if let (cut, takenAt) = pending.first {
+            if let cut = pending.first {
                 attempts += 1
                 let number = attempts
                 let names = loopNames.all, labels = itemLabels.all
@@ -158,8 +158,8 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
                 // Into this thread's own packet, which every copy takes whole, whatever its cut.
                 for (loopID, loop) in names { rlrec_loop_create(loopID, loop.tid, loop.name) }
                 for (id, item) in labels { rlrec_item_label(id, item.kind, item.label) }
-                _ = rlrec_close_thread_packet(takenAt)
-                let outcome = write(number: number, cut: cut, takenAt: takenAt)
+                _ = rlrec_close_thread_packet(cut.at_ns)
+                let outcome = write(number: number, cut: cut)
                 lock.lock()
                 pending.removeFirst()
                 switch outcome {
@@ -177,7 +177,8 @@ final class EmbeddedStallSnapshots: @unchecked Sendable {
 
     /// Copies the rings as they were at `cut` into ROOT/snapshot-NUMBER: metadata, a stream file per thread,
     /// then `.end`.
-    private func write(number: Int, cut: rlrec_snapshot_cut, takenAt: UInt64) -> Result<StallSnapshotFolder, RecorderError> {
+    private func write(number: Int, cut: rlrec_snapshot_cut) -> Result<StallSnapshotFolder, RecorderError> {
+        let takenAt = cut.at_ns
         let folder = root + "/" + Self.folderPrefix + "\(number)"
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
