@@ -21,7 +21,7 @@ enum LTTngTestEnvironment {
         }
         if missing.isEmpty {
             do {
-                try LTTngTools.ensureSessionDaemon()
+                if try LTTngTools.ensureSessionDaemon() { LTTngSessionDaemon.stopWhenThisProcessExits() }
             } catch {
                 missing.append("a session daemon (\(error))")
             }

@@ -8,7 +8,15 @@ import Tracing
 /// Outside CI a failing doctor skips these tests with its own report; with `CI=true` (CI installs LTTng through
 /// scripts/install-deps.sh) they run and fail instead.
 enum LTTngCLIEnvironment {
-    static let doctor: ProcessOutput? = try? CLI.run(["doctor", "--start-daemon"])
+    static let doctor: ProcessOutput? = {
+        let running = LTTngSessionDaemon.runningPID() != nil
+        let doctor = try? CLI.run(["doctor", "--start-daemon"])
+        // The doctor starts one to keep (what --start-daemon is for): the tests stop it when they end.
+        if !running, LTTngSessionDaemon.runningPID() != nil {
+            LTTngSessionDaemon.stopWhenThisProcessExits()
+        }
+        return doctor
+    }()
 
     static var usable: Bool { doctor?.status == 0 }
     static let requirement = TestRequirement(

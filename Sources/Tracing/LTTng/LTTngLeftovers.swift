@@ -104,4 +104,26 @@ public enum LTTngSessionDaemon {
         while ProcessStart.time(of: pid) == started && ContinuousClock.now < deadline { usleep(20_000) }
         return ProcessStart.time(of: pid) != started
     }
+
+    /// Stops the session daemon now running (one this process started) when this process exits normally, unless it
+    /// holds a session then (``stopIfIdle(_:started:)``): for a process that starts a daemon for its own use and has
+    /// no exit cleanups of its own (a test run; rlctl registers its own, which also run on signals).
+    public static func stopWhenThisProcessExits() {
+        guard let daemon = runningPID() else { return }
+        StartedDaemon.set(pid: daemon, started: ProcessStart.time(of: daemon))
+        atexit { StartedDaemon.stop() }
+    }
+}
+
+/// The daemon ``LTTngSessionDaemon/stopWhenThisProcessExits()`` stops (an `atexit` handler captures nothing).
+private enum StartedDaemon {
+    nonisolated(unsafe) private static var pid: pid_t = 0
+    nonisolated(unsafe) private static var started: UInt64?
+
+    static func set(pid: pid_t, started: UInt64?) {
+        self.pid = pid
+        self.started = started
+    }
+
+    static func stop() { LTTngSessionDaemon.stopIfIdle(pid, started: started) }
 }
