@@ -57,6 +57,7 @@ extension Loop {
     private func runIteration(_ frame: RunFrame) -> RunResult? {
         countIteration()
         adoptLayeredSink(frame)
+        adoptMeasurements()
         ignoresOwnWakeUps = false
         beginStallWatch(frame)
         notifyObservers(.beforeTimers, frame)                                // 1

@@ -85,6 +85,7 @@ extension Loop {
             guard signaledAt != 0 else { continue }
             frame.sink?.sourcePerformBegin(frame.context(loop: self), sourceID: source.id, kind: .custom,
                                            order: source.order, signaled: signaledAt)
+            measureCallout(frame, since: signaledAt)
             let began = calloutBegan(frame)
             source.perform()
             frame.sink?.sourcePerformEnd(frame.context(loop: self), sourceID: source.id)
@@ -115,9 +116,9 @@ extension Loop {
     }
 
     /// Arms the kernel timer for the mode's next wake date and publishes the sleeping mode and deadline, so that
-    /// a timer changed from another thread meanwhile re-arms it. Returns when the sleep started if a tracer
-    /// wants its length, else 0 (no clock read per sleep otherwise), and whether a port of the mode already holds
-    /// a message.
+    /// a timer changed from another thread meanwhile re-arms it. Returns when the sleep started if a tracer or the
+    /// loop's measurements want its length, else 0 (no clock read per sleep otherwise), and whether a port of the
+    /// mode already holds a message.
     private func prepareToSleep(_ frame: RunFrame) -> (sleptFrom: UInt64, messageWaiting: Bool) {
         let state = frame.state!
         let messageWaiting = lock.withLock {
@@ -132,7 +133,7 @@ extension Loop {
             return hasQueuedMessage(state)
         }
         setWaiting(true)
-        return (frame.sink != nil ? now() : 0, messageWaiting)
+        return (timesSleeps(frame) ? now() : 0, messageWaiting)
     }
 
     /// Keeps the ready descriptors for step 9 and consumes the wake-up, so the next wait blocks again. Returns
@@ -176,12 +177,15 @@ extension Loop {
             }
             return reason
         }
-        if let reason, let sink = frame.sink {
-            let slept = now() &- sleptFrom
-            sleptWhileTraced &+= slept
-            sink.wakeUp(frame.context(loop: self), reason: reason, slept: slept)
-        }
+        guard let reason, timesSleeps(frame) else { return }
+        let slept = now() &- sleptFrom
+        sleptWhileTimed &+= slept
+        measurements?.addSleep(slept)
+        frame.sink?.wakeUp(frame.context(loop: self), reason: reason, slept: slept)
     }
+
+    @inline(__always)
+    private func timesSleeps(_ frame: RunFrame) -> Bool { frame.sink != nil || measurements != nil }
 
     /// What ended a sleep, most specific first (lock held: the mode's ports and sources are read).
     private func wakeReason(_ frame: RunFrame, sawTimer: Bool) -> WakeReason {
@@ -225,8 +229,9 @@ extension Loop {
     private func fire(_ timer: LoopTimer, _ frame: RunFrame) {
         lock.lock()
         // An earlier callout of this pass may have invalidated, removed or rescheduled it.
+        let checkedAt = now()
         guard timer.isValid, !timer.isFiring, timer.modes.contains(frame.mode),
-              timer.fireDateNanoseconds <= now() else {
+              timer.fireDateNanoseconds <= checkedAt else {
             lock.unlock()
             return
         }
@@ -239,6 +244,12 @@ extension Loop {
 
         frame.sink?.timerFireBegin(frame.context(loop: self), timerID: timer.id, scheduled: scheduled,
                                    tolerance: timer.toleranceNanoseconds, interval: timer.intervalNanoseconds, missed: missed)
+        // Its lateness: from the tracer's timestamp of the begin event, as the trace shows it, or else the due
+        // check's clock read just made (no clock read of its own).
+        if let measurements {
+            let stamp = frame.sink?.lastEventTimestamp() ?? 0
+            measurements.calloutBegan(at: stamp != 0 ? stamp : checkedAt, since: scheduled, timer: true)
+        }
         let began = calloutBegan(frame)
         timer.handler(timer)
         frame.sink?.timerFireEnd(frame.context(loop: self), timerID: timer.id)
@@ -338,6 +349,7 @@ extension Loop {
             budget -= 1
             frame.sink?.sourcePerformBegin(frame.context(loop: self), sourceID: port.id, kind: .port,
                                            order: port.order, signaled: sentAt)
+            measureCallout(frame, since: sentAt)
             let began = calloutBegan(frame)
             handler(port, message)
             frame.sink?.sourcePerformEnd(frame.context(loop: self), sourceID: port.id)

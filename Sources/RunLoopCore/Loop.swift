@@ -86,8 +86,15 @@ public final class Loop: @unchecked Sendable {
     func countWait() { waitCounter.store(waitCount &+ 1, ordering: .relaxed) }
 
     // Loop thread only.
-    /// Time slept in waits a tracer timed (all runs, nested ones included): what a stall watch subtracts.
-    @exclusivity(unchecked) var sleptWhileTraced: UInt64 = 0
+    /// Time slept in the waits timed for a tracer or for measurements (all runs, nested ones included): what a
+    /// stall watch subtracts.
+    @exclusivity(unchecked) var sleptWhileTimed: UInt64 = 0
+    /// The measurements this loop feeds (Measurements/), taken at the start of an iteration.
+    @exclusivity(unchecked) var measurements: LoopMeasurements?
+    /// Measurements given by ``measure(into:)`` (guarded by `lock`), adopted at the next iteration when
+    /// `measurementsChanged` says so.
+    @exclusivity(unchecked) var pendingMeasurements: LoopMeasurements?
+    let measurementsChanged = Atomic<Bool>(false)
     /// While an actor job runs: runs nested in it run no other job (Concurrency/Loop+Executor.swift).
     @exclusivity(unchecked) var isRunningJob = false
     /// A wait returned for the wake-up descriptor, which is read after step 9 (``drainWakeUpAfterTheWait()``).
@@ -112,6 +119,8 @@ public final class Loop: @unchecked Sendable {
     /// Set by the one thread whose wake-up writes the eventfd; cleared by the loop when it drains it, so
     /// concurrent wake-ups cost one write per sleep.
     let wakePending = Atomic<Bool>(false)
+    /// Whether the loop is given measurements: a block queued meanwhile is stamped, for its wake-up delay.
+    let isMeasured = Atomic<Bool>(false)
     /// Keeps the eventfd open while a wake-up writes it (the loop's thread may be exiting): the wake-ups writing
     /// it now, plus ``descriptorsClosedBit`` once the loop's thread has closed it. A writer that finds the bit set
     /// writes nothing; the close waits for the writers in flight. An atomic beside `wakePending` rather than a
@@ -296,10 +305,12 @@ public final class Loop: @unchecked Sendable {
 
     /// Queues a block or an actor's job (Concurrency/Loop+Executor.swift) and wakes the loop.
     func enqueue(_ modes: BlockModes, _ work: PendingBlock.Work) {
-        // Ids and enqueue times cost a clock read, so only when a tracer is listening.
-        let block = LoopEventSink.current == nil
-            ? PendingBlock(modes: modes, work: work)
-            : PendingBlock(modes: modes, work: work, id: Sequence.next(), enqueuedAt: monotonicNanoseconds())
+        // Ids and enqueue times cost a clock read, so only when a tracer is listening (ids and times) or the loop is
+        // measured (times).
+        let traced = LoopEventSink.current != nil
+        let block = traced || isMeasured.load(ordering: .relaxed)
+            ? PendingBlock(modes: modes, work: work, id: traced ? Sequence.next() : 0, enqueuedAt: monotonicNanoseconds())
+            : PendingBlock(modes: modes, work: work)
         // wakeUp() is coalesced, so a burst of performs costs one eventfd write; a pending wake-up costs one load.
         if blocks.append(block), !wakePending.load(ordering: .relaxed) { wakeUpForBlock() }
     }

@@ -2,16 +2,17 @@ import CoreMetrics
 import RunLoopCore
 import Synchronization
 
-/// One attached loop's instruments (docs/metrics.md), and what its thread adds up between two updates.
+/// One attached loop's instruments (docs/metrics.md), and the figures it reads from the loop's measurements.
 ///
-/// The loop's thread counts stalls straight into their instrument, keeps its wake-up delays in a ring and adds its
-/// sleeps into ``slept``; the updater records the delays and turns the sleeps and the loop's own counters into
-/// time, utilization and iterations once per interval, so neither a callout nor a sleep costs the loop's thread a
-/// call into the backend.
+/// A RunLoopCore loop measures itself into ``measurements`` (its sleeps, stalls and callouts' wake-up delays; see
+/// RunLoopCore's LoopMeasurements); an adapted loop (a SwiftNIO event loop traced by RunLoopNIO) is measured into
+/// them by the metrics' sink, from the ticks, I/O and probe runs its adapter reports. The updater turns them and the
+/// loop's iterations into time, utilization, stalls and recorded delays once per interval, so neither a callout
+/// nor a sleep costs the loop's thread a call into the backend.
 final class LoopMeter: @unchecked Sendable {
     let loopID: UInt64
-    /// A RunLoopCore loop's meter reads its iterations from the loop; an adapted loop's (a SwiftNIO event loop
-    /// traced by RunLoopNIO) counts its ticks as they are reported, and lives until its group is detached.
+    /// A RunLoopCore loop's meter reads its iterations from the loop; an adapted loop's counts its ticks as they are
+    /// reported, and lives until its group is detached.
     private weak var loop: Loop?
     /// The group an adapted loop belongs to; nil for a RunLoopCore loop.
     let adaptedGroup: UInt64?
@@ -29,24 +30,27 @@ final class LoopMeter: @unchecked Sendable {
     let timerLateness: CoreMetrics.Timer
     let stalls: Counter
 
-    /// Nanoseconds asleep in the loop's waits since it was attached: written by the loop's thread only.
-    private let slept = Atomic<UInt64>(0)
-    /// Wake-up delays measured on the loop's thread, recorded into ``wakeUpDelay`` and ``timerLateness`` by the
-    /// updater (``drainDelays()``), so that the loop's thread does not pay the backend's record per callout.
-    private let delays = DelayRing()
+    /// What the loop's thread measures: sleeps, stalls, and wake-up delays kept for the updater, which records them
+    /// into ``wakeUpDelay`` and ``timerLateness`` so that the loop's thread does not pay the backend's record per
+    /// callout.
+    let measurements: LoopMeasurements
 
     // The updater's own, guarded by the registry's lock.
     private var lastIterations: UInt64
     private var lastSlept: UInt64 = 0
+    private var lastStalls: UInt64 = 0
     private var lastUpdate: UInt64
 
-    convenience init(loop: Loop, factory: any MetricsFactory) {
-        self.init(loopID: loop.id, name: loop.name, threadID: loop.threadID, adaptedGroup: nil, factory: factory)
+    /// A RunLoopCore loop's meter; the loop measures into it once ``start()`` is called.
+    convenience init(loop: Loop, factory: any MetricsFactory, registry: MeterRegistry) {
+        self.init(loopID: loop.id, name: loop.name, threadID: loop.threadID, adaptedGroup: nil, factory: factory,
+                  registry: registry)
         self.loop = loop
         lastIterations = loop.statistics.iterations
     }
 
-    init(loopID: UInt64, name: String, threadID: Int32, adaptedGroup: UInt64?, factory: any MetricsFactory) {
+    init(loopID: UInt64, name: String, threadID: Int32, adaptedGroup: UInt64?, factory: any MetricsFactory,
+         registry: MeterRegistry) {
         self.loopID = loopID
         self.adaptedGroup = adaptedGroup
         let dimensions = [("runloop.name", name), ("runloop.thread", String(threadID))]
@@ -54,12 +58,21 @@ final class LoopMeter: @unchecked Sendable {
         activeTime = FloatingPointCounter(label: LoopMetrics.Name.time, dimensions: dimensions + [("runloop.state", "active")], factory: factory)
         idleTime = FloatingPointCounter(label: LoopMetrics.Name.time, dimensions: dimensions + [("runloop.state", "idle")], factory: factory)
         utilization = Meter(label: LoopMetrics.Name.utilization, dimensions: dimensions, factory: factory)
-        wakeUpDelay = CoreMetrics.Timer(label: LoopMetrics.Name.wakeUpDelay, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory)
-        timerLateness = CoreMetrics.Timer(label: LoopMetrics.Name.timerLateness, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory)
+        let wakeUpDelay = CoreMetrics.Timer(label: LoopMetrics.Name.wakeUpDelay, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory)
+        let timerLateness = CoreMetrics.Timer(label: LoopMetrics.Name.timerLateness, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory)
+        self.wakeUpDelay = wakeUpDelay
+        self.timerLateness = timerLateness
         stalls = Counter(label: LoopMetrics.Name.stalls, dimensions: dimensions, factory: factory)
+        measurements = LoopMeasurements(
+            halfFull: { [weak registry] in registry?.requestDrain() },
+            // The updater was asked at half and has not come yet: this delay is recorded on the loop's thread.
+            overflow: { delay, timer in Self.record(delay, timer: timer, wakeUpDelay, timerLateness) })
         lastIterations = 0
         lastUpdate = Loop.Instant.now.nanoseconds
     }
+
+    /// A RunLoopCore loop measures into this meter from its next iteration (a loop that is asleep now, when it wakes).
+    func start() { loop?.measure(into: measurements) }
 
     /// Whether the loop still exists (a loop deallocated while attached ends its series at the next update).
     var isAlive: Bool { adaptedGroup != nil || loop != nil }
@@ -73,10 +86,10 @@ final class LoopMeter: @unchecked Sendable {
         ticks.store(ticks.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
         let io = min(ioSinceTick.load(ordering: .relaxed), slept)
         ioSinceTick.store(0, ordering: .relaxed)
-        addSleep(slept - io)
+        measurements.addSleep(slept - io)
         let busy = io &+ (end > start ? end - start : 0)
         let limit = Loop.stallThresholdNanoseconds
-        if limit != 0 && busy > limit { stalls.increment() }
+        if limit != 0 && busy > limit { measurements.countStall() }
     }
 
     /// An adapted loop's thread: a traced channel's I/O event took `nanoseconds`.
@@ -85,42 +98,26 @@ final class LoopMeter: @unchecked Sendable {
         ioSinceTick.store(ioSinceTick.load(ordering: .relaxed) &+ nanoseconds, ordering: .relaxed)
     }
 
-    /// Loop thread: the wait just ended after `nanoseconds` asleep.
-    @inline(__always)
-    func addSleep(_ nanoseconds: UInt64) {
-        slept.store(slept.load(ordering: .relaxed) &+ nanoseconds, ordering: .relaxed)
-    }
-
-    /// Loop thread: a callout began `delay` ns after what it serves was due or signalled. Kept for the updater;
-    /// recorded here only when the updater has fallen a whole ring behind. True when the updater should come now
-    /// (half the ring is waiting).
-    @inline(__always)
-    func wokeLate(_ delay: UInt64, timer: Bool) -> Bool {
-        let value = min(delay, DelayRing.timerFlag - 1) | (timer ? DelayRing.timerFlag : 0)
-        switch delays.push(value) {
-        case .stored: return false
-        case .storedHalfFull: return true
-        case .full:   // the updater was asked at half and has not come yet
-            record(value)
-            return false
-        }
-    }
-
-    private func record(_ value: UInt64) {
-        let delay = Int64(value & (DelayRing.timerFlag - 1))
-        wakeUpDelay.recordNanoseconds(delay)
-        if value & DelayRing.timerFlag != 0 { timerLateness.recordNanoseconds(delay) }
+    private static func record(_ delay: UInt64, timer: Bool, _ wakeUpDelay: CoreMetrics.Timer,
+                               _ timerLateness: CoreMetrics.Timer) {
+        let nanoseconds = Int64(clamping: delay)
+        wakeUpDelay.recordNanoseconds(nanoseconds)
+        if timer { timerLateness.recordNanoseconds(nanoseconds) }
     }
 
     /// Updater (the registry's lock held, so one at a time): the delays the loop's thread kept, into the backend.
     func drainDelays() {
-        delays.drain(record)
+        measurements.drainDelays { delay, timer in Self.record(delay, timer: timer, wakeUpDelay, timerLateness) }
     }
 
-    /// Updater: the iterations, time and utilization since the last update. The loop's counters are those it
-    /// published at its last sleep (``Loop/statistics``), so a busy interval's iterations may show in the next.
+    /// Updater: the iterations, time, utilization and stalls since the last update. A RunLoopCore loop's iterations
+    /// are those it published at its last sleep (``Loop/statistics``), so a busy interval's iterations may show in
+    /// the next.
     func update() {
         drainDelays()
+        let stallTotal = measurements.stalls
+        if stallTotal > lastStalls { stalls.increment(by: Int64(clamping: stallTotal - lastStalls)) }
+        lastStalls = stallTotal
         let count: UInt64
         if adaptedGroup != nil {
             count = ticks.load(ordering: .relaxed)
@@ -130,7 +127,7 @@ final class LoopMeter: @unchecked Sendable {
             return
         }
         let now = Loop.Instant.now.nanoseconds
-        let sleptTotal = slept.load(ordering: .relaxed)
+        let sleptTotal = measurements.slept
         let elapsed = now &- lastUpdate
         // A sleep is added when it ends: one that began in an earlier interval counts whole in this one, and is
         // capped at the interval's length.
@@ -146,10 +143,17 @@ final class LoopMeter: @unchecked Sendable {
         lastUpdate = now
     }
 
-    /// Ends the loop's series in the backend (after recording the delays still kept: the meter is out of the
-    /// registry, so nothing else drains it).
+    /// Stops the loop measuring into this meter (a meter replaced by another attach leaves the loop measuring into
+    /// its successor).
+    func stop() {
+        guard let loop else { return }
+        loop.stopMeasuring(into: measurements)
+    }
+
+    /// Ends the loop's series in the backend, after recording what the loop measured since the last update (the
+    /// meter is out of the registry, so nothing else reads it).
     func destroy() {
-        drainDelays()
+        update()
         iterations.destroy()
         stalls.destroy()
         activeTime.destroy()

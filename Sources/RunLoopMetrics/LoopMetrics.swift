@@ -6,10 +6,10 @@ import RunLoopCore
 /// The instruments (named in OpenTelemetry's runtime style under `runloop.`, with the dimensions `runloop.name` and
 /// `runloop.thread` only; docs/metrics.md has the table) go to the factory the application bootstrapped
 /// (`MetricsSystem.bootstrap`: swift-prometheus, swift-otel, …); this library bootstraps none. The figures come
-/// from the event seam and the loop's own counters: a tracer installed before or after keeps receiving every
-/// event, and the loop pays nothing more than an installed sink costs it (two clock reads per sleep), plus, per
-/// callout, a clock read where the tracer below cannot lend its timestamp and a store: the backend records the
-/// wake-up delays on the library's updater thread, so they reach it at the next update
+/// from the loop's own counters and what it measures of itself while attached (RunLoopCore's LoopMeasurements),
+/// not from the event seam: a tracer keeps the seam to itself. The loop pays two clock reads per sleep, per
+/// callout a clock read where neither a tracer nor the timer's due check lends one, and a store: the backend
+/// records the wake-up delays on the library's updater thread, so they reach it at the next update
 /// (``LoopMetricsHandle/update()`` makes them current).
 ///
 /// A loop's events reach the metrics from its next iteration on (a loop that is asleep when attached adopts them

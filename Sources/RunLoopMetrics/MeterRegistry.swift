@@ -3,10 +3,12 @@ import Glibc
 import RunLoopCore
 import Synchronization
 
-/// The attached loops' meters, the sink that feeds them, and the thread that updates them every interval.
+/// The attached loops' meters, the sink that feeds adapted loops' meters, and the thread that updates them every
+/// interval.
 ///
-/// The sink finds a loop's meter through a cache of the calling thread's (a loop's events come on its own
-/// thread): one thread-local load and two compares per event, a lock only after an attach or a detach.
+/// A RunLoopCore loop measures itself into its meter; the sink, installed only while an adapted group is attached,
+/// finds an adapted loop's meter through a cache of the calling thread's (a loop's events come on its own thread):
+/// one thread-local load and two compares per event, a lock only after an attach or a detach.
 final class MeterRegistry: @unchecked Sendable {
     static let shared = MeterRegistry()
 
@@ -48,13 +50,15 @@ final class MeterRegistry: @unchecked Sendable {
     // ===== attach and detach =====
 
     func attach(_ loop: Loop, factory: any MetricsFactory, interval: Duration) -> LoopMeter {
-        let meter = LoopMeter(loop: loop, factory: factory)
+        let meter = LoopMeter(loop: loop, factory: factory, registry: self)
         let old: LoopMeter? = lock.withLock {
             let old = meters.updateValue(meter, forKey: loop.id)
             startRecording(interval: interval)
             return old
         }
         generation.add(1, ordering: .releasing)
+        // The loop measures into the new meter from its next iteration; the old one's series end.
+        meter.start()
         old?.destroy()
         return meter
     }
@@ -65,15 +69,15 @@ final class MeterRegistry: @unchecked Sendable {
         lock.withLock {
             groups[groupID] = factory
             hasGroups.store(true, ordering: .releasing)
+            installSinkIfReplaced()
             startRecording(interval: interval)
         }
     }
 
-    /// After an attach: the metrics' sink on top of the seam, and the updater running at `interval`. Lock held.
+    /// After an attach: the updater running at `interval`. Lock held.
     private func startRecording(interval: Duration) {
         precondition(interval > .zero, "LoopMetrics.updateInterval must be longer than zero (got \(interval))")
         self.interval = interval
-        installSinkIfReplaced()
         guard !updaterRunning else { return }
         updaterRunning = true
         startUpdater()
@@ -92,7 +96,8 @@ final class MeterRegistry: @unchecked Sendable {
         let made: Bool = lock.withLock {
             guard let factory = groups[groupID], meters[loopID] == nil else { return false }
             let (name, threadID) = announced.removeValue(forKey: loopID) ?? ("", 0)
-            meters[loopID] = LoopMeter(loopID: loopID, name: name, threadID: threadID, adaptedGroup: groupID, factory: factory)
+            meters[loopID] = LoopMeter(loopID: loopID, name: name, threadID: threadID, adaptedGroup: groupID, factory: factory,
+                                       registry: self)
             return true
         }
         if made { generation.add(1, ordering: .releasing) }
@@ -118,10 +123,10 @@ final class MeterRegistry: @unchecked Sendable {
         for meter in gone { meter.destroy() }
     }
 
-    /// With no loop nor group attached, the seam goes back to what it was (runs already started keep the metrics'
+    /// With no adapted group attached, the seam goes back to what it was (runs already started keep the metrics'
     /// sink, which passes everything on). Lock held.
     private func giveBackTheSeamIfIdle() {
-        guard meters.isEmpty, groups.isEmpty else { return }
+        guard groups.isEmpty else { return }
         if let sink = installed, LoopEventSink.current === sink { LoopEventSink.install(sink.next) }
         installed = nil
     }
@@ -135,10 +140,12 @@ final class MeterRegistry: @unchecked Sendable {
             return true
         }
         generation.add(1, ordering: .releasing)
-        if removed { meter.destroy() }
+        guard removed else { return }
+        meter.stop()
+        meter.destroy()
     }
 
-    /// Installs a metrics sink over the current one when there is none of ours on top (first attach, or a tracer
+    /// Installs a metrics sink over the current one when there is none of ours on top (a group's attach, or a tracer
     /// installed since, which would otherwise have replaced it for every run started from then on). Lock held.
     private func installSinkIfReplaced() {
         let current = LoopEventSink.current
@@ -169,10 +176,8 @@ final class MeterRegistry: @unchecked Sendable {
             }
             if meters.isEmpty && groups.isEmpty {
                 updaterRunning = false
-                giveBackTheSeamIfIdle()
-            } else {
-                installSinkIfReplaced()
             }
+            if groups.isEmpty { giveBackTheSeamIfIdle() } else { installSinkIfReplaced() }
             return (gone, updaterRunning)
         }
         if !gone.isEmpty { generation.add(1, ordering: .releasing) }

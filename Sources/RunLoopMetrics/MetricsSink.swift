@@ -1,12 +1,10 @@
 import RunLoopCore
 
-/// The event seam's sink that feeds the attached loops' instruments and passes every event on, unchanged, to the
-/// sink it was installed over (a tracer: `rlctl record` of a program with metrics still traces everything).
-///
-/// It reads the clock only where a callout's delay needs "now" and the sink below cannot tell it
-/// (``LoopEventSink/lastEventTimestamp()``: the embedded recorder can): once per timer, source, block or job
-/// callout, as any tracer does at least once per event. Sleeps come with their length (the loop times them for
-/// any installed sink). Events of loops that are not attached cost one thread-local lookup.
+/// The event seam's sink that measures adapted loops (RunLoopNIO's SwiftNIO event loops, whose events come only
+/// through the seam) into their meters, and passes every event on, unchanged, to the sink it was installed over (a
+/// tracer: `rlctl record` of a program with metrics still traces everything). Installed only while an adapted group
+/// is attached: a RunLoopCore loop measures itself (RunLoopCore's LoopMeasurements). Events of loops that are not
+/// attached cost one thread-local lookup.
 final class MetricsSink: LoopEventSink, @unchecked Sendable {
     /// The sink below, every event passed on to it.
     let next: LoopEventSink?
@@ -19,57 +17,6 @@ final class MetricsSink: LoopEventSink, @unchecked Sendable {
 
     override var layered: Bool { true }
     override var layeredOver: LoopEventSink? { next }
-
-    private func now() -> UInt64 {
-        let told = next?.lastEventTimestamp() ?? 0
-        return told != 0 ? told : Loop.Instant.now.nanoseconds
-    }
-
-    private func callout(_ context: Context, since due: UInt64, timer: Bool) {
-        guard due != 0, let meter = registry.meter(for: context.loopID) else { return }
-        let at = now()
-        wokeLate(meter, at > due ? at - due : 0, timer: timer)
-    }
-
-    /// Keeps a callout's delay for the updater, and calls it when half its ring waits.
-    @inline(__always)
-    private func wokeLate(_ meter: LoopMeter, _ delay: UInt64, timer: Bool) {
-        if meter.wokeLate(delay, timer: timer) { registry.requestDrain() }
-    }
-
-    // ===== what the metrics use =====
-
-    override func wakeUp(_ context: Context, reason: Loop.WakeReason, slept: UInt64) {
-        next?.wakeUp(context, reason: reason, slept: slept)
-        registry.meter(for: context.loopID)?.addSleep(slept)
-    }
-
-    override func timerFireBegin(_ context: Context, timerID: UInt64, scheduled: UInt64, tolerance: UInt64, interval: UInt64, missed: UInt64) {
-        next?.timerFireBegin(context, timerID: timerID, scheduled: scheduled, tolerance: tolerance, interval: interval, missed: missed)
-        callout(context, since: scheduled, timer: true)
-    }
-
-    override func sourcePerformBegin(_ context: Context, sourceID: UInt64, kind: SourceKind, order: Int, signaled: UInt64) {
-        next?.sourcePerformBegin(context, sourceID: sourceID, kind: kind, order: order, signaled: signaled)
-        callout(context, since: signaled, timer: false)
-    }
-
-    override func blockBegin(_ context: Context, blockID: UInt64, enqueued: UInt64) {
-        next?.blockBegin(context, blockID: blockID, enqueued: enqueued)
-        callout(context, since: enqueued, timer: false)
-    }
-
-    override func jobBegin(_ context: Context, jobID: UInt64, enqueued: UInt64, priority: UInt8) {
-        next?.jobBegin(context, jobID: jobID, enqueued: enqueued, priority: priority)
-        callout(context, since: enqueued, timer: false)
-    }
-
-    override func loopStall(_ context: Context, start: UInt64, busy: UInt64, threshold: UInt64, culprit: Culprit) {
-        next?.loopStall(context, start: start, busy: busy, threshold: threshold, culprit: culprit)
-        // An adapted loop's stalls are counted at its tick, with its I/O (LoopMeter.tick): its loop_stall covers the
-        // tick's tasks only.
-        if let meter = registry.meter(for: context.loopID), meter.adaptedGroup == nil { meter.stalls.increment() }
-    }
 
     override func lastEventTimestamp() -> UInt64 { next?.lastEventTimestamp() ?? 0 }
 
@@ -98,10 +45,29 @@ final class MetricsSink: LoopEventSink, @unchecked Sendable {
 
     override func probeFire(loopID: UInt64, scheduled: UInt64, lateness: UInt64, cost: UInt64) {
         next?.probeFire(loopID: loopID, scheduled: scheduled, lateness: lateness, cost: cost)
-        if let meter = registry.meter(for: loopID) { wokeLate(meter, lateness, timer: true) }
+        registry.meter(for: loopID)?.measurements.wokeLate(lateness, timer: true)
     }
 
     // ===== passed on only =====
+
+    override func wakeUp(_ context: Context, reason: Loop.WakeReason, slept: UInt64) {
+        next?.wakeUp(context, reason: reason, slept: slept)
+    }
+    override func timerFireBegin(_ context: Context, timerID: UInt64, scheduled: UInt64, tolerance: UInt64, interval: UInt64, missed: UInt64) {
+        next?.timerFireBegin(context, timerID: timerID, scheduled: scheduled, tolerance: tolerance, interval: interval, missed: missed)
+    }
+    override func sourcePerformBegin(_ context: Context, sourceID: UInt64, kind: SourceKind, order: Int, signaled: UInt64) {
+        next?.sourcePerformBegin(context, sourceID: sourceID, kind: kind, order: order, signaled: signaled)
+    }
+    override func blockBegin(_ context: Context, blockID: UInt64, enqueued: UInt64) {
+        next?.blockBegin(context, blockID: blockID, enqueued: enqueued)
+    }
+    override func jobBegin(_ context: Context, jobID: UInt64, enqueued: UInt64, priority: UInt8) {
+        next?.jobBegin(context, jobID: jobID, enqueued: enqueued, priority: priority)
+    }
+    override func loopStall(_ context: Context, start: UInt64, busy: UInt64, threshold: UInt64, culprit: Culprit) {
+        next?.loopStall(context, start: start, busy: busy, threshold: threshold, culprit: culprit)
+    }
 
     override func itemLabeled(id: UInt64, kind: ItemKind, label: String) { next?.itemLabeled(id: id, kind: kind, label: label) }
     override func activity(_ activity: Loop.Activity, _ context: Context) { next?.activity(activity, context) }

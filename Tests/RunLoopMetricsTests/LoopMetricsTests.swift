@@ -1,7 +1,7 @@
 import CoreMetrics
 import Glibc
 import MetricsTestKit
-import RunLoopCore
+@testable import RunLoopCore
 @testable import RunLoopMetrics
 import Testing
 import TestSupport
@@ -134,6 +134,8 @@ final class CountingSink: LoopEventSink, @unchecked Sendable {
         defer { thread.close() }
         let handle = LoopMetrics.attach(to: thread.loop, factory: factory)
         defer { handle.detach() }
+        // The loop measures itself: the tracer stays the seam's only sink.
+        #expect(LoopEventSink.current === tracer)
         Self.beginAnIteration(thread.loop)
         let fired = Shared(0)
         let timer = LoopTimer(after: .milliseconds(2), interval: .milliseconds(2), label: "t") { _ in fired.mutate { $0 += 1 } }

@@ -9,6 +9,8 @@
 //   - an empty sink: what any installed sink costs the loop (the seam's calls, a signal's timestamp);
 //   - metrics, no backend: attached with swift-metrics' no-op factory (an application that never bootstrapped);
 //   - metrics on swift-prometheus: attached with a PrometheusMetricsFactory of its own registry;
+//   - metrics on a summing backend (each instrument one atomic sum): RunLoopMetrics' own share, without a real
+//     backend's record;
 //   - the embedded recorder (a flight recorder: nothing written while the loop runs), and the same with metrics on
 //     swift-prometheus over it: what metrics add to a loop that is traced already (they take the recorder's
 //     timestamps instead of reading the clock).
@@ -24,6 +26,7 @@ import MallocInterposerSwift
 import Prometheus
 import RunLoopCore
 import RunLoopMetrics
+import Synchronization
 import Tracing
 
 var iterations = 1_000_000
@@ -36,7 +39,7 @@ while let argument = arguments.next() {
     case "--iterations": iterations = Int(arguments.next() ?? "") ?? -1
     case "--rounds": rounds = Int(arguments.next() ?? "") ?? -1
     case "--exposition": exposition = true
-    case "--only": only = arguments.next() ?? ""   // one variant (none, empty, noop, prometheus), for a profiler
+    case "--only": only = arguments.next() ?? ""   // one variant (Variant.names), for a profiler
     default: iterations = -1
     }
 }
@@ -69,15 +72,43 @@ guard iterations > 0, rounds > 0 else {
 
 enum Variant: String, CaseIterable {
     static var names: [String: Variant] {
-        ["none": .none, "empty": .empty, "noop": .noop, "prometheus": .prometheus, "traced": .traced, "traced-prometheus": .tracedPrometheus]
+        ["none": .none, "empty": .empty, "noop": .noop, "summing": .summing, "prometheus": .prometheus, "traced": .traced,
+         "traced-prometheus": .tracedPrometheus]
     }
 
     case none = "no sink"
     case empty = "an empty sink"
     case noop = "metrics, no backend"
+    case summing = "metrics on a summing backend"
     case prometheus = "metrics on swift-prometheus"
     case traced = "embedded recorder"
     case tracedPrometheus = "embedded recorder + metrics"
+}
+
+/// The least a backend can do: every instrument one atomic sum (what RunLoopMetrics costs without a real backend's
+/// record).
+final class SummingMetrics: MetricsFactory, CounterHandler, FloatingPointCounterHandler, MeterHandler, RecorderHandler,
+    TimerHandler, @unchecked Sendable {
+    let total = Atomic<Int64>(0)
+    func makeCounter(label: String, dimensions: [(String, String)]) -> CounterHandler { self }
+    func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> FloatingPointCounterHandler { self }
+    func makeMeter(label: String, dimensions: [(String, String)]) -> MeterHandler { self }
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> RecorderHandler { self }
+    func makeTimer(label: String, dimensions: [(String, String)]) -> TimerHandler { self }
+    func destroyCounter(_ handler: CounterHandler) {}
+    func destroyMeter(_ handler: MeterHandler) {}
+    func destroyFloatingPointCounter(_ handler: FloatingPointCounterHandler) {}
+    func destroyRecorder(_ handler: RecorderHandler) {}
+    func destroyTimer(_ handler: TimerHandler) {}
+    func increment(by amount: Int64) { total.add(amount, ordering: .relaxed) }
+    func increment(by amount: Double) { total.add(Int64(amount), ordering: .relaxed) }
+    func decrement(by amount: Double) { total.subtract(Int64(amount), ordering: .relaxed) }
+    func reset() {}
+    func set(_ value: Int64) { total.add(value, ordering: .relaxed) }
+    func set(_ value: Double) { total.add(Int64(value), ordering: .relaxed) }
+    func record(_ value: Int64) { total.add(value, ordering: .relaxed) }
+    func record(_ value: Double) { total.add(Int64(value), ordering: .relaxed) }
+    func recordNanoseconds(_ duration: Int64) { total.add(duration, ordering: .relaxed) }
 }
 
 /// A flight-recorder recording's folder, removed when the bench ends.
@@ -127,6 +158,7 @@ func measure(_ variant: Variant, _ count: Int) -> Measurement {
     case .none: LoopEventSink.install(nil)
     case .empty: LoopEventSink.install(LoopEventSink())
     case .noop: handle = LoopMetrics.attach(to: loop, factory: NOOPMetricsHandler.instance)
+    case .summing: handle = LoopMetrics.attach(to: loop, factory: SummingMetrics())
     case .prometheus, .tracedPrometheus:
         handle = LoopMetrics.attach(to: loop, factory: PrometheusMetricsFactory(registry: PrometheusCollectorRegistry()))
     case .traced: break
@@ -163,7 +195,7 @@ func measure(_ variant: Variant, _ count: Int) -> Measurement {
 
 if let only {
     guard let variant = Variant.names[only] else {
-        FileHandle.standardError.write(Data("metricsbench: --only none|empty|noop|prometheus|traced|traced-prometheus\n".utf8))
+        FileHandle.standardError.write(Data("metricsbench: --only none|empty|noop|summing|prometheus|traced|traced-prometheus\n".utf8))
         exit(2)
     }
     _ = measure(variant, 10_000)
@@ -193,7 +225,7 @@ for variant in Variant.allCases {
           + "  (rounds " + values.map { String(format: "%.1f", $0.nanoseconds) }.joined(separator: " ") + ")")
 }
 print("  added per iteration (median of per-round differences):")
-for (variant, base) in [(Variant.noop, Variant.none), (.noop, .empty), (.prometheus, .none), (.prometheus, .empty), (.traced, .none),
+for (variant, base) in [(Variant.noop, Variant.none), (.noop, .empty), (.summing, .none), (.prometheus, .none), (.prometheus, .empty), (.traced, .none),
                         (.tracedPrometheus, .traced)] {
     let differences = zip(results[variant]!, results[base]!).map { $0.nanoseconds - $1.nanoseconds }
     let cpu = zip(results[variant]!, results[base]!).map { $0.cpuNanoseconds - $1.cpuNanoseconds }

@@ -74,11 +74,13 @@ extension Loop {
         case .block(let body):
             if let sink = frame.sink {
                 sink.blockBegin(frame.context(loop: self), blockID: pending.id, enqueued: pending.enqueuedAt)
+                measureCallout(frame, since: pending.enqueuedAt)
                 let began = calloutBegan(frame)
                 body()
                 sink.blockEnd(frame.context(loop: self), blockID: pending.id)
                 calloutEnded(frame, began: began, .block, id: pending.id, label: nil)
             } else {
+                measureCallout(frame, since: pending.enqueuedAt)
                 body()
             }
             frame.unpublished.blocksRun += 1
@@ -88,11 +90,13 @@ extension Loop {
             if let sink = frame.sink {
                 sink.jobBegin(frame.context(loop: self), jobID: pending.id, enqueued: pending.enqueuedAt,
                               priority: UInt8(truncatingIfNeeded: job.priority.rawValue))
+                measureCallout(frame, since: pending.enqueuedAt)
                 let began = calloutBegan(frame)
                 job.runSynchronously(on: asUnownedSerialExecutor())
                 sink.jobEnd(frame.context(loop: self), jobID: pending.id)
                 calloutEnded(frame, began: began, .job, id: pending.id, label: nil)
             } else {
+                measureCallout(frame, since: pending.enqueuedAt)
                 job.runSynchronously(on: asUnownedSerialExecutor())
             }
             frame.unpublished.jobsRun += 1

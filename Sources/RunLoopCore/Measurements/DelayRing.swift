@@ -1,14 +1,14 @@
 import Synchronization
 
-/// The wake-up delays a loop's thread measured that the backend has not recorded yet.
+/// The wake-up delays a loop's thread measured that its reader has not taken yet (``LoopMeasurements``).
 ///
-/// A backend's record is not cheap (swift-prometheus takes a lock and searches the buckets: about 100 ns), and a
-/// busy loop makes one per callout. The loop's thread stores the delay here instead, and the registry's updater
-/// records it into the instrument, at the next update or as soon as half the ring is waiting. One producer (the
-/// loop's thread) and one consumer (whoever holds the registry's lock); the slots are allocated once.
+/// A metrics backend's record is not cheap (swift-prometheus takes a lock and searches the buckets: about 100 ns),
+/// and a busy loop makes one per callout. The loop's thread stores the delay here instead, and the reader records
+/// it, at its next update or as soon as half the ring is waiting. One producer (the loop's thread) and one consumer
+/// (the reader, one at a time); the slots are allocated once.
 final class DelayRing: @unchecked Sendable {
     static let capacity = 4_096
-    /// The flag a timer callout's delay carries (it also goes to `runloop.timer.lateness`).
+    /// The flag a timer callout's delay carries.
     static let timerFlag: UInt64 = 1 << 63
 
     private let slots: UnsafeMutablePointer<UInt64>
@@ -16,6 +16,9 @@ final class DelayRing: @unchecked Sendable {
     private let head = Atomic<Int>(0)
     /// Values taken so far: written by the consumer only.
     private let tail = Atomic<Int>(0)
+    /// The producer's last reading of `tail`: read again only when the ring may be half full, so that a push does
+    /// not load the line the consumer writes.
+    private var knownTail = 0
 
     init() {
         slots = .allocate(capacity: Self.capacity)
@@ -35,8 +38,13 @@ final class DelayRing: @unchecked Sendable {
     @inline(__always)
     func push(_ value: UInt64) -> Push {
         let position = head.load(ordering: .relaxed)
-        let waiting = position &- tail.load(ordering: .acquiring)
-        guard waiting < Self.capacity else { return .full }
+        // The count from `knownTail` is never less than the true one: below half, so is the true one.
+        var waiting = position &- knownTail
+        if waiting >= Self.capacity / 2 - 1 {
+            knownTail = tail.load(ordering: .acquiring)
+            waiting = position &- knownTail
+            guard waiting < Self.capacity else { return .full }
+        }
         slots[position & (Self.capacity - 1)] = value
         head.store(position &+ 1, ordering: .releasing)
         return waiting + 1 == Self.capacity / 2 ? .storedHalfFull : .stored
