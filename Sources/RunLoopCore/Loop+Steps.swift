@@ -133,7 +133,10 @@ extension Loop {
             return hasQueuedMessage(state)
         }
         setWaiting(true)
-        return (timesSleeps(frame) ? now() : 0, messageWaiting)
+        guard timesSleeps(frame) else { return (0, messageWaiting) }
+        let start = now()
+        measurements?.beganSleep(at: start)
+        return (start, messageWaiting)
     }
 
     /// Keeps the ready descriptors for step 9 and consumes the wake-up, so the next wait blocks again. Returns

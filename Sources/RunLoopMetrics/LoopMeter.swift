@@ -37,7 +37,7 @@ final class LoopMeter: @unchecked Sendable {
 
     // The updater's own, guarded by the registry's lock.
     private var lastIterations: UInt64
-    private var lastSlept: UInt64 = 0
+    private var lastIdle: UInt64 = 0
     private var lastStalls: UInt64 = 0
     private var lastUpdate: UInt64
 
@@ -127,11 +127,11 @@ final class LoopMeter: @unchecked Sendable {
             return
         }
         let now = Loop.Instant.now.nanoseconds
-        let sleptTotal = measurements.slept
+        // A RunLoopCore loop's sleep counts as idle while it lasts; an adapted loop's is reported when it ended, so
+        // one that began in an earlier interval counts whole in this one, capped at the interval's length.
+        let idleTotal = max(measurements.idle(at: now), lastIdle)
         let elapsed = now &- lastUpdate
-        // A sleep is added when it ends: one that began in an earlier interval counts whole in this one, and is
-        // capped at the interval's length.
-        let idle = min(sleptTotal &- lastSlept, elapsed)
+        let idle = min(idleTotal &- lastIdle, elapsed)
         if count > lastIterations { iterations.increment(by: Int64(clamping: count - lastIterations)) }
         if elapsed > 0 {
             idleTime.increment(by: Double(idle) / 1e9)
@@ -139,7 +139,7 @@ final class LoopMeter: @unchecked Sendable {
             utilization.set(Double(elapsed - idle) / Double(elapsed))
         }
         lastIterations = count
-        lastSlept = sleptTotal
+        lastIdle = idleTotal
         lastUpdate = now
     }
 

@@ -107,8 +107,11 @@ final class CountingSink: LoopEventSink, @unchecked Sendable {
         #expect(factory.counterTotal(label: LoopMetrics.Name.stalls, dimensions: dimensions) == 2)
         let iterations = factory.counterTotal(label: LoopMetrics.Name.iterations, dimensions: dimensions)
         #expect(iterations >= Int64(fired.value) && iterations <= Int64(thread.loop.statistics.iterations), "\(iterations)")
-        let utilization = try #require(try factory.expectMeter(LoopMetrics.Name.utilization, dimensions).lastValue)
-        #expect(utilization > 0 && utilization <= 1, "\(utilization)")
+        // Every interval's share is a fraction; the one that held the two 150 ms callouts was busy. (The last alone
+        // can be 0: an interval the loop slept through whole, after the updater's own update.)
+        let utilization = try factory.expectMeter(LoopMetrics.Name.utilization, dimensions).values
+        #expect(!utilization.isEmpty && utilization.allSatisfy { $0 >= 0 && $0 <= 1 }, "\(utilization)")
+        #expect(utilization.contains { $0 > 0 }, "\(utilization)")
 
         // Detached: nothing more is recorded, and the series are gone from the backend.
         handle.detach()
@@ -119,6 +122,28 @@ final class CountingSink: LoopEventSink, @unchecked Sendable {
         #expect(Self.waitUntil { fired.value > seen })
         #expect(lateness.values.count == before)
         #expect(factory.timers(label: LoopMetrics.Name.timerLateness).isEmpty)
+    }
+
+    /// A loop asleep in one long wait is idle while it sleeps, not only once the wait ends: an update in the middle
+    /// of a 400 ms sleep shows the interval idle (it read 100 % active before the sleep in progress counted).
+    @Test func aLongSleepIsIdleWhileItLasts() throws {
+        recordingLock.lock()
+        defer { recordingLock.unlock() }
+        let factory = TestMetrics()
+        let thread = LoopThread(name: "sleeper")
+        defer { thread.close() }
+        let handle = LoopMetrics.attach(to: thread.loop, factory: factory)
+        defer { handle.detach() }
+        Self.beginAnIteration(thread.loop)
+        // The loop now sleeps: nothing is due, and nothing else is sent to it until the end.
+        #expect(Self.waitUntil { thread.loop.isWaiting })
+        usleep(50_000)
+        handle.update()
+        usleep(400_000)
+        handle.update()
+        let dimensions = [("runloop.name", "sleeper"), ("runloop.thread", String(thread.loop.threadID))]
+        let utilization = try #require(try factory.expectMeter(LoopMetrics.Name.utilization, dimensions).lastValue)
+        #expect(utilization < 0.05, "\(utilization) active while the loop slept the whole interval")
     }
 
     /// Attached over a tracer, the metrics pass every event on: the tracer sees each timer callout the metrics

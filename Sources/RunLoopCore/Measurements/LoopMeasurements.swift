@@ -14,8 +14,11 @@ import Synchronization
 /// One writer (the loop's thread, or the adapter's sink on it) and one reader at a time (whoever holds the reader's
 /// lock). The counters are atomics written with a load and a store; the delays wait in a ring allocated once.
 package final class LoopMeasurements: @unchecked Sendable {
-    /// Nanoseconds asleep in the loop's waits since measuring began.
+    /// Nanoseconds asleep in the loop's waits since measuring began, the sleep in progress left out.
     private let sleptTotal = Atomic<UInt64>(0)
+    /// When the sleep in progress began (the loop's clock), 0 while the loop is awake: a reader counts a long sleep
+    /// as idle while it lasts, not all at once when it ends.
+    private let sleepingSince = Atomic<UInt64>(0)
     /// Iterations busy past the stall threshold since measuring began.
     private let stallTotal = Atomic<UInt64>(0)
     private let delays = DelayRing()
@@ -31,17 +34,37 @@ package final class LoopMeasurements: @unchecked Sendable {
         self.overflow = overflow
     }
 
-    /// Nanoseconds asleep in the loop's waits so far (a sleep counts when it ends).
+    /// Nanoseconds asleep in the loop's waits that have ended.
     package var slept: UInt64 { sleptTotal.load(ordering: .relaxed) }
+
+    /// Nanoseconds asleep so far at `now` (the loop's clock): the waits that ended, and the one in progress up to
+    /// `now`. Never less than an earlier answer for an earlier `now`.
+    package func idle(at now: UInt64) -> UInt64 {
+        while true {
+            let since = sleepingSince.load(ordering: .acquiring)
+            let ended = sleptTotal.load(ordering: .acquiring)
+            // The loop clears `sleepingSince` before it adds the sleep: the same start read on both sides means the
+            // sleep had not ended when `ended` was read.
+            guard sleepingSince.load(ordering: .acquiring) == since else { continue }
+            return ended &+ (since != 0 && now > since ? now - since : 0)
+        }
+    }
     /// Stalls so far.
     package var stalls: UInt64 { stallTotal.load(ordering: .relaxed) }
 
     // ===== the loop's thread =====
 
-    /// A wait ended after `nanoseconds` asleep.
+    /// A sleep begins at `start` (the loop's clock).
+    @inline(__always)
+    func beganSleep(at start: UInt64) {
+        sleepingSince.store(max(start, 1), ordering: .releasing)
+    }
+
+    /// A wait ended after `nanoseconds` asleep (for an adapted loop, whose sleeps are reported once they ended).
     @inline(__always)
     package func addSleep(_ nanoseconds: UInt64) {
-        sleptTotal.store(sleptTotal.load(ordering: .relaxed) &+ nanoseconds, ordering: .relaxed)
+        sleepingSince.store(0, ordering: .releasing)
+        sleptTotal.store(sleptTotal.load(ordering: .relaxed) &+ nanoseconds, ordering: .releasing)
     }
 
     /// An iteration was busy past the stall threshold.
