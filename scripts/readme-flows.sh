@@ -147,7 +147,8 @@ top_level() { (cd "$1" && find . -mindepth 1 -maxdepth 1 -printf '%P\n' | sort);
 lttng_sessions() {
     command -v lttng >/dev/null || return 0
     # "  1) demo (/path) [inactive]": the session names; no daemon means no session.
-    lttng list 2>/dev/null | sed -n 's/^ *[0-9][0-9]*) \([^ ]*\) .*/\1/p' | sort
+    # (`lttng list` fails without a daemon: under pipefail that is not a failure of the run.)
+    { lttng list 2>/dev/null || true; } | sed -n 's/^ *[0-9][0-9]*) \([^ ]*\) .*/\1/p' | sort
 }
 
 # ---------- paths ----------
