@@ -247,12 +247,8 @@ extension Loop {
 
         frame.sink?.timerFireBegin(frame.context(loop: self), timerID: timer.id, scheduled: scheduled,
                                    tolerance: timer.toleranceNanoseconds, interval: timer.intervalNanoseconds, missed: missed)
-        // Its lateness: from the tracer's timestamp of the begin event, as the trace shows it, or else the due
-        // check's clock read just made (no clock read of its own).
-        if let measurements {
-            let stamp = frame.sink?.lastEventTimestamp() ?? 0
-            measurements.calloutBegan(at: stamp != 0 ? stamp : checkedAt, since: scheduled, timer: true)
-        }
+        // Its lateness on the loop's clock: the due check's read stands for the callout's start.
+        measureCallout(frame, since: scheduled, timer: true, readAt: checkedAt)
         let began = calloutBegan(frame)
         timer.handler(timer)
         frame.sink?.timerFireEnd(frame.context(loop: self), timerID: timer.id)

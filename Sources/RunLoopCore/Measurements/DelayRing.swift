@@ -16,9 +16,6 @@ final class DelayRing: @unchecked Sendable {
     private let head = Atomic<Int>(0)
     /// Values taken so far: written by the consumer only.
     private let tail = Atomic<Int>(0)
-    /// The producer's last reading of `tail`: read again only when the ring may be half full, so that a push does
-    /// not load the line the consumer writes.
-    private var knownTail = 0
 
     init() {
         slots = .allocate(capacity: Self.capacity)
@@ -38,13 +35,8 @@ final class DelayRing: @unchecked Sendable {
     @inline(__always)
     func push(_ value: UInt64) -> Push {
         let position = head.load(ordering: .relaxed)
-        // The count from `knownTail` is never less than the true one: below half, so is the true one.
-        var waiting = position &- knownTail
-        if waiting >= Self.capacity / 2 - 1 {
-            knownTail = tail.load(ordering: .acquiring)
-            waiting = position &- knownTail
-            guard waiting < Self.capacity else { return .full }
-        }
+        let waiting = position &- tail.load(ordering: .acquiring)
+        guard waiting < Self.capacity else { return .full }
         slots[position & (Self.capacity - 1)] = value
         head.store(position &+ 1, ordering: .releasing)
         return waiting + 1 == Self.capacity / 2 ? .storedHalfFull : .stored

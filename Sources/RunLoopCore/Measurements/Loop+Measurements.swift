@@ -37,13 +37,14 @@ extension Loop {
         measurements = lock.withLock { pendingMeasurements }
     }
 
-    /// A callout serving what was signalled or enqueued at `since` (0: not stamped, nothing to measure) begins: its
-    /// wake-up delay, from the tracer's timestamp of the begin event it just recorded, or the clock the stamps
-    /// were read on. No clock read while nothing is measured.
+    /// A callout serving what was due, signalled or enqueued at `since` (0: not stamped, nothing to measure)
+    /// begins: its wake-up delay, from the tracer's timestamp of the begin event it just recorded, else `readAt` (a
+    /// clock read the step just made), else a read of the clock the stamps were taken on. No clock read while
+    /// nothing is measured.
     @inline(__always)
-    func measureCallout(_ frame: RunFrame, since: UInt64) {
+    func measureCallout(_ frame: RunFrame, since: UInt64, timer: Bool = false, readAt: UInt64? = nil) {
         guard let measurements, since != 0 else { return }
         let stamp = frame.sink?.lastEventTimestamp() ?? 0
-        measurements.calloutBegan(at: stamp != 0 ? stamp : monotonicNanoseconds(), since: since, timer: false)
+        measurements.calloutBegan(at: stamp != 0 ? stamp : readAt ?? monotonicNanoseconds(), since: since, timer: timer)
     }
 }

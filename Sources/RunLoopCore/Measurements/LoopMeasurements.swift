@@ -49,6 +49,7 @@ package final class LoopMeasurements: @unchecked Sendable {
             return ended &+ (since != 0 && now > since ? now - since : 0)
         }
     }
+
     /// Stalls so far.
     package var stalls: UInt64 { stallTotal.load(ordering: .relaxed) }
 
